@@ -1,0 +1,53 @@
+# Entry points. Every target that runs code depends on `setup`, which builds
+# .venv from setup.cfg on a fresh machine (CPU TensorFlow 2.15.1).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# LCQMC comparison settings (see README, "Did pretraining help?")
+LCQMC_DIR ?= ../shared/data/lcqmc
+BEFORE ?=
+AFTER ?= output/pretrain
+CONFIG ?= configs/demo_tiny_bert.json
+VOCAB ?=
+MAX_TRAIN_EXAMPLES ?= 0
+EPOCHS ?= 2
+OUT ?= results/lcqmc
+
+.PHONY: setup test demo data pretrain lcqmc-finetune bench clean
+
+setup: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required (TensorFlow 2.15); found " + sys.version.split()[0]' \
+	  || { echo "set PYTHON=/path/to/python3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[cpu,dev]'
+	@touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest -q tests
+
+demo: setup
+	PYTHON=$(abspath $(PY)) bash scripts/demo.sh
+
+data: setup
+	PYTHON=$(abspath $(PY)) bash scripts/create_pretrain_data.sh
+
+pretrain: setup
+	PYTHON=$(abspath $(PY)) bash scripts/pretrain.sh
+
+lcqmc-finetune: setup
+	PYTHON=$(abspath $(PY)) LCQMC_DIR="$(LCQMC_DIR)" BEFORE="$(BEFORE)" AFTER="$(AFTER)" \
+	  CONFIG="$(CONFIG)" VOCAB="$(VOCAB)" MAX_TRAIN_EXAMPLES="$(MAX_TRAIN_EXAMPLES)" \
+	  EPOCHS="$(EPOCHS)" OUT="$(OUT)" bash scripts/lcqmc_finetune.sh
+
+bench: setup
+	$(PY) bench/data_gen_bench.py
+	$(PY) bench/pretrain_bench.py
+
+clean:
+	rm -rf output results .pytest_cache

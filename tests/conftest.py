@@ -1,0 +1,24 @@
+"""Shared pytest fixtures: repository paths and the optional ../shared data."""
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+def shared_path(*parts):
+    """Path under ../shared/data, or skip the test with the reason if absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not present (a fresh clone has no ../shared); "
+                    "this test needs the shared data set")
+    return path
+
+
+@pytest.fixture
+def repo_root():
+    return REPO_ROOT
