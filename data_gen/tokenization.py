@@ -1,0 +1,300 @@
+"""Tokenizer compatible with Google's BERT vocab files (e.g. bert-base-chinese).
+
+Pipeline, per character then per word:
+  1. clean: drop NUL, U+FFFD and control characters; every whitespace becomes " ".
+  2. optional full-width -> half-width (U+FF01..U+FF5E -> ASCII, U+3000 -> " ").
+  3. if do_lower_case: lower-case and strip accents (NFD, drop combining marks).
+  4. basic split: whitespace separates words; every CJK character and every
+     punctuation character is a word on its own.
+  5. WordPiece: greedy longest match against the vocab, continuation pieces
+     carry "##"; a word with no match (or longer than 200 chars) is "[UNK]".
+
+`tokenize_with_offsets` also returns, for every token, the index of its first
+character in `normalize(text)`; whole-word masking uses it to align tokens
+with jieba's words.
+"""
+import collections
+import unicodedata
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+UNK_TOKEN = "[UNK]"
+MAX_INPUT_CHARS_PER_WORD = 200
+
+# Character classes used by the basic tokenizer.
+_DROP, _SPACE, _CJK, _PUNCT, _OTHER = range(5)
+
+
+class VocabError(ValueError):
+    """The vocab file is unusable (missing special tokens, duplicates, ...)."""
+
+
+def load_vocab(vocab_file):
+    """Reads a vocab file, one token per line, into an OrderedDict token -> id.
+
+    The id is the 0-based line number. Blank lines are an error (they would
+    shift every later id); a duplicated token keeps its first id.
+    """
+    vocab = collections.OrderedDict()
+    with open(vocab_file, "r", encoding="utf-8-sig") as reader:
+        for line_number, line in enumerate(reader):
+            token = line.rstrip("\r\n")
+            if not token.strip():
+                raise VocabError(
+                    f"{vocab_file}:{line_number + 1}: empty line in vocab file; every line "
+                    "must hold one token (ids are line numbers). Remove the blank line.")
+            token = token.strip()
+            if token not in vocab:
+                vocab[token] = line_number
+    if not vocab:
+        raise VocabError(f"{vocab_file}: vocab file is empty")
+    return vocab
+
+
+def check_special_tokens(vocab, vocab_file="<vocab>"):
+    """Raises VocabError naming every missing one of [PAD] [UNK] [CLS] [SEP] [MASK]."""
+    missing = [token for token in SPECIAL_TOKENS if token not in vocab]
+    if missing:
+        raise VocabError(
+            f"{vocab_file}: vocab lacks the special token(s) {' '.join(missing)}; "
+            f"a BERT vocab must contain all of {' '.join(SPECIAL_TOKENS)} "
+            "(one per line, e.g. at the top of the file).")
+
+
+def is_cjk_char(char):
+    """True for a CJK ideograph (the blocks Google's BERT splits per character)."""
+    cp = ord(char)
+    return ((0x4E00 <= cp <= 0x9FFF) or (0x3400 <= cp <= 0x4DBF) or
+            (0x20000 <= cp <= 0x2A6DF) or (0x2A700 <= cp <= 0x2B73F) or
+            (0x2B740 <= cp <= 0x2B81F) or (0x2B820 <= cp <= 0x2CEAF) or
+            (0xF900 <= cp <= 0xFAFF) or (0x2F800 <= cp <= 0x2FA1F))
+
+
+def is_whitespace(char):
+    """Space, tab, newline, carriage return and Unicode Zs characters."""
+    if char in (" ", "\t", "\n", "\r"):
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def is_control(char):
+    """Control/format characters (Cc, Cf) other than tab and line ends."""
+    if char in ("\t", "\n", "\r"):
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def is_punctuation(char):
+    """ASCII non-alphanumeric printable characters and Unicode P* characters."""
+    cp = ord(char)
+    if (33 <= cp <= 47) or (58 <= cp <= 64) or (91 <= cp <= 96) or (123 <= cp <= 126):
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def full_width_to_half_width(char):
+    """Maps full-width ASCII variants (U+FF01..U+FF5E) and U+3000 to ASCII."""
+    cp = ord(char)
+    if cp == 0x3000:
+        return " "
+    if 0xFF01 <= cp <= 0xFF5E:
+        return chr(cp - 0xFEE0)
+    return char
+
+
+def strip_accents(text):
+    """NFD-decomposes `text` and drops the combining marks (category Mn)."""
+    return "".join(c for c in unicodedata.normalize("NFD", text)
+                   if unicodedata.category(c) != "Mn")
+
+
+class BasicTokenizer:
+    """Cleaning, optional lower-casing/width folding, whitespace/punct/CJK split."""
+
+    def __init__(self, do_lower_case=True, full_width_to_half=False):
+        self.do_lower_case = do_lower_case
+        self.full_width_to_half = full_width_to_half
+        self._char_cache = {}  # char -> (normalized string, class of each char in it)
+
+    def _normalize_char(self, char):
+        cached = self._char_cache.get(char)
+        if cached is not None:
+            return cached
+        cp = ord(char)
+        if cp == 0 or cp == 0xFFFD or is_control(char):
+            text = ""
+        elif is_whitespace(char):
+            text = " "
+        else:
+            text = full_width_to_half_width(char) if self.full_width_to_half else char
+            if text == " ":
+                pass
+            elif self.do_lower_case:
+                text = strip_accents(text.lower())
+        classes = tuple(self._classify(c) for c in text)
+        cached = (text, classes)
+        if len(self._char_cache) < 200000:
+            self._char_cache[char] = cached
+        return cached
+
+    @staticmethod
+    def _classify(char):
+        if char == " ":
+            return _SPACE
+        if is_cjk_char(char):
+            return _CJK
+        if is_punctuation(char):
+            return _PUNCT
+        return _OTHER
+
+    def normalize(self, text):
+        """Returns the cleaned/normalized text the tokens and offsets refer to."""
+        return "".join(self._normalize_char(c)[0] for c in text)
+
+    def split_with_offsets(self, text):
+        """Splits `text` into basic words.
+
+        Returns (normalized_text, words, starts) where words[i] begins at
+        normalized_text[starts[i]].
+        """
+        pieces = []
+        words = []
+        starts = []
+        word_chars = []
+        word_start = 0
+        position = 0
+        for char in text:
+            normalized, classes = self._normalize_char(char)
+            for sub_char, char_class in zip(normalized, classes):
+                if char_class == _OTHER:
+                    if not word_chars:
+                        word_start = position
+                    word_chars.append(sub_char)
+                else:
+                    if word_chars:
+                        words.append("".join(word_chars))
+                        starts.append(word_start)
+                        word_chars = []
+                    if char_class != _SPACE:
+                        words.append(sub_char)
+                        starts.append(position)
+                position += 1
+            pieces.append(normalized)
+        if word_chars:
+            words.append("".join(word_chars))
+            starts.append(word_start)
+        return "".join(pieces), words, starts
+
+    def tokenize(self, text):
+        """Returns the basic words of `text` (no WordPiece)."""
+        return self.split_with_offsets(text)[1]
+
+
+class WordpieceTokenizer:
+    """Greedy longest-match-first WordPiece over a fixed vocab."""
+
+    def __init__(self, vocab, unk_token=UNK_TOKEN,
+                 max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD):
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+        self._cache = {}
+
+    def tokenize_word(self, word):
+        """Splits one basic word into WordPieces (a list, [unk] if impossible)."""
+        cached = self._cache.get(word)
+        if cached is not None:
+            return cached
+        if len(word) > self.max_input_chars_per_word:
+            pieces = [self.unk_token]
+        else:
+            pieces = []
+            start = 0
+            while start < len(word):
+                end = len(word)
+                match = None
+                while start < end:
+                    candidate = word[start:end]
+                    if start > 0:
+                        candidate = "##" + candidate
+                    if candidate in self.vocab:
+                        match = candidate
+                        break
+                    end -= 1
+                if match is None:
+                    pieces = [self.unk_token]
+                    break
+                pieces.append(match)
+                start = end
+        if len(self._cache) < 500000:
+            self._cache[word] = pieces
+        return pieces
+
+    def tokenize(self, text):
+        """WordPiece-splits every whitespace-separated word of `text`."""
+        tokens = []
+        for word in text.split():
+            tokens.extend(self.tokenize_word(word))
+        return tokens
+
+
+class FullTokenizer:
+    """BasicTokenizer followed by WordpieceTokenizer, with id conversion."""
+
+    def __init__(self, vocab_file, do_lower_case=True, full_width_to_half=False,
+                 require_special_tokens=True):
+        self.vocab_file = str(vocab_file)
+        self.vocab = load_vocab(vocab_file)
+        if require_special_tokens:
+            check_special_tokens(self.vocab, self.vocab_file)
+        self.inv_vocab = {token_id: token for token, token_id in self.vocab.items()}
+        self.do_lower_case = do_lower_case
+        self.basic_tokenizer = BasicTokenizer(do_lower_case, full_width_to_half)
+        self.wordpiece_tokenizer = WordpieceTokenizer(self.vocab)
+
+    def tokenize_with_offsets(self, text):
+        """Returns (normalized_text, tokens, starts).
+
+        starts[i] is the index in normalized_text of the first character of
+        the basic word tokens[i] came from (a "##" piece shares its word's start;
+        use the "##" prefix to tell pieces apart).
+        """
+        normalized, words, word_starts = self.basic_tokenizer.split_with_offsets(text)
+        tokens = []
+        starts = []
+        vocab = self.vocab
+        tokenize_word = self.wordpiece_tokenizer.tokenize_word
+        for word, start in zip(words, word_starts):
+            if len(word) == 1 and word in vocab:
+                tokens.append(word)
+                starts.append(start)
+                continue
+            pieces = tokenize_word(word)
+            tokens.extend(pieces)
+            starts.extend([start] * len(pieces))
+        return normalized, tokens, starts
+
+    def tokenize(self, text):
+        """Returns the WordPiece tokens of `text` (list of str)."""
+        return self.tokenize_with_offsets(text)[1]
+
+    def convert_tokens_to_ids(self, tokens):
+        """Maps tokens to ids; a token absent from the vocab maps to [UNK]'s id."""
+        unk_id = self.vocab.get(UNK_TOKEN)
+        ids = []
+        for token in tokens:
+            token_id = self.vocab.get(token, unk_id)
+            if token_id is None:
+                raise KeyError(f"token {token!r} not in vocab {self.vocab_file} and no [UNK]")
+            ids.append(token_id)
+        return ids
+
+    def convert_ids_to_tokens(self, ids):
+        """Maps ids back to tokens; raises KeyError naming an out-of-range id."""
+        tokens = []
+        for token_id in ids:
+            token = self.inv_vocab.get(int(token_id))
+            if token is None:
+                raise KeyError(f"id {token_id} is outside vocab {self.vocab_file} "
+                               f"(size {len(self.vocab)})")
+            tokens.append(token)
+        return tokens
