@@ -35,16 +35,27 @@ def load_vocab(vocab_file):
     shift every later id); a duplicated token keeps its first id.
     """
     vocab = collections.OrderedDict()
-    with open(vocab_file, "r", encoding="utf-8-sig") as reader:
-        for line_number, line in enumerate(reader):
-            token = line.rstrip("\r\n")
-            if not token.strip():
-                raise VocabError(
-                    f"{vocab_file}:{line_number + 1}: empty line in vocab file; every line "
-                    "must hold one token (ids are line numbers). Remove the blank line.")
-            token = token.strip()
-            if token not in vocab:
-                vocab[token] = line_number
+    with open(vocab_file, "rb") as reader:
+        data = reader.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for line_number, raw_line in enumerate(lines):
+        try:
+            line = raw_line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise VocabError(f"{vocab_file}:{line_number + 1}: not UTF-8 ({error})") from None
+        # Only ASCII blanks are stripped: Google's vocab holds tokens such as
+        # U+2028 that str.strip() would erase.
+        token = line.rstrip("\r").strip(" \t")
+        if not token:
+            raise VocabError(
+                f"{vocab_file}:{line_number + 1}: empty line in vocab file; every line "
+                "must hold one token (ids are line numbers). Remove the blank line.")
+        if token not in vocab:
+            vocab[token] = line_number
     if not vocab:
         raise VocabError(f"{vocab_file}: vocab file is empty")
     return vocab
