@@ -1,0 +1,153 @@
+"""Optimizer, schedule, accumulation and loss-scaling tests against NumPy references."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from pretrain import mixed_precision, optimization
+
+tf.disable_eager_execution()
+
+
+def _np_schedule(step, init_lr, total, warmup, power=1.0):
+    decayed = init_lr * (1.0 - min(step, total) / total) ** power
+    if warmup and step < warmup:
+        return init_lr * step / warmup
+    return decayed
+
+
+def test_warmup_then_polynomial_decay_values():
+    with tf.Graph().as_default():
+        step = tf.placeholder(tf.int64, [])
+        lr_lin = optimization.learning_rate_schedule(1e-3, step, 100, 10)
+        lr_sq = optimization.learning_rate_schedule(1e-3, step, 100, 0, poly_power=2.0)
+        lr_acc = optimization.learning_rate_schedule(1e-3, step, 100, 10, steps_per_update=4)
+        with tf.Session() as sess:
+            for s in [0, 1, 5, 9, 10, 11, 50, 99, 100, 150]:
+                got = sess.run([lr_lin, lr_sq, lr_acc], {step: s})
+                np.testing.assert_allclose(got[0], _np_schedule(s, 1e-3, 100, 10), rtol=1e-5)
+                np.testing.assert_allclose(got[1], _np_schedule(s, 1e-3, 100, 0, 2.0), rtol=1e-5)
+                np.testing.assert_allclose(got[2], _np_schedule(s // 4, 1e-3, 100, 10), rtol=1e-5)
+    # spot checks of the shape itself: peak at the end of warmup, zero at the end
+    assert _np_schedule(10, 1e-3, 100, 10) == pytest.approx(9e-4)
+    assert _np_schedule(100, 1e-3, 100, 10) == 0.0
+
+
+def _np_reference_step(params, grads, lr, kind, wd=0.01, b1=0.9, b2=0.999, eps=1e-6, clip=1.0):
+    """One update from zero moments, after global-norm clipping (NumPy)."""
+    norm = np.sqrt(sum(float(np.sum(g * g)) for g in grads.values()))
+    scale = clip / max(norm, clip)
+    out = {}
+    for name, w in params.items():
+        g = grads[name] * scale
+        m = (1 - b1) * g
+        v = (1 - b2) * g * g
+        update = m / (np.sqrt(v) + eps)
+        excluded = "LayerNorm" in name or "bias" in name
+        if not excluded:
+            update = update + wd * w
+        ratio = 1.0
+        if kind == "lamb" and not excluded:
+            wn, un = np.linalg.norm(w), np.linalg.norm(update)
+            ratio = wn / un if wn > 0 and un > 0 else 1.0
+        out[name] = w - lr * ratio * update
+    return out
+
+
+@pytest.mark.parametrize("kind", ["adamw", "lamb"])
+def test_one_step_matches_numpy_reference(kind):
+    rng = np.random.RandomState(0)
+    init = {"dense/kernel": rng.randn(3, 4).astype(np.float32),
+            "dense/bias": rng.randn(4).astype(np.float32),
+            "LayerNorm/gamma": rng.randn(4).astype(np.float32)}
+    x = rng.randn(5, 3).astype(np.float32)
+    with tf.Graph().as_default():
+        tvars = {}
+        for name, value in init.items():
+            scope, short = name.split("/")
+            with tf.variable_scope(scope):
+                tvars[name] = tf.get_variable(short, initializer=value)
+        h = tf.matmul(tf.constant(x), tvars["dense/kernel"]) + tvars["dense/bias"]
+        loss = tf.reduce_mean(tf.square(h * tvars["LayerNorm/gamma"] - 1.0))
+        names = list(init)
+        grads_t = tf.gradients(loss, [tvars[n] for n in names])
+        out = optimization.build_train_op(loss, 0.1, 10, 0, optimizer=kind)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            grads = dict(zip(names, sess.run(grads_t)))
+            lr, norm, _ = sess.run([out.learning_rate, out.grad_norm, out.train_op])
+            got = sess.run(tvars)
+            step = sess.run(tf.train.get_global_step())
+    assert step == 1
+    assert norm > 1.0  # clipping is active in this reference
+    expected = _np_reference_step(init, grads, lr, kind)
+    for name in names:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6)
+        assert not np.allclose(got[name], init[name])
+
+
+def test_unknown_optimizer_is_refused_with_choices():
+    with pytest.raises(ValueError, match="adamw.*lamb"):
+        optimization.make_optimizer("sgdx", 0.1)
+
+
+def _linear_problem(batch_x, batch_y, k, steps, optimizer="adamw"):
+    """Train a linear model; returns final weights, an Adam slot and the global step."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(0)
+        x = tf.placeholder(tf.float32, [None, 3])
+        y = tf.placeholder(tf.float32, [None])
+        with tf.variable_scope("lin"):
+            w = tf.get_variable("kernel", initializer=np.array([[0.5], [-0.3], [0.1]], np.float32))
+            b = tf.get_variable("bias", initializer=np.array([0.2], np.float32))
+        pred = tf.squeeze(tf.matmul(x, w), 1) + b
+        loss = tf.reduce_mean(tf.square(pred - y))
+        out = optimization.build_train_op(loss, 0.05, steps, 1, optimizer=optimizer,
+                                          gradient_accumulation_steps=k)
+        m_slot = [v for v in tf.global_variables() if v.op.name.endswith("kernel/AdamWeightDecay")
+                  or v.op.name.endswith("kernel/Lamb")][0]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            n = len(batch_x)
+            micro = n // k
+            for _ in range(steps):
+                for i in range(k):
+                    sl = slice(i * micro, (i + 1) * micro)
+                    sess.run(out.train_op, {x: batch_x[sl], y: batch_y[sl]})
+            return sess.run([w, b, m_slot, tf.train.get_global_step()])
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "lamb"])
+def test_gradient_accumulation_equals_larger_batch(optimizer):
+    rng = np.random.RandomState(1)
+    bx = rng.randn(8, 3).astype(np.float32)
+    by = rng.randn(8).astype(np.float32)
+    w1, b1, m1, s1 = _linear_problem(bx, by, k=1, steps=3, optimizer=optimizer)
+    w4, b4, m4, s4 = _linear_problem(bx, by, k=4, steps=3, optimizer=optimizer)
+    assert s1 == 3 and s4 == 12  # the global step counts micro-batches
+    np.testing.assert_allclose(w4, w1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b4, b1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m4, m1, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(w1, [[0.5], [-0.3], [0.1]])
+
+
+def test_fp16_overflow_step_is_skipped_and_scale_halved():
+    with tf.Graph().as_default():
+        scale_feed = tf.placeholder(tf.float32, [])
+        with tf.variable_scope("m"):
+            w = tf.get_variable("kernel", initializer=np.ones([2], np.float32))
+        loss = tf.reduce_sum(w * scale_feed)
+        scaler = mixed_precision.DynamicLossScale(initial_scale=8.0, growth_interval=2)
+        out = optimization.build_train_op(loss, 0.1, 10, 0, loss_scaler=scaler)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            finite, applied, _ = sess.run([out.grads_finite, out.update_applied, out.train_op],
+                                          {scale_feed: np.inf})
+            assert not finite and not applied
+            np.testing.assert_array_equal(sess.run(w), [1.0, 1.0])
+            assert sess.run(scaler.scale_var) == 4.0
+            for _ in range(2):
+                finite, _ = sess.run([out.grads_finite, out.train_op], {scale_feed: 1.0})
+                assert finite
+            assert sess.run(scaler.scale_var) == 8.0  # doubled after 2 finite steps
+            assert np.all(sess.run(w) < 1.0)
+            assert sess.run(tf.train.get_global_step()) == 3
