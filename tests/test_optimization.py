@@ -24,9 +24,9 @@ def test_warmup_then_polynomial_decay_values():
         with tf.Session() as sess:
             for s in [0, 1, 5, 9, 10, 11, 50, 99, 100, 150]:
                 got = sess.run([lr_lin, lr_sq, lr_acc], {step: s})
-                np.testing.assert_allclose(got[0], _np_schedule(s, 1e-3, 100, 10), rtol=1e-5)
-                np.testing.assert_allclose(got[1], _np_schedule(s, 1e-3, 100, 0, 2.0), rtol=1e-5)
-                np.testing.assert_allclose(got[2], _np_schedule(s // 4, 1e-3, 100, 10), rtol=1e-5)
+                np.testing.assert_allclose(got[0], _np_schedule(s, 1e-3, 100, 10), rtol=1e-5, atol=1e-9)
+                np.testing.assert_allclose(got[1], _np_schedule(s, 1e-3, 100, 0, 2.0), rtol=1e-5, atol=1e-9)
+                np.testing.assert_allclose(got[2], _np_schedule(s // 4, 1e-3, 100, 10), rtol=1e-5, atol=1e-9)
     # spot checks of the shape itself: peak at the end of warmup, zero at the end
     assert _np_schedule(10, 1e-3, 100, 10) == pytest.approx(9e-4)
     assert _np_schedule(100, 1e-3, 100, 10) == 0.0
