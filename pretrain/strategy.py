@@ -1,0 +1,176 @@
+"""One place that turns --strategy into a RunConfig and an Estimator.
+
+Reusable by pretraining and fine-tuning:
+
+    name = resolve_strategy(flags.strategy, use_tpu=flags.use_tpu)
+    run_config = make_run_config(name, output_dir, ...)
+    estimator = build_estimator(name, model_fn, run_config, train_batch_size=..., ...)
+
+Strategies:
+  cpu / gpu     one device, plain `tf.estimator.Estimator`.
+  mirrored      `RunConfig(train_distribute=MirroredStrategy())` over all
+                local GPUs (or logical CPUs); the GLOBAL train batch is split
+                across replicas (see `per_replica_batch_size`).
+  multi_worker  `MultiWorkerMirroredStrategy` (collective all-reduce); the
+                cluster comes from the TF_CONFIG environment variable, which
+                must be set identically (except task.index) on every worker.
+  tpu           `TPUEstimator` + `TPUClusterResolver`, `iterations_per_loop`,
+                bfloat16 and one-hot embedding lookups (the caller's model_fn
+                handles the last two); paths must be gs:// URLs.
+
+Model functions receive `params["strategy"]` and `params["num_replicas"]`.
+"""
+import json
+import os
+
+import tensorflow.compat.v1 as tf
+from absl import logging
+
+STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
+
+
+def _tf_config_workers():
+    """Number of worker/chief tasks in TF_CONFIG (0 when unset)."""
+    raw = os.environ.get("TF_CONFIG", "")
+    if not raw:
+        return 0
+    try:
+        cluster = json.loads(raw).get("cluster", {})
+    except ValueError as err:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({err}): {raw[:200]!r}") from err
+    return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def resolve_strategy(name="auto", use_tpu=False):
+    """A concrete strategy name; `auto` looks at TF_CONFIG and visible GPUs and logs its pick."""
+    name = (name or "auto").lower()
+    if name not in STRATEGIES:
+        raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
+    if use_tpu:
+        if name not in ("auto", "tpu"):
+            raise ValueError(f"--use_tpu implies --strategy=tpu, but --strategy={name} was given")
+        return "tpu"
+    if name != "auto":
+        return name
+    workers = _tf_config_workers()
+    gpus = tf.config.list_physical_devices("GPU")
+    if workers > 1:
+        picked, why = "multi_worker", f"TF_CONFIG lists {workers} workers"
+    elif len(gpus) > 1:
+        picked, why = "mirrored", f"{len(gpus)} GPUs visible"
+    elif len(gpus) == 1:
+        picked, why = "gpu", "1 GPU visible"
+    else:
+        picked, why = "cpu", "no GPU visible"
+    logging.info("--strategy=auto picked %s (%s)", picked, why)
+    return picked
+
+
+def make_distribution_strategy(name):
+    """The tf.distribute strategy for `mirrored` / `multi_worker`, else None."""
+    if name == "mirrored":
+        devices = [d.name for d in tf.config.list_logical_devices("GPU")]
+        if not devices:  # CPU-only: mirror over logical CPU devices (tests, debugging)
+            devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices=devices)
+    if name == "multi_worker":
+        if _tf_config_workers() < 1:
+            raise ValueError("--strategy=multi_worker needs TF_CONFIG with a cluster of workers, "
+                             'e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+                             '"task": {"type": "worker", "index": 0}}')
+        return tf.distribute.experimental.MultiWorkerMirroredStrategy(
+            communication=tf.distribute.experimental.CollectiveCommunication.AUTO)
+    return None
+
+
+def num_replicas(strategy):
+    return strategy.num_replicas_in_sync if strategy is not None else 1
+
+
+def per_replica_batch_size(global_batch_size, replicas, flag_name="--train_batch_size"):
+    """Global batch / replicas; refuses a batch that does not split evenly."""
+    if global_batch_size % replicas:
+        raise ValueError(f"{flag_name}={global_batch_size} (the global batch) must be divisible "
+                         f"by the {replicas} replicas in sync")
+    return global_batch_size // replicas
+
+
+def check_tpu_paths(**paths):
+    """TPUs read and write only Cloud Storage: refuse local paths by flag name."""
+    for flag, value in paths.items():
+        for path in [p for p in str(value or "").split(",") if p.strip()]:
+            if not path.strip().startswith("gs://"):
+                raise ValueError(
+                    f"--{flag}={path.strip()} is a local path; a TPU worker cannot read or write "
+                    "the local disk of this machine. Copy the data to a Cloud Storage bucket and "
+                    "pass gs:// paths (e.g. gsutil -m cp -r ... gs://BUCKET/...).")
+
+
+def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep_checkpoint_max=5,
+                    log_step_count_steps=100, iterations_per_loop=1000, tpu_name=None,
+                    tpu_zone=None, gcp_project=None, num_tpu_cores=8, use_xla=False,
+                    session_config=None, tf_random_seed=None, distribution=None):
+    """RunConfig (tpu: `tf.estimator.tpu.RunConfig`) for the resolved strategy.
+
+    `distribution` may pass a ready strategy (else one is created); the
+    strategy used is reachable as `run_config.train_distribute`.
+    """
+    if session_config is None:
+        session_config = tf.ConfigProto(allow_soft_placement=True)
+        if use_xla:
+            session_config.graph_options.optimizer_options.global_jit_level = (
+                tf.OptimizerOptions.ON_1)
+    common = dict(model_dir=output_dir, save_checkpoints_steps=save_checkpoints_steps,
+                  keep_checkpoint_max=keep_checkpoint_max,
+                  log_step_count_steps=log_step_count_steps, session_config=session_config,
+                  tf_random_seed=tf_random_seed)
+    if strategy_name == "tpu":
+        resolver = None
+        if tpu_name:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu_name, zone=tpu_zone, project=gcp_project)
+        return tf.estimator.tpu.RunConfig(
+            cluster=resolver, **common,
+            tpu_config=tf.estimator.tpu.TPUConfig(
+                iterations_per_loop=iterations_per_loop, num_shards=num_tpu_cores,
+                per_host_input_for_training=tf.estimator.tpu.InputPipelineConfig.PER_HOST_V2))
+    if distribution is None:
+        distribution = make_distribution_strategy(strategy_name)
+    return tf.estimator.RunConfig(train_distribute=distribution, **common)
+
+
+def build_estimator(strategy_name, model_fn, run_config, params=None, train_batch_size=None,
+                    eval_batch_size=None, predict_batch_size=None, use_tpu=True):
+    """Estimator (or TPUEstimator for `tpu`) with strategy facts in `params`.
+
+    For `tpu`, `use_tpu=False` runs the same TPUEstimator on CPU (for tests):
+    TPUEstimator then passes the per-call batch as `params["batch_size"]`.
+    """
+    params = dict(params or {})
+    if strategy_name == "tpu":
+        params.update(strategy="tpu", num_replicas=1, use_tpu=use_tpu)
+        return tf.estimator.tpu.TPUEstimator(
+            use_tpu=use_tpu, model_fn=model_fn, config=run_config, params=params,
+            train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
+            predict_batch_size=predict_batch_size)
+    replicas = num_replicas(run_config.train_distribute)
+    if train_batch_size:
+        per_replica_batch_size(train_batch_size, replicas)
+    params.update(strategy=strategy_name, num_replicas=replicas, use_tpu=False,
+                  train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
+    return tf.estimator.Estimator(model_fn=model_fn, config=run_config, params=params)
+
+
+def input_batch_size(params, mode_batch_key, input_context=None):
+    """Batch size one input pipeline must produce.
+
+    TPUEstimator sets params["batch_size"] (per host/shard). Under a
+    tf.distribute strategy Estimator gives each replica a whole batch from the
+    input_fn, so it must produce global / replicas.
+    """
+    if "batch_size" in params:
+        return int(params["batch_size"])
+    global_batch = int(params[mode_batch_key])
+    if input_context is not None:
+        return per_replica_batch_size(global_batch, input_context.num_replicas_in_sync)
+    return global_batch
