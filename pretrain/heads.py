@@ -1,0 +1,145 @@
+"""Pretraining heads (masked LM, 2-way sentence task) and eval metrics.
+
+Heads run entirely in float32 (their inputs are cast), so logits and losses
+are float32 whatever the encoder's compute type. Variable names follow
+google-research/bert: `cls/predictions/...`, `cls/seq_relationship/...`.
+"""
+import tensorflow.compat.v1 as tf
+
+from pretrain import layers
+from pretrain.modeling import EMBEDDING_PROJECTION_COLLECTION
+
+
+def gather_indexes(sequence_tensor, positions):
+    """Gathers the vectors at `positions` of each example.
+
+    Args:
+      sequence_tensor: [B, S, W].
+      positions: [B, P] int positions into S.
+    Returns:
+      [B*P, W].
+    """
+    batch_size, seq_length, width = layers.get_shape_list(sequence_tensor, 3,
+                                                          "sequence_tensor")
+    positions = tf.cast(positions, tf.int32)
+    offsets = tf.reshape(tf.range(batch_size, dtype=tf.int32) * seq_length, [-1, 1])
+    flat_positions = tf.reshape(positions + offsets, [-1])
+    flat_sequence = tf.reshape(sequence_tensor, [-1, width])
+    return tf.gather(flat_sequence, flat_positions)
+
+
+def _mlm_transform_width(config):
+    if config.is_albert and config.albert_layout == "google":
+        return config.embedding_size
+    return config.hidden_size
+
+
+def get_masked_lm_output(config, input_tensor, output_weights, positions, label_ids,
+                         label_weights, output_projection=None):
+    """Masked-LM head and loss, under `cls/predictions`.
+
+    transform = LayerNorm(act(dense(gather(input_tensor, positions)))) to width H
+    (Google ALBERT: E); for the brightmart layout the transform is projected
+    back to E with `word_embeddings_2` transposed, as albert_zh does;
+    logits = transform @ output_weights^T + output_bias.
+
+    Args:
+      input_tensor: [B, S, H] sequence output (any float dtype).
+      output_weights: [V, E] tied embedding table (model.get_embedding_table()).
+      positions, label_ids: [B, P] int.
+      label_weights: [B, P] float, 1.0 real prediction / 0.0 padding.
+      output_projection: [E, H] (brightmart only; model.get_embedding_projection()).
+        When None it is taken from the graph collection the model fills.
+    Returns:
+      (loss scalar, per_example_loss [B*P], log_probs [B*P, V]), float32.
+    """
+    vocab_size = config.vocab_size
+    hidden = gather_indexes(tf.cast(input_tensor, tf.float32), positions)
+    with tf.variable_scope("cls/predictions"):
+        with tf.variable_scope("transform"):
+            hidden = layers.dense(hidden, _mlm_transform_width(config), "dense",
+                                  activation=layers.get_activation(config.hidden_act),
+                                  initializer_range=config.initializer_range)
+            hidden = layers.layer_norm(hidden, "LayerNorm")
+        if config.is_albert and config.albert_layout == "brightmart":
+            if output_projection is None:
+                found = tf.get_collection(EMBEDDING_PROJECTION_COLLECTION)
+                if not found:
+                    raise ValueError("brightmart ALBERT MLM head needs output_projection="
+                                     "model.get_embedding_projection()")
+                output_projection = found[-1]
+            hidden = tf.matmul(hidden, tf.cast(output_projection, tf.float32),
+                               transpose_b=True)
+        output_bias = tf.get_variable("output_bias", shape=[vocab_size],
+                                      initializer=tf.zeros_initializer())
+        logits = tf.matmul(hidden, tf.cast(output_weights, tf.float32), transpose_b=True)
+        logits = tf.nn.bias_add(logits, output_bias)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+
+        label_ids = tf.reshape(label_ids, [-1])
+        label_weights = tf.cast(tf.reshape(label_weights, [-1]), tf.float32)
+        one_hot_labels = tf.one_hot(label_ids, depth=vocab_size, dtype=tf.float32)
+        per_example_loss = -tf.reduce_sum(log_probs * one_hot_labels, axis=-1)
+        numerator = tf.reduce_sum(label_weights * per_example_loss)
+        denominator = tf.reduce_sum(label_weights) + 1e-5
+        loss = numerator / denominator
+    return loss, per_example_loss, log_probs
+
+
+def get_sentence_output(config, pooled_output, labels):
+    """2-way sentence head (NSP or SOP), under `cls/seq_relationship`.
+
+    Args:
+      pooled_output: [B, H].
+      labels: [B] or [B, 1] int in {0, 1}.
+    Returns:
+      (mean loss, per_example_loss [B], log_probs [B, 2]), float32.
+    """
+    with tf.variable_scope("cls/seq_relationship"):
+        output_weights = tf.get_variable(
+            "output_weights", shape=[2, config.hidden_size],
+            initializer=layers.create_initializer(config.initializer_range))
+        output_bias = tf.get_variable("output_bias", shape=[2],
+                                      initializer=tf.zeros_initializer())
+        logits = tf.matmul(tf.cast(pooled_output, tf.float32), output_weights,
+                           transpose_b=True)
+        logits = tf.nn.bias_add(logits, output_bias)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        labels = tf.reshape(labels, [-1])
+        one_hot_labels = tf.one_hot(labels, depth=2, dtype=tf.float32)
+        per_example_loss = -tf.reduce_sum(one_hot_labels * log_probs, axis=-1)
+        loss = tf.reduce_mean(per_example_loss)
+    return loss, per_example_loss, log_probs
+
+
+def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
+              masked_lm_weights, sentence_example_loss=None, sentence_log_probs=None,
+              sentence_labels=None):
+    """Eval metrics (tf.metrics pairs) for Estimator.
+
+    Returns a dict with masked_lm_accuracy and masked_lm_loss (weighted by
+    masked_lm_weights), plus sentence_accuracy and sentence_loss when the
+    sentence head's tensors are given.
+    """
+    vocab_size = masked_lm_log_probs.shape[-1]
+    masked_lm_log_probs = tf.reshape(masked_lm_log_probs, [-1, vocab_size])
+    predictions = tf.argmax(masked_lm_log_probs, axis=-1, output_type=tf.int32)
+    masked_lm_ids = tf.reshape(masked_lm_ids, [-1])
+    masked_lm_weights = tf.reshape(masked_lm_weights, [-1])
+    metrics = {
+        "masked_lm_accuracy": tf.metrics.accuracy(
+            labels=masked_lm_ids, predictions=predictions, weights=masked_lm_weights),
+        "masked_lm_loss": tf.metrics.mean(
+            values=tf.reshape(masked_lm_example_loss, [-1]), weights=masked_lm_weights),
+    }
+    if sentence_log_probs is not None:
+        sentence_predictions = tf.argmax(tf.reshape(sentence_log_probs, [-1, 2]),
+                                         axis=-1, output_type=tf.int32)
+        metrics["sentence_accuracy"] = tf.metrics.accuracy(
+            labels=tf.reshape(sentence_labels, [-1]), predictions=sentence_predictions)
+        metrics["sentence_loss"] = tf.metrics.mean(
+            values=tf.reshape(sentence_example_loss, [-1]))
+    return metrics
+
+
+pretraining_metrics = metric_fn

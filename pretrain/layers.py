@@ -1,0 +1,183 @@
+"""Building blocks: dense, LayerNorm, activations, dropout, mixed precision.
+
+Variables are created with `tf.get_variable` under explicit variable scopes so
+that their names are exactly google-research/bert's (`<scope>/kernel`,
+`<scope>/bias`, `<scope>/LayerNorm/gamma`, ...).
+
+Mixed precision: `mixed_precision_scope(compute_dtype)` installs a custom
+getter that stores every variable in float32 and returns it cast to the
+compute dtype when read. Code that must see the float32 variable itself
+(LayerNorm parameters, embedding tables) reads it inside `float32_reads()`.
+"""
+import contextlib
+import math
+import threading
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+_STATE = threading.local()
+
+
+def _float32_reads_active():
+    return getattr(_STATE, "float32_reads", 0) > 0
+
+
+@contextlib.contextmanager
+def float32_reads():
+    """Variables fetched inside this block are returned uncast (float32)."""
+    _STATE.float32_reads = getattr(_STATE, "float32_reads", 0) + 1
+    try:
+        yield
+    finally:
+        _STATE.float32_reads -= 1
+
+
+def make_mixed_precision_getter(compute_dtype):
+    """Custom getter: float32 storage, `compute_dtype` on read."""
+    compute_dtype = tf.as_dtype(compute_dtype)
+
+    def mixed_precision_getter(getter, *args, **kwargs):
+        requested = tf.as_dtype(kwargs.get("dtype") or tf.float32)
+        if requested.is_floating:
+            kwargs["dtype"] = tf.float32
+        variable = getter(*args, **kwargs)
+        if (requested.is_floating and compute_dtype != tf.float32
+                and not _float32_reads_active()):
+            return tf.cast(variable, compute_dtype)
+        return variable
+
+    return mixed_precision_getter
+
+
+@contextlib.contextmanager
+def mixed_precision_scope(scope_name, compute_dtype, default_name=None):
+    """Variable scope `scope_name` whose float variables are read in compute_dtype."""
+    compute_dtype = tf.as_dtype(compute_dtype)
+    getter = None
+    if compute_dtype != tf.float32:
+        getter = make_mixed_precision_getter(compute_dtype)
+    with tf.variable_scope(scope_name, default_name=default_name,
+                           custom_getter=getter) as scope:
+        yield scope
+
+
+def create_initializer(initializer_range=0.02):
+    """Truncated normal initializer, as google-research/bert uses."""
+    return tf.truncated_normal_initializer(stddev=initializer_range)
+
+
+def get_shape_list(tensor, expected_rank=None, name="tensor"):
+    """Static dims as Python ints, dynamic ones as scalar tensors."""
+    shape = tensor.shape.as_list()
+    if expected_rank is not None:
+        ranks = (expected_rank,) if isinstance(expected_rank, int) else expected_rank
+        if len(shape) not in ranks:
+            raise ValueError("%s must have rank %s, got shape %s"
+                             % (name, " or ".join(map(str, ranks)), shape))
+    dynamic = None
+    for index, dim in enumerate(shape):
+        if dim is None:
+            if dynamic is None:
+                dynamic = tf.shape(tensor)
+            shape[index] = dynamic[index]
+    return shape
+
+
+def gelu(x):
+    """GELU, tanh approximation, computed exactly as google-research/bert."""
+    cdf = 0.5 * (1.0 + tf.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * tf.pow(x, 3))))
+    return x * cdf
+
+
+def gelu_exact(x):
+    """GELU with the exact erf formulation."""
+    return 0.5 * x * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
+
+
+def swish(x):
+    return x * tf.sigmoid(x)
+
+
+_ACTIVATIONS = {
+    "gelu": gelu,
+    "gelu_exact": gelu_exact,
+    "relu": tf.nn.relu,
+    "swish": swish,
+    "tanh": tf.tanh,
+    "linear": None,
+}
+
+
+def get_activation(name):
+    """Maps an activation name (config.hidden_act) to a function or None."""
+    if not isinstance(name, str):
+        return name
+    key = name.lower()
+    if key not in _ACTIVATIONS:
+        raise ValueError("unsupported activation %r; use one of %s"
+                         % (name, ", ".join(sorted(_ACTIVATIONS))))
+    return _ACTIVATIONS[key]
+
+
+def dropout(input_tensor, dropout_prob):
+    """Dropout with drop probability `dropout_prob` (no-op when 0 or None)."""
+    if not dropout_prob:
+        return input_tensor
+    return tf.nn.dropout(input_tensor, rate=dropout_prob)
+
+
+def dense(input_tensor, units, name, activation=None, initializer_range=0.02,
+          use_bias=True, reuse=None):
+    """Fully connected layer on the last axis.
+
+    Args:
+      input_tensor: [..., in_width] float tensor (float32/bf16/fp16).
+      units: output width.
+      name: variable scope; creates `<name>/kernel` [in_width, units] and
+        `<name>/bias` [units].
+      activation: function or None.
+    Returns:
+      [..., units] in the dtype of `input_tensor`.
+    """
+    in_width = input_tensor.shape[-1]
+    if in_width is None:
+        raise ValueError("dense %r needs a static last dimension, got %s"
+                         % (name, input_tensor.shape))
+    in_width = int(in_width)
+    with tf.variable_scope(name, reuse=reuse):
+        kernel = tf.get_variable("kernel", [in_width, units],
+                                 initializer=create_initializer(initializer_range))
+        bias = None
+        if use_bias:
+            bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
+    dtype = input_tensor.dtype
+    rank = input_tensor.shape.ndims
+    flat = input_tensor if rank == 2 else tf.reshape(input_tensor, [-1, in_width])
+    output = tf.matmul(flat, tf.cast(kernel, dtype))
+    if bias is not None:
+        output = tf.nn.bias_add(output, tf.cast(bias, dtype))
+    if activation is not None:
+        output = activation(output)
+    if rank != 2:
+        outer = get_shape_list(input_tensor)[:-1]
+        output = tf.reshape(output, outer + [units])
+    return output
+
+
+def layer_norm(input_tensor, name="LayerNorm", epsilon=1e-12, reuse=None):
+    """LayerNorm over the last axis; statistics computed in float32.
+
+    Creates `<name>/gamma` and `<name>/beta` (float32). Returns a tensor of the
+    input's dtype. epsilon=1e-12 matches tf.contrib.layers.layer_norm, which
+    Google's BERT and ALBERT checkpoints were trained with.
+    """
+    width = int(input_tensor.shape[-1])
+    with tf.variable_scope(name, reuse=reuse), float32_reads():
+        gamma = tf.get_variable("gamma", [width], initializer=tf.ones_initializer())
+        beta = tf.get_variable("beta", [width], initializer=tf.zeros_initializer())
+    x = tf.cast(input_tensor, tf.float32)
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    normed = (x - mean) * tf.math.rsqrt(variance + epsilon)
+    output = normed * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32)
+    return tf.cast(output, input_tensor.dtype)
