@@ -1,0 +1,220 @@
+"""Turns LCQMC question pairs into a pretraining corpus of documents.
+
+    python -m data_gen.lcqmc_to_docs --lcqmc_dir ../shared/data/lcqmc \
+        --output_file output/lcqmc_docs.txt
+
+Input lines are `text_a<TAB>text_b<TAB>label` (label 1 = paraphrase). Output:
+blank-line-separated documents, one sentence per line (the generator's input
+format):
+  * a paraphrase pair (label 1) is one two-sentence document `a`, `b`;
+  * the sentences of a non-paraphrase pair (label 0) are one-sentence documents.
+Duplicates are removed, deterministically, in file order:
+  * a paraphrase pair already written (in either order) is not written again;
+  * a one-sentence document is written only for a sentence that appears in no
+    paraphrase document and was not written as a one-sentence document before,
+    so a question asked in many pairs does not dominate the corpus.
+Only the train split is read by default, so dev/test questions never leak into
+pretraining; `--allow_eval_splits` is needed to include them (with a warning).
+A header line is tolerated; malformed lines are reported as FILE:LINE and
+counted. The output is written under a temporary name and renamed at the end.
+"""
+import collections
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+EVAL_SPLITS = ("dev", "test")
+MAX_REPORTED_MALFORMED = 50
+
+
+class LcqmcError(ValueError):
+    """Unusable arguments or input (missing split file, eval split not allowed, ...)."""
+
+
+def split_path(lcqmc_dir, split):
+    """Path of `split` in `lcqmc_dir` (`split.txt` or `split.tsv`)."""
+    for extension in (".txt", ".tsv"):
+        path = os.path.join(lcqmc_dir, split + extension)
+        if os.path.isfile(path):
+            return path
+    raise LcqmcError(f"no file for split {split!r} in {lcqmc_dir} (looked for {split}.txt "
+                     f"and {split}.tsv); put LCQMC there as text_a<TAB>text_b<TAB>label lines.")
+
+
+def parse_split_names(splits, allow_eval_splits):
+    """Comma-separated split names; dev/test only with allow_eval_splits."""
+    names = [name.strip() for name in splits.split(",") if name.strip()]
+    if not names:
+        raise LcqmcError("--splits is empty; give e.g. --splits=train")
+    leaking = [name for name in names if name in EVAL_SPLITS]
+    if leaking and not allow_eval_splits:
+        raise LcqmcError(
+            f"--splits={splits} includes evaluation split(s) {', '.join(leaking)}: their text "
+            "would leak into pretraining and inflate the fine-tuning scores. Use the train "
+            "split only, or pass --allow_eval_splits if you really mean it.")
+    return names
+
+
+def read_pairs(path, account, report=print):
+    """Yields (text_a, text_b, label) from one LCQMC file.
+
+    A first line whose label is not 0/1 but has three fields is a header and is
+    skipped. Any other bad line (not UTF-8, wrong field count, empty text,
+    label not 0/1) is reported via `report` as "path:line: reason" and counted.
+    """
+    with open(path, "rb") as reader:
+        for line_number, raw in enumerate(reader, start=1):
+            account["lines_read"] += 1
+            if line_number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as error:
+                _malformed(account, report, path, line_number, f"not UTF-8 ({error.reason} "
+                           f"at byte {error.start} of the line)")
+                continue
+            if not line.strip():
+                account["blank_lines"] += 1
+                continue
+            fields = line.split("\t")
+            if len(fields) != 3:
+                _malformed(account, report, path, line_number,
+                           f"expected 3 tab-separated fields (text_a, text_b, label), "
+                           f"found {len(fields)}")
+                continue
+            text_a, text_b, label = (field.strip() for field in fields)
+            if label not in ("0", "1"):
+                if line_number == 1:
+                    account["header_lines"] += 1
+                    continue
+                _malformed(account, report, path, line_number,
+                           f"label must be 0 or 1, found {label!r}")
+                continue
+            if not text_a or not text_b:
+                _malformed(account, report, path, line_number, "empty text_a or text_b")
+                continue
+            account["pairs"] += 1
+            account["paraphrase_pairs" if label == "1" else "non_paraphrase_pairs"] += 1
+            yield text_a, text_b, int(label)
+
+
+def _malformed(account, report, path, line_number, reason):
+    account["malformed_lines"] += 1
+    if account["malformed_lines"] <= MAX_REPORTED_MALFORMED:
+        report(f"lcqmc_to_docs: malformed line {path}:{line_number}: {reason}")
+    elif account["malformed_lines"] == MAX_REPORTED_MALFORMED + 1:
+        report(f"lcqmc_to_docs: more than {MAX_REPORTED_MALFORMED} malformed lines; "
+               "the rest are only counted")
+
+
+def pairs_to_documents(pairs, account):
+    """Turns (a, b, label) pairs into deduplicated documents (lists of sentences).
+
+    See the module docstring for the rules. `pairs` is consumed twice, so it
+    must be a list. Counts go into `account`.
+    """
+    in_paraphrase = set()
+    for text_a, text_b, label in pairs:
+        if label == 1 and text_a != text_b:
+            in_paraphrase.update((text_a, text_b))
+    documents = []
+    written_pairs = set()
+    written_singles = set()
+    for text_a, text_b, label in pairs:
+        if label == 1 and text_a != text_b:
+            key = frozenset((text_a, text_b))
+            if key in written_pairs:
+                account["duplicate_documents_removed"] += 1
+                continue
+            written_pairs.add(key)
+            documents.append([text_a, text_b])
+            continue
+        for sentence in dict.fromkeys((text_a, text_b)):
+            if sentence in in_paraphrase or sentence in written_singles:
+                account["repeated_sentences_removed"] += 1
+                continue
+            written_singles.add(sentence)
+            documents.append([sentence])
+    return documents
+
+
+def write_documents(documents, output_file):
+    """Writes documents blank-line separated, atomically (temporary name + rename)."""
+    directory = os.path.dirname(os.path.abspath(output_file))
+    os.makedirs(directory, exist_ok=True)
+    temporary = os.path.join(directory, f".{os.path.basename(output_file)}.incomplete-{os.getpid()}")
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as writer:
+            for index, document in enumerate(documents):
+                if index:
+                    writer.write("\n")
+                for sentence in document:
+                    writer.write(sentence + "\n")
+        os.replace(temporary, output_file)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, report=print):
+    """Reads the splits, writes the documents, returns the account (a Counter)."""
+    names = parse_split_names(splits, allow_eval_splits)
+    paths = [split_path(lcqmc_dir, name) for name in names]
+    leaking = [name for name in names if name in EVAL_SPLITS]
+    if leaking:
+        report(f"lcqmc_to_docs: WARNING: including evaluation split(s) {', '.join(leaking)}; "
+               "a model pretrained on this corpus has seen the dev/test questions, so its "
+               "LCQMC dev/test accuracy is no longer a fair measure.")
+    account = collections.Counter(files=len(paths))
+    pairs = []
+    for path in paths:
+        pairs.extend(read_pairs(path, account, report))
+    documents = pairs_to_documents(pairs, account)
+    write_documents(documents, output_file)
+    account["documents_written"] = len(documents)
+    account["two_sentence_documents"] = sum(1 for d in documents if len(d) == 2)
+    account["one_sentence_documents"] = sum(1 for d in documents if len(d) == 1)
+    account["sentences_written"] = sum(len(d) for d in documents)
+    return account
+
+
+ACCOUNT_ORDER = ("files", "lines_read", "header_lines", "blank_lines", "malformed_lines", "pairs",
+                 "paraphrase_pairs", "non_paraphrase_pairs", "documents_written",
+                 "two_sentence_documents", "one_sentence_documents", "sentences_written",
+                 "duplicate_documents_removed", "repeated_sentences_removed")
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_string("lcqmc_dir", None, "Directory holding LCQMC train.txt (dev.txt, test.txt).")
+    flags.DEFINE_string("output_file", None, "Where to write the documents.")
+    flags.DEFINE_string("splits", "train", "Comma-separated splits to read.")
+    flags.DEFINE_bool("allow_eval_splits", False, "Allow dev/test in --splits (their text then "
+                      "leaks into pretraining; a warning is printed).")
+    flags.mark_flags_as_required(["lcqmc_dir", "output_file"])
+
+
+def main_with_argv(argv):
+    del argv
+    try:
+        account = convert(FLAGS.lcqmc_dir, FLAGS.output_file, FLAGS.splits,
+                          FLAGS.allow_eval_splits,
+                          report=lambda message: print(message, file=sys.stderr))
+    except LcqmcError as error:
+        print(f"lcqmc_to_docs: error: {error}", file=sys.stderr)
+        return 1
+    print("lcqmc_to_docs: " + ", ".join(f"{key}={account[key]}" for key in ACCOUNT_ORDER))
+    print(f"lcqmc_to_docs: wrote {FLAGS.output_file}")
+    return 0
+
+
+def main():
+    define_flags()
+    app.run(main_with_argv)
+
+
+if __name__ == "__main__":
+    main()
