@@ -1,0 +1,128 @@
+"""Turns one chunk of documents into serialized, masked training instances.
+
+Runs inside a worker process (or in-process for --num_workers=1). A chunk is
+processed with a generator seeded from (random_seed, chunk_index) only, so the
+output does not depend on how many workers share the chunks.
+"""
+import collections
+import random
+
+from data_gen import instances as instance_lib
+from data_gen import masking
+from data_gen.example_proto import InstanceEncoder
+from data_gen.segmentation import make_segmenter
+from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
+
+
+def chunk_rng(random_seed, chunk_index):
+    """The generator of one chunk (Python's Mersenne Twister, platform-stable)."""
+    return random.Random(random_seed * 1000003 + chunk_index)
+
+
+class ChunkResult:
+    """Records of one chunk, in output order, plus counters.
+
+    records: list of bytes (serialized Examples); masked: list of int (real
+    predictions per record); max_ids: list of int (largest id per record).
+    """
+
+    def __init__(self, chunk_index):
+        self.chunk_index = chunk_index
+        self.records = []
+        self.masked = []
+        self.max_ids = []
+        self.counts = collections.Counter()
+
+
+class ChunkProcessor:
+    """Holds the per-process state: tokenizer, segmenter, masking, encoder."""
+
+    def __init__(self, config):
+        self.config = config
+        self.tokenizer = FullTokenizer(config.vocab_file, config.do_lower_case,
+                                       config.full_width_to_half)
+        vocab = self.tokenizer.vocab
+        self.unk_id = vocab[UNK_TOKEN]
+        self.special = instance_lib.SpecialIds(vocab["[CLS]"], vocab["[SEP]"])
+        self.segmenter = None
+        if config.do_whole_word_mask:
+            self.segmenter = make_segmenter(config.segmenter, config.jieba_user_dict or None,
+                                            config.jieba_hmm)
+        self.masking_config = masking.MaskingConfig(
+            config.masked_lm_prob, config.max_predictions_per_seq, vocab["[MASK]"],
+            masking.replacement_ids(vocab), config.do_whole_word_mask,
+            config.ngram_for_mode())
+        self.encoder = InstanceEncoder(config.max_seq_length, config.max_predictions_per_seq,
+                                       len(vocab), with_token_boundary=config.mode == "albert")
+
+    def tokenize_sentence(self, sentence):
+        """Returns (ids, starts) of one sentence (see masking.py for starts)."""
+        normalized, tokens, offsets = self.tokenizer.tokenize_with_offsets(sentence)
+        vocab = self.tokenizer.vocab
+        unk_id = self.unk_id
+        ids = [vocab.get(token, unk_id) for token in tokens]
+        starts = [0 if token.startswith("##") else 1 for token in tokens]
+        if self.segmenter is not None and tokens:
+            word_ids = self.segmenter.word_ids_by_char(normalized)
+            previous_word = -1
+            for index, offset in enumerate(offsets):
+                word = word_ids[offset]
+                if (starts[index] == 1 and word == previous_word
+                        and is_cjk_char(normalized[offset])):
+                    starts[index] = 0  # later character of a jieba word
+                previous_word = word
+        return ids, starts
+
+    def tokenize_documents(self, documents, counts):
+        """Tokenizes (and segments) every sentence once; drops empty ones, counted."""
+        tokenized = []
+        for document in documents:
+            sentences = []
+            for sentence in document:
+                ids, starts = self.tokenize_sentence(sentence)
+                if ids:
+                    sentences.append((ids, starts))
+                else:
+                    counts["sentences_skipped_no_tokens"] += 1
+            if sentences:
+                tokenized.append(sentences)
+            else:
+                counts["documents_skipped_no_tokens"] += 1
+        return tokenized
+
+    def build_instances(self, documents, rng, counts):
+        """All dupe passes of the chunk, shuffled with the chunk's generator."""
+        config = self.config
+        built = []
+        for _ in range(config.dupe_factor):
+            if config.mode == "roberta":
+                built.extend(instance_lib.create_roberta_instances(
+                    documents, config.max_seq_length, self.special,
+                    config.pack_within_document))
+            else:
+                task = "sop" if config.mode == "albert" else "nsp"
+                for document_index in range(len(documents)):
+                    built.extend(instance_lib.create_pair_instances(
+                        documents, document_index, config.max_seq_length,
+                        config.short_seq_prob, self.special, rng, task, counts))
+        rng.shuffle(built)
+        return built
+
+    def process(self, chunk_index, documents):
+        """Tokenize, build, mask and serialize one chunk -> ChunkResult."""
+        result = ChunkResult(chunk_index)
+        counts = result.counts
+        rng = chunk_rng(self.config.random_seed, chunk_index)
+        tokenized = self.tokenize_documents(documents, counts)
+        with_boundary = self.config.mode == "albert"
+        encode = self.encoder.encode
+        for ids, starts, segment_ids, label in self.build_instances(tokenized, rng, counts):
+            output_ids, positions, labels = masking.create_masked_lm_predictions(
+                ids, starts, rng, self.masking_config)
+            boundary = masking.token_boundary(starts) if with_boundary else None
+            result.records.append(encode(output_ids, segment_ids, positions, labels, label,
+                                         boundary))
+            result.masked.append(len(positions))
+            result.max_ids.append(max(output_ids))
+            counts["labels_1" if label else "labels_0"] += 1
+        return result

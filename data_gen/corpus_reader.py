@@ -1,0 +1,167 @@
+"""Streaming reader of blank-line-separated documents, one sentence per line.
+
+Nothing holds the corpus: files are read line by line and documents are
+yielded as lists of sentences. Survives BOMs, CRLF, trailing blanks, runs of
+blank lines, empty files, files with no blank line at all (a document is cut
+every `max_sentences_per_document` sentences and continues as a new one) and
+very long lines (read in pieces of `max_line_bytes`). Bytes that are not UTF-8
+raise CorpusError naming file and byte offset, or with on_decode_error="skip"
+the line is skipped and counted.
+"""
+import collections
+import glob
+import os
+
+DECODE_ERROR_POLICIES = ("error", "skip")
+_BOM = b"\xef\xbb\xbf"
+
+
+class CorpusError(ValueError):
+    """Unreadable input: no file matched, undecodable bytes, ..."""
+
+
+def expand_input_patterns(patterns):
+    """Expands comma-separated globs into a sorted, de-duplicated file list.
+
+    `*.meta.json` sidecars are excluded. A pattern matching nothing is an error.
+    """
+    files = []
+    seen = set()
+    for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
+        matches = sorted(path for path in glob.glob(os.path.expanduser(pattern))
+                         if os.path.isfile(path) and not path.endswith(".meta.json"))
+        if not matches:
+            raise CorpusError(f"--input_file pattern {pattern!r} matches no file "
+                              f"(cwd {os.getcwd()}); check the path or quote the glob.")
+        for path in matches:
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+    if not files:
+        raise CorpusError("--input_file is empty; give comma-separated files or globs.")
+    return files
+
+
+class CorpusAccount:
+    """Counters of what was read and skipped (plain ints, mergeable)."""
+
+    def __init__(self):
+        self.counts = collections.Counter()
+
+    def add(self, key, value=1):
+        self.counts[key] += value
+
+    def as_dict(self):
+        return dict(sorted(self.counts.items()))
+
+
+class CorpusReader:
+    """Iterates documents (lists of str) over files, counting into `account`."""
+
+    def __init__(self, files, on_decode_error="error", max_sentences_per_document=2000,
+                 max_line_bytes=1 << 20, account=None):
+        if on_decode_error not in DECODE_ERROR_POLICIES:
+            raise CorpusError(f"--on_decode_error={on_decode_error!r}: choose one of "
+                              f"{', '.join(DECODE_ERROR_POLICIES)}")
+        if max_sentences_per_document < 1:
+            raise CorpusError("max_sentences_per_document must be >= 1")
+        self.files = list(files)
+        self.on_decode_error = on_decode_error
+        self.max_sentences_per_document = max_sentences_per_document
+        self.max_line_bytes = max_line_bytes
+        self.account = account if account is not None else CorpusAccount()
+
+    def __iter__(self):
+        for path in self.files:
+            yield from self._read_file(path)
+
+    def _raw_lines(self, reader):
+        """Yields (byte_offset, line_bytes, is_continuation) with line ends removed.
+
+        A line longer than max_line_bytes comes in pieces, cut at UTF-8
+        character boundaries; later pieces have is_continuation=True.
+        """
+        offset = 0
+        continuing = False
+        carry = b""
+        while True:
+            piece = reader.readline(self.max_line_bytes)
+            if not piece:
+                if carry:
+                    yield offset - len(carry), carry, continuing
+                return
+            piece_offset = offset - len(carry)
+            offset += len(piece)
+            data = carry + piece
+            carry = b""
+            if data.endswith(b"\n"):
+                yield piece_offset, data[:-1], continuing
+                continuing = False
+                continue
+            if len(piece) < self.max_line_bytes:  # last line without "\n"
+                yield piece_offset, data, continuing
+                return
+            # Over-long line: keep an incomplete trailing UTF-8 sequence for later.
+            cut = len(data)
+            for back in range(1, min(4, len(data)) + 1):
+                byte = data[-back]
+                if byte & 0xC0 == 0x80:  # continuation byte: keep looking
+                    continue
+                if byte >= 0xC0:  # lead byte: is its sequence complete?
+                    needed = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+                    if needed > back:
+                        cut = len(data) - back
+                break
+            carry = data[cut:]
+            yield piece_offset, data[:cut], continuing
+            self.account.add("long_line_pieces")
+            continuing = True
+
+    def _read_file(self, path):
+        account = self.account
+        account.add("files")
+        account.add("bytes", os.path.getsize(path))
+        document = []
+        first = True
+        any_line = False
+        with open(path, "rb") as reader:
+            for offset, raw, _ in self._raw_lines(reader):
+                any_line = True
+                if first:
+                    first = False
+                    if raw.startswith(_BOM):
+                        raw = raw[len(_BOM):]
+                        offset += len(_BOM)
+                        account.add("files_with_bom")
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    bad_offset = offset + error.start
+                    if self.on_decode_error == "error":
+                        raise CorpusError(
+                            f"{path}: byte offset {bad_offset}: invalid UTF-8 "
+                            f"(byte 0x{raw[error.start]:02x}: {error.reason}); convert the file "
+                            "to UTF-8 or pass --on_decode_error=skip to skip such lines.") from None
+                    account.add("lines_skipped_invalid_utf8")
+                    continue
+                line = line.strip()
+                if not line:
+                    if document:
+                        account.add("documents")
+                        yield document
+                        document = []
+                    continue
+                document.append(line)
+                account.add("sentences")
+                if len(document) >= self.max_sentences_per_document:
+                    account.add("documents")
+                    account.add("documents_cut_at_sentence_cap")
+                    yield document
+                    document = []
+        if document:
+            account.add("documents")
+            yield document
+        if not any_line:
+            account.add("empty_files")

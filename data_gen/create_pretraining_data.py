@@ -1,0 +1,211 @@
+r"""Corpus text -> pretraining TFRecords (roberta / albert / bert), streaming and parallel.
+
+  python -m data_gen.create_pretraining_data \
+    --input_file='corpus/*.txt' --output_file=out/train.tfrecord \
+    --vocab_file=vocab.txt --mode=roberta --dupe_factor=5
+
+Flags keep google-research/bert's names and meanings; see --helpfull.
+Tests and scripts can call `run(GenerationConfig(...))` without absl.
+"""
+import collections
+import os
+import signal
+import sys
+import time
+
+from data_gen.config import ConfigError, GenerationConfig
+from data_gen.corpus_reader import CorpusAccount, CorpusError, CorpusReader, expand_input_patterns
+from data_gen.metadata import build_metadata, file_sha256, write_metadata
+from data_gen.parallel import chunk_documents, process_chunks
+from data_gen.segmentation import SegmenterError
+from data_gen.tfrecord_writer import TFRecordWriter, remove_all_temporaries
+from data_gen.tokenization import VocabError, load_vocab, check_special_tokens
+
+USER_ERRORS = (ConfigError, CorpusError, VocabError, SegmenterError, FileNotFoundError)
+PROGRESS_SECONDS = 2.0
+
+
+class Terminated(BaseException):
+    """Raised from the SIGTERM handler so that cleanup code runs."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(f"received signal {signum}")
+
+
+class _Progress:
+    """A \r-updated progress line on stderr, at most every PROGRESS_SECONDS."""
+
+    def __init__(self, enabled, total_bytes):
+        self.enabled = enabled
+        self.total_bytes = max(total_bytes, 1)
+        self.started = time.monotonic()
+        self.last = self.started
+        self.printed = False
+
+    def update(self, bytes_read, instances, force=False):
+        now = time.monotonic()
+        if not self.enabled or (not force and now - self.last < PROGRESS_SECONDS):
+            return
+        self.last = now
+        elapsed = max(now - self.started, 1e-9)
+        sys.stderr.write(f"\r[data_gen] {bytes_read / 1e6:8.2f} MB read "
+                         f"({100.0 * bytes_read / self.total_bytes:5.1f}%), "
+                         f"{instances} instances, {bytes_read / 1e6 / elapsed:.3f} MB/s   ")
+        sys.stderr.flush()
+        self.printed = True
+
+    def finish(self):
+        if self.printed:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _bytes_consumed(account):
+    return account.counts["bytes"]
+
+
+def run(config):
+    """Generates the output files of `config`; returns the account (a dict).
+
+    Raises ConfigError / CorpusError / VocabError / SegmenterError with a
+    message naming the flag, file or line at fault. On any exception or
+    SIGTERM, partially written files are removed.
+    """
+    started = time.monotonic()
+    config.validate()
+    vocab = load_vocab(config.vocab_file)
+    check_special_tokens(vocab, config.vocab_file)
+    vocab_sha256 = file_sha256(config.vocab_file)
+    files = expand_input_patterns(config.input_file)
+    output_paths = config.output_paths()
+    num_workers = config.resolved_num_workers()
+    total_bytes = sum(os.path.getsize(path) for path in files)
+
+    corpus_account = CorpusAccount()
+    reader = CorpusReader(files, config.on_decode_error, config.max_sentences_per_document,
+                          account=corpus_account)
+    progress = _Progress(config.progress, total_bytes)
+    work_counts = collections.Counter()
+    file_counts = [collections.Counter() for _ in output_paths]
+    file_max_ids = [0] * len(output_paths)
+
+    previous_handler = None
+    if hasattr(signal, "SIGTERM") and _in_main_thread():
+        previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
+    writers = []
+    results = None
+    try:
+        writers = [TFRecordWriter(path, config.compression) for path in output_paths]
+        results = process_chunks(config, chunk_documents(reader, config.chunk_chars), num_workers)
+        record_index = 0
+        for result in results:
+            for record, masked, max_id in zip(result.records, result.masked, result.max_ids):
+                shard = record_index % len(writers)
+                writers[shard].write(record)
+                file_counts[shard]["instances"] += 1
+                file_counts[shard]["masked_tokens"] += masked
+                if max_id > file_max_ids[shard]:
+                    file_max_ids[shard] = max_id
+                record_index += 1
+            work_counts.update(result.counts)
+            progress.update(_bytes_consumed(corpus_account), record_index)
+        progress.update(total_bytes, record_index, force=True)
+        progress.finish()
+        for writer in writers:
+            writer.close()
+        account = _make_account(corpus_account, work_counts, file_counts, total_bytes,
+                                time.monotonic() - started, num_workers)
+        run_counts = {key: value for key, value in account.items()
+                      if isinstance(value, int)}
+        for index, path in enumerate(output_paths):
+            write_metadata(path, build_metadata(config, len(vocab), vocab_sha256,
+                                                file_max_ids[index], file_counts[index],
+                                                run_counts))
+        account["output_files"] = output_paths
+        return account
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+        remove_all_temporaries()
+        raise
+    finally:
+        if results is not None:
+            results.close()  # terminates the worker pool if still running
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _in_main_thread():
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _make_account(corpus_account, work_counts, file_counts, total_bytes, seconds, num_workers):
+    account = dict(corpus_account.as_dict())
+    account.update(work_counts)
+    account["instances"] = sum(counts["instances"] for counts in file_counts)
+    account["masked_tokens"] = sum(counts["masked_tokens"] for counts in file_counts)
+    account["input_bytes"] = total_bytes
+    account["num_workers"] = num_workers
+    account["seconds"] = round(seconds, 3)
+    account["mb_per_second"] = round(total_bytes / 1e6 / max(seconds, 1e-9), 4)
+    return account
+
+
+def format_account(account):
+    """Human-readable end-of-run report."""
+    skipped = {key: value for key, value in account.items()
+               if ("skipped" in key or "too_short" in key or "cut_at" in key
+                   or key in ("empty_files", "long_line_pieces"))}
+    lines = [
+        "[data_gen] read: {files} files, {documents} documents, {sentences} sentences, "
+        "{mb:.2f} MB".format(files=account.get("files", 0), documents=account.get("documents", 0),
+                             sentences=account.get("sentences", 0),
+                             mb=account.get("input_bytes", 0) / 1e6),
+        "[data_gen] skipped/adjusted: " + (", ".join(f"{key}={value}" for key, value in
+                                                   sorted(skipped.items())) or "nothing"),
+        "[data_gen] wrote: {instances} instances, {masked} masked tokens to {n} file(s)".format(
+            instances=account.get("instances", 0), masked=account.get("masked_tokens", 0),
+            n=len(account.get("output_files", []))),
+        "[data_gen] speed: {mbps:.3f} MB/s of input ({sec:.1f} s, {workers} workers)".format(
+            mbps=account.get("mb_per_second", 0.0), sec=account.get("seconds", 0.0),
+            workers=account.get("num_workers", 1)),
+    ]
+    return "\n".join(lines)
+
+
+def config_from_flags(flag_values):
+    """Builds a GenerationConfig from parsed absl flags."""
+    import dataclasses
+    names = [field.name for field in dataclasses.fields(GenerationConfig)]
+    return GenerationConfig(**{name: getattr(flag_values, name) for name in names
+                               if name in flag_values})
+
+
+def _absl_main(argv):
+    from absl import flags
+    if len(argv) > 1:
+        raise ConfigError(f"unexpected positional arguments: {' '.join(argv[1:])}")
+    config = config_from_flags(flags.FLAGS)
+    try:
+        account = run(config)
+    except USER_ERRORS as error:
+        sys.stderr.write(f"\nerror: {error}\n")
+        sys.exit(2)
+    except (KeyboardInterrupt, Terminated) as error:
+        sys.stderr.write(f"\ninterrupted ({error or 'SIGINT'}): partial outputs removed\n")
+        sys.exit(130)
+    print(format_account(account))
+
+
+def main(argv=None):
+    """Console-script entry point."""
+    from absl import app
+    from data_gen import cli_flags
+    cli_flags.define_flags()
+    app.run(_absl_main, argv=argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""Prints pretraining TFRecords back as tokens, for humans.
+
+    python -m data_gen.inspect output/demo/data/sample.tfrecord -n 3 --vocab_file V
+
+For each record: the tokens of the real (unpadded) positions, with every
+masked position marked by its label:
+    [MASK→北]   the input holds [MASK], the model must predict 北
+    天→(北)     the input holds a random replacement 天, label 北
+    京→(京)     the input kept the original token, label 京
+then the segment ids, the sentence label with its meaning for the mode
+(SOP / NSP), and token_boundary when the file has it (albert mode).
+
+The F.meta.json sidecar, when present, supplies the defaults for the vocab
+path, the compression and the mode. Plain and gzip files are read (gzip is
+also detected from the file's first bytes).
+"""
+import argparse
+import json
+import os
+import sys
+
+from data_gen.tokenization import VocabError, load_vocab
+
+GZIP_MAGIC = b"\x1f\x8b"
+INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+                "masked_lm_ids", "next_sentence_labels")
+LABEL_MEANINGS = {
+    "albert": "SOP: 1 = segments swapped (B before A), 0 = original order",
+    "bert": "NSP: 1 = B is a random sentence, 0 = B follows A",
+    "roberta": "no sentence task (always 0)",
+}
+
+
+class InspectError(ValueError):
+    """The file cannot be read as pretraining TFRecords."""
+
+
+def read_metadata(path):
+    """The F.meta.json sidecar of `path` as a dict, or {} if there is none."""
+    meta_path = path + ".meta.json"
+    if not os.path.isfile(meta_path):
+        return {}
+    try:
+        with open(meta_path, encoding="utf-8") as reader:
+            return json.load(reader)
+    except (OSError, ValueError) as error:
+        raise InspectError(f"{meta_path}: unreadable metadata sidecar ({error}); "
+                           "fix or delete it and pass --vocab_file/--compression") from None
+
+
+def detect_compression(path, metadata, requested=None):
+    """'gzip' or 'none': the flag if given, else the sidecar, else the file's magic bytes."""
+    if requested:
+        return requested
+    if metadata.get("compression") in ("gzip", "none"):
+        return metadata["compression"]
+    with open(path, "rb") as reader:
+        return "gzip" if reader.read(2) == GZIP_MAGIC else "none"
+
+
+def read_records(path, num_records, compression):
+    """Returns up to `num_records` records of `path` as dicts feature -> list of numbers."""
+    if not os.path.isfile(path):
+        raise InspectError(f"{path}: file not found")
+    import tensorflow as tf  # a human tool: TensorFlow's reader is the reference
+    dataset = tf.data.TFRecordDataset(path, compression_type="GZIP" if compression == "gzip" else "")
+    records = []
+    try:
+        for index, serialized in enumerate(dataset.take(num_records)):
+            example = tf.train.Example()
+            try:
+                example.ParseFromString(serialized.numpy())
+            except Exception as error:  # protobuf's DecodeError has no stable import path
+                raise InspectError(f"{path}: record {index} is not a tf.train.Example "
+                                   f"({error})") from None
+            records.append(_example_to_dict(example))
+    except tf.errors.DataLossError as error:
+        hint = (" If the file is gzip-compressed pass --compression=gzip."
+                if compression != "gzip" else "")
+        raise InspectError(f"{path}: corrupt or truncated TFRecord file after "
+                           f"{len(records)} good record(s): {error.message}.{hint}") from None
+    return records
+
+
+def _example_to_dict(example):
+    features = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        features[name] = list(getattr(feature, kind).value) if kind else []
+    return features
+
+
+class TokenNames:
+    """id -> token text through the vocab, or the bare id when there is no vocab."""
+
+    def __init__(self, vocab_file):
+        self.inv_vocab = None
+        if vocab_file:
+            self.inv_vocab = {i: t for t, i in load_vocab(vocab_file).items()}
+
+    def __call__(self, token_id):
+        if self.inv_vocab is None:
+            return str(token_id)
+        return self.inv_vocab.get(token_id, f"<id {token_id} outside vocab>")
+
+
+def format_record(record, names, mode=None):
+    """Human-readable lines for one record dict (see the module docstring)."""
+    for feature in INT_FEATURES:
+        if feature not in record:
+            raise InspectError(f"record lacks the feature {feature!r}; is this a pretraining "
+                               f"file? features present: {', '.join(sorted(record))}")
+    length = sum(1 for m in record["input_mask"] if m)
+    weights = record.get("masked_lm_weights", [1.0] * len(record["masked_lm_positions"]))
+    labels = {}
+    for position, label_id, weight in zip(record["masked_lm_positions"],
+                                          record["masked_lm_ids"], weights):
+        if weight > 0:
+            labels[position] = label_id
+    shown = []
+    for position, token_id in enumerate(record["input_ids"][:length]):
+        token = names(token_id)
+        if position in labels:
+            label = names(labels[position])
+            token = f"[MASK→{label}]" if token == "[MASK]" else f"{token}→({label})"
+        shown.append(token)
+    label_value = record["next_sentence_labels"][0]
+    meaning = LABEL_MEANINGS.get(mode, "")
+    lines = [
+        f"  tokens ({length} of {len(record['input_ids'])}, {len(labels)} masked): "
+        + " ".join(shown),
+        "  segment_ids: " + " ".join(str(s) for s in record["segment_ids"][:length]),
+        f"  next_sentence_labels: {label_value}" + (f"  ({meaning})" if meaning else ""),
+        "  masked_lm: " + " ".join(f"{p}:{names(labels[p])}" for p in sorted(labels)),
+    ]
+    if "token_boundary" in record:
+        lines.append("  token_boundary: " +
+                     " ".join(str(b) for b in record["token_boundary"][:length]))
+    return lines
+
+
+def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=print):
+    """Prints the first `num_records` records of `path`; returns how many were printed."""
+    metadata = read_metadata(path)
+    if vocab_file is None:
+        vocab_file = metadata.get("vocab_file")
+        if vocab_file and not os.path.isfile(vocab_file):
+            out(f"note: the vocab named in {path}.meta.json ({vocab_file}) is missing; "
+                "showing ids (pass --vocab_file)")
+            vocab_file = None
+    elif not os.path.isfile(vocab_file):
+        raise InspectError(f"--vocab_file={vocab_file}: file not found")
+    names = TokenNames(vocab_file)
+    compression = detect_compression(path, metadata, compression) if os.path.isfile(path) else None
+    records = read_records(path, num_records, compression)
+    mode = metadata.get("mode")
+    out(f"{path}: compression={compression}, mode={mode or 'unknown (no .meta.json)'}, "
+        f"vocab={vocab_file or 'none (ids shown)'}")
+    for index, record in enumerate(records):
+        out(f"record {index}:")
+        for line in format_record(record, names, mode):
+            out(line)
+    if not records:
+        out(f"{path}: no records")
+    return len(records)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m data_gen.inspect",
+        description="Print pretraining TFRecords as tokens with their masked-LM labels.")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="TFRecord file(s), plain or gzip")
+    parser.add_argument("-n", "--num_records", type=int, default=3,
+                        help="records to print per file (default 3)")
+    parser.add_argument("--vocab_file", default=None,
+                        help="vocab to turn ids into tokens (default: from FILE.meta.json)")
+    parser.add_argument("--compression", choices=("none", "gzip"), default=None,
+                        help="default: from FILE.meta.json, else detected from the file")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.num_records < 0:
+        print("inspect: error: -n must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        for path in args.files:
+            inspect_file(path, args.num_records, args.vocab_file, args.compression)
+    except (InspectError, VocabError) as error:
+        print(f"inspect: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
