@@ -17,6 +17,7 @@ also detected from the file's first bytes).
 import argparse
 import json
 import os
+import re
 import sys
 
 from data_gen.tokenization import VocabError, load_vocab
@@ -62,6 +63,7 @@ def read_records(path, num_records, compression):
     """Returns up to `num_records` records of `path` as dicts feature -> list of numbers."""
     if not os.path.isfile(path):
         raise InspectError(f"{path}: file not found")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # a human tool: TensorFlow's reader is the reference
     dataset = tf.data.TFRecordDataset(path, compression_type="GZIP" if compression == "gzip" else "")
     records = []
@@ -78,8 +80,14 @@ def read_records(path, num_records, compression):
         hint = (" If the file is gzip-compressed pass --compression=gzip."
                 if compression != "gzip" else "")
         raise InspectError(f"{path}: corrupt or truncated TFRecord file after "
-                           f"{len(records)} good record(s): {error.message}.{hint}") from None
+                           f"{len(records)} good record(s): {_short(error.message)}.{hint}") from None
     return records
+
+
+def _short(message):
+    """TensorFlow's error text without the op/function decorations."""
+    message = re.sub(r"\{\{.*?\}\}|\[Op:[^\]]*\]|name: *\.?", "", message)
+    return " ".join(message.split()).rstrip(".")
 
 
 def _example_to_dict(example):
