@@ -109,7 +109,8 @@ def check_tpu_paths(**paths):
 def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                     log_step_count_steps=100, iterations_per_loop=1000, tpu_name=None,
                     tpu_zone=None, gcp_project=None, num_tpu_cores=8, use_xla=False,
-                    session_config=None, tf_random_seed=None, distribution=None):
+                    session_config=None, tf_random_seed=None, distribution=None,
+                    save_summary_steps=100):
     """RunConfig (tpu: `tf.estimator.tpu.RunConfig`) for the resolved strategy.
 
     `distribution` may pass a ready strategy (else one is created); the
@@ -123,6 +124,7 @@ def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep
     common = dict(model_dir=output_dir, save_checkpoints_steps=save_checkpoints_steps,
                   keep_checkpoint_max=keep_checkpoint_max,
                   log_step_count_steps=log_step_count_steps, session_config=session_config,
+                  save_summary_steps=save_summary_steps,
                   tf_random_seed=tf_random_seed)
     if strategy_name == "tpu":
         resolver = None

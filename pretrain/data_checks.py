@@ -1,0 +1,176 @@
+"""Checks of the input data against the flags and model config, before any graph.
+
+Every input file F is checked through its sidecar `F.meta.json` (written by
+data_gen) and through its first record (which also proves the file is
+readable, non-empty and not corrupt). Files without a sidecar, e.g. made by
+google-research/bert's script, get a warning and the checks the first record
+allows. Any mismatch raises `DataCheckError` naming the file and the value.
+"""
+import numpy as np
+import tensorflow.compat.v1 as tf
+from absl import logging
+
+from pretrain import input_pipeline
+
+SENTENCE_TASK_BY_MODE = {"roberta": "none", "albert": "sop", "bert": "nsp"}
+
+
+class DataCheckError(ValueError):
+    """Input data that does not fit the flags or the model config."""
+
+
+def read_first_record(path, compression):
+    """The first record's features as {name: np.ndarray}; errors name the file."""
+    try:
+        dataset = tf.data.TFRecordDataset(path, compression_type=compression).take(1)
+        records = [r.numpy() for r in dataset] if tf.executing_eagerly() else _graph_take(dataset)
+    except (tf.errors.DataLossError, tf.errors.OpError) as err:
+        kind = "GZIP" if compression else "uncompressed"
+        raise DataCheckError(f"{path}: cannot read the first record as {kind} TFRecord "
+                             f"(corrupt or truncated file?): {err.message.splitlines()[0]}"
+                             ) from None
+    if not records:
+        raise DataCheckError(f"{path}: the file is empty (no records); re-run data_gen or "
+                             "remove it from --input_file")
+    example = tf.train.Example()
+    try:
+        example.ParseFromString(records[0])
+    except Exception as err:  # protobuf DecodeError
+        raise DataCheckError(f"{path}: first record is not a tf.train.Example ({err})") from None
+    out = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        out[name] = np.asarray(getattr(feature, kind).value)
+    return out
+
+
+def _graph_take(dataset):
+    with tf.Graph().as_default():
+        element = tf.data.make_one_shot_iterator(dataset).get_next()
+        with tf.Session() as sess:
+            try:
+                return [sess.run(element)]
+            except tf.errors.OutOfRangeError:
+                return []
+
+
+def expected_sentence_task(use_sentence_head):
+    return "sop/nsp" if use_sentence_head else "none"
+
+
+def _check_meta(path, meta, flags):
+    """Sidecar fields vs flags; returns the list of problems (strings)."""
+    problems = []
+    where = f"{path}{input_pipeline.SIDECAR_SUFFIX}"
+    for key in ("max_seq_length", "max_predictions_per_seq"):
+        if key in meta and int(meta[key]) != int(flags[key]):
+            problems.append(f"{where}: {key}={meta[key]} but --{key}={flags[key]}")
+    vocab_size = flags["vocab_size"]
+    if meta.get("max_token_id") is not None and int(meta["max_token_id"]) >= vocab_size:
+        problems.append(f"{where}: max_token_id={meta['max_token_id']} is not below the model's "
+                        f"vocab_size={vocab_size} (data made with a larger vocab: "
+                        f"{meta.get('vocab_file', '?')})")
+    elif meta.get("vocab_size") is not None and int(meta["vocab_size"]) > vocab_size:
+        problems.append(f"{where}: vocab_size={meta['vocab_size']} is larger than the model's "
+                        f"vocab_size={vocab_size}")
+    task = meta.get("sentence_task") or SENTENCE_TASK_BY_MODE.get(meta.get("mode"))
+    head = flags.get("use_sentence_head")
+    if task is not None and head is not None:
+        if head and task == "none":
+            problems.append(f"{where}: mode={meta.get('mode')} (sentence_task=none) has no "
+                            "sentence labels, but the sentence (SOP/NSP) head is on; turn it off "
+                            "(--sentence_head=false) or make albert/bert-mode data")
+        if not head and task in ("sop", "nsp"):
+            problems.append(f"{where}: mode={meta.get('mode')} (sentence_task={task}) trains a "
+                            "sentence head, but it is off; use --sentence_head=true or roberta "
+                            "data")
+    return problems
+
+
+def _check_record(path, record, flags):
+    """First-record shapes and ids vs flags; returns the list of problems."""
+    problems = []
+    lengths = {"input_ids": flags["max_seq_length"], "input_mask": flags["max_seq_length"],
+               "segment_ids": flags["max_seq_length"],
+               "masked_lm_positions": flags["max_predictions_per_seq"],
+               "masked_lm_ids": flags["max_predictions_per_seq"],
+               "masked_lm_weights": flags["max_predictions_per_seq"],
+               "next_sentence_labels": 1}
+    for name, length in lengths.items():
+        if name not in record:
+            problems.append(f"{path}: first record has no feature {name!r} (not pretraining "
+                            "data?)")
+        elif record[name].size != length:
+            flag = ("--max_seq_length" if length == flags["max_seq_length"] and name in
+                    ("input_ids", "input_mask", "segment_ids") else "--max_predictions_per_seq")
+            if name == "next_sentence_labels":
+                flag = "the format (1)"
+            problems.append(f"{path}: feature {name} has length {record[name].size} but "
+                            f"{flag}={length}")
+    for name in ("input_ids", "masked_lm_ids"):
+        if name in record and record[name].size and int(record[name].max()) >= flags["vocab_size"]:
+            problems.append(f"{path}: first record has {name} up to {int(record[name].max())}, "
+                            f"not below the model's vocab_size={flags['vocab_size']}")
+    if "segment_ids" in record and record["segment_ids"].size:
+        type_vocab = flags.get("type_vocab_size")
+        if type_vocab and int(record["segment_ids"].max()) >= type_vocab:
+            problems.append(f"{path}: segment_ids up to {int(record['segment_ids'].max())} but "
+                            f"type_vocab_size={type_vocab}")
+    return problems
+
+
+def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, bert_config,
+                     use_sentence_head=None, compression=None):
+    """Checks every file of `input_patterns`; returns (files, metas).
+
+    Args:
+      bert_config: the model's BertConfig (vocab_size, max_position_embeddings,
+        type_vocab_size).
+      use_sentence_head: whether the model trains the SOP/NSP head (None: skip
+        that check).
+    Raises:
+      DataCheckError listing every problem found (file and value named).
+    """
+    if max_seq_length > bert_config.max_position_embeddings:
+        raise DataCheckError(f"--max_seq_length={max_seq_length} exceeds the model's "
+                             f"max_position_embeddings={bert_config.max_position_embeddings}")
+    try:
+        files = input_pipeline.expand_input_files(input_patterns)
+    except ValueError as err:
+        raise DataCheckError(str(err)) from None
+    flags = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+                 vocab_size=bert_config.vocab_size, use_sentence_head=use_sentence_head,
+                 type_vocab_size=bert_config.type_vocab_size)
+    problems, metas, without_sidecar = [], [], []
+    for path in files:
+        meta = input_pipeline.read_sidecar(path)
+        metas.append(meta)
+        if meta is None:
+            without_sidecar.append(path)
+        else:
+            problems.extend(_check_meta(path, meta, flags))
+        if compression is None:
+            kind = input_pipeline.detect_compression(path, meta)
+        else:
+            kind = "GZIP" if str(compression).lower() == "gzip" else ""
+        try:
+            record = read_first_record(path, kind)
+        except DataCheckError as err:
+            problems.append(str(err))
+            continue
+        problems.extend(_check_record(path, record, flags))
+    if without_sidecar:
+        logging.warning("%d input file(s) have no %s sidecar (not written by data_gen?); "
+                        "checked from their first record only: %s", len(without_sidecar),
+                        input_pipeline.SIDECAR_SUFFIX, ", ".join(without_sidecar[:5]))
+    if problems:
+        head = f"input data does not fit the flags/model config ({len(problems)} problem(s)):"
+        raise DataCheckError("\n  ".join([head] + problems[:20]))
+    return files, metas
+
+
+def infer_sentence_task(metas):
+    """'none' | 'sop' | 'nsp' if every sidecar agrees, else None."""
+    tasks = {(m.get("sentence_task") or SENTENCE_TASK_BY_MODE.get(m.get("mode")))
+             for m in metas if m}
+    return tasks.pop() if len(tasks) == 1 else None

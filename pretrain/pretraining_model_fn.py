@@ -1,0 +1,153 @@
+"""Estimator model_fn for pretraining: encoder + masked LM + optional SOP/NSP head.
+
+Works under `tf.estimator.Estimator` (with or without a tf.distribute
+strategy) and `TPUEstimator` (TPU or `use_tpu=False`): it returns a
+`TPUEstimatorSpec` when `params["strategy"] == "tpu"`, else an EstimatorSpec.
+"""
+import tensorflow.compat.v1 as tf
+from absl import logging
+
+from pretrain import heads, mixed_precision, modeling, optimization, training_hooks
+
+LOG_TENSOR_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "learning_rate", "grad_norm",
+                    "grads_finite", "update_applied", "loss_scale")
+
+
+def pretraining_losses(bert_config, features, is_training, use_sentence_head,
+                       use_one_hot_embeddings=False, compute_type=tf.float32):
+    """Builds the model and heads; returns a dict of loss and eval tensors.
+
+    Keys: loss (MLM + sentence), masked_lm_loss, masked_lm_example_loss [B*P],
+    masked_lm_log_probs [B*P, V], and with the sentence head sentence_loss,
+    sentence_example_loss [B], sentence_log_probs [B, 2] (else sentence_loss 0).
+    """
+    model = modeling.create_model(
+        bert_config, is_training=is_training, input_ids=features["input_ids"],
+        input_mask=features["input_mask"], token_type_ids=features["segment_ids"],
+        use_one_hot_embeddings=use_one_hot_embeddings, compute_type=compute_type)
+    mlm_loss, mlm_example_loss, mlm_log_probs = heads.get_masked_lm_output(
+        bert_config, model.get_sequence_output(), model.get_embedding_table(),
+        features["masked_lm_positions"], features["masked_lm_ids"],
+        features["masked_lm_weights"], output_projection=model.get_embedding_projection())
+    out = {"masked_lm_loss": mlm_loss, "masked_lm_example_loss": mlm_example_loss,
+           "masked_lm_log_probs": mlm_log_probs}
+    if use_sentence_head:
+        s_loss, s_example_loss, s_log_probs = heads.get_sentence_output(
+            bert_config, model.get_pooled_output(), features["next_sentence_labels"])
+        out.update(sentence_loss=s_loss, sentence_example_loss=s_example_loss,
+                   sentence_log_probs=s_log_probs)
+        out["loss"] = mlm_loss + s_loss
+    else:
+        out["sentence_loss"] = tf.constant(0.0)
+        out["loss"] = tf.identity(mlm_loss)
+    return out
+
+
+def _init_from_checkpoint(init_checkpoint, use_tpu):
+    """Weights only, through the name/shape-checked loader (prints its table)."""
+    tvars = tf.trainable_variables()
+    try:
+        from pretrain import checkpoint_loading  # pylint: disable=import-outside-toplevel
+    except ImportError:  # the loader of the models issue is not installed
+        checkpoint_loading = None
+
+    def load():
+        if checkpoint_loading is not None:
+            checkpoint_loading.init_from_checkpoint(init_checkpoint, tvars=tvars)
+            return
+        names = dict(tf.train.list_variables(init_checkpoint))
+        assignment = {v.op.name: v for v in tvars if v.op.name in names}
+        logging.info("init_checkpoint %s: %d of %d variables loaded", init_checkpoint,
+                     len(assignment), len(tvars))
+        tf.train.init_from_checkpoint(init_checkpoint, assignment)
+
+    if use_tpu:
+        def scaffold_fn():
+            load()
+            return tf.train.Scaffold()
+        return scaffold_fn
+    load()
+    return None
+
+
+def _replica_mean_scalars(tensors, use_tpu):
+    """Average logging scalars over replicas so logs show the global batch."""
+    names = list(tensors)
+    values = optimization.cross_replica_mean(
+        [tf.cast(tensors[n], tf.float32) for n in names], use_tpu=use_tpu)
+    return dict(zip(names, values))
+
+
+def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_train_steps=1000,
+                     num_warmup_steps=0, use_one_hot_embeddings=False, optimizer="adamw",
+                     poly_power=1.0, weight_decay_rate=0.01, gradient_accumulation_steps=1,
+                     precision="fp32", use_sentence_head=True, log_every_n_steps=100,
+                     train_batch_size=None, output_dir=None):
+    """Returns `model_fn(features, labels, mode, params)`.
+
+    `num_train_steps`/`num_warmup_steps` count optimizer updates; with
+    gradient accumulation the Estimator runs k times as many micro-steps.
+    """
+    compute_type = mixed_precision.compute_dtype(precision)
+
+    def model_fn(features, labels, mode, params):
+        del labels
+        params = params or {}
+        on_tpu_estimator = params.get("strategy") == "tpu"
+        use_tpu = on_tpu_estimator and bool(params.get("use_tpu", False))
+        is_training = mode == tf.estimator.ModeKeys.TRAIN
+        for name in sorted(features):
+            logging.debug("feature %s: %s %s", name, features[name].shape, features[name].dtype)
+        outputs = pretraining_losses(bert_config, features, is_training, use_sentence_head,
+                                     use_one_hot_embeddings or use_tpu, compute_type)
+        scaffold_fn = None
+        if init_checkpoint:
+            scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu)
+
+        if mode == tf.estimator.ModeKeys.TRAIN:
+            scaler = None
+            if mixed_precision.needs_loss_scaling(precision):
+                scaler = mixed_precision.DynamicLossScale()
+            train = optimization.build_train_op(
+                outputs["loss"], learning_rate, num_train_steps, num_warmup_steps,
+                optimizer=optimizer, poly_power=poly_power, weight_decay_rate=weight_decay_rate,
+                gradient_accumulation_steps=gradient_accumulation_steps, loss_scaler=scaler,
+                use_tpu=use_tpu)
+            logged = _replica_mean_scalars(
+                {"loss": outputs["loss"], "masked_lm_loss": outputs["masked_lm_loss"],
+                 "sentence_loss": outputs["sentence_loss"]}, use_tpu)
+            logged.update(learning_rate=train.learning_rate, grad_norm=train.grad_norm,
+                          grads_finite=train.grads_finite, update_applied=train.update_applied,
+                          loss_scale=train.loss_scale)
+            hooks = []
+            if not use_tpu:
+                if params.get("num_replicas", 1) <= 1:
+                    training_hooks.add_summaries(logged)
+                batch = params.get("train_batch_size") or train_batch_size or 0
+                hooks = [training_hooks.PretrainingLoggingHook(
+                    logged, every_n_steps=log_every_n_steps, examples_per_step=batch,
+                    last_step=num_train_steps * gradient_accumulation_steps,
+                    output_dir=output_dir,
+                    gradient_accumulation_steps=gradient_accumulation_steps)]
+            if on_tpu_estimator:
+                return tf.estimator.tpu.TPUEstimatorSpec(
+                    mode=mode, loss=outputs["loss"], train_op=train.train_op,
+                    training_hooks=hooks, scaffold_fn=scaffold_fn)
+            return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
+                                              train_op=train.train_op, training_hooks=hooks)
+
+        if mode == tf.estimator.ModeKeys.EVAL:
+            metric_args = [outputs["masked_lm_example_loss"], outputs["masked_lm_log_probs"],
+                           features["masked_lm_ids"], features["masked_lm_weights"]]
+            if use_sentence_head:
+                metric_args += [outputs["sentence_example_loss"], outputs["sentence_log_probs"],
+                                features["next_sentence_labels"]]
+            if on_tpu_estimator:
+                return tf.estimator.tpu.TPUEstimatorSpec(
+                    mode=mode, loss=outputs["loss"], scaffold_fn=scaffold_fn,
+                    eval_metrics=(heads.metric_fn, metric_args))
+            return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
+                                              eval_metric_ops=heads.metric_fn(*metric_args))
+        raise ValueError(f"pretraining model_fn supports TRAIN and EVAL, not {mode}")
+
+    return model_fn

@@ -1,0 +1,121 @@
+"""Training logs and the non-finite-loss guard.
+
+`PretrainingLoggingHook` fetches a few scalars every step (cheap) so that
+  * a non-finite loss stops training at once with the step and the last
+    checkpoint named (`NonFiniteLossError`), instead of a silent NaN run;
+  * an fp16 step skipped for inf/nan gradients is reported;
+and every `every_n_steps` logs loss, MLM and sentence losses, learning rate,
+gradient norm, examples/sec and an ETA. `add_summaries` writes the same
+scalars as TensorBoard summaries (saved by Estimator's summary hook).
+"""
+import math
+import time
+
+import tensorflow.compat.v1 as tf
+from absl import logging
+
+SUMMARY_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "learning_rate", "grad_norm",
+                 "loss_scale")
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN/inf loss."""
+
+
+def add_summaries(tensors):
+    """tf.summary.scalar for the logged scalars (under the `train/` tag prefix)."""
+    for name in SUMMARY_NAMES:
+        if name in tensors:
+            tf.summary.scalar("train/" + name, tf.cast(tensors[name], tf.float32))
+
+
+def format_eta(seconds):
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+class PretrainingLoggingHook(tf.train.SessionRunHook):
+    """Logs training scalars; stops on a non-finite loss."""
+
+    def __init__(self, tensors, every_n_steps=100, examples_per_step=0, last_step=None,
+                 output_dir=None, gradient_accumulation_steps=1):
+        """
+        Args:
+          tensors: dict of scalar tensors; needs "loss", may have the other
+            LOG names of pretraining_model_fn.
+          examples_per_step: global examples consumed by one session.run.
+          last_step: final global step (for the ETA).
+          output_dir: where checkpoints go (named in the non-finite message).
+        """
+        self._tensors = dict(tensors)
+        self._every = max(1, int(every_n_steps))
+        self._examples_per_step = examples_per_step
+        self._last_step = last_step
+        self._output_dir = output_dir
+        self._k = max(1, int(gradient_accumulation_steps))
+        self._step = None
+        self._mark_time = None
+        self._mark_step = None
+        self.history = []  # (step, {name: value}) at each logging step, for tests
+
+    def begin(self):
+        self._global_step = tf.train.get_or_create_global_step()
+
+    def after_create_session(self, session, coord):
+        del coord
+        self._step = int(session.run(self._global_step))
+        self._mark_time, self._mark_step = time.time(), self._step
+
+    def before_run(self, run_context):
+        fetch = {"loss": self._tensors["loss"]}
+        for name in ("grads_finite", "loss_scale"):
+            if name in self._tensors:
+                fetch[name] = self._tensors[name]
+        if (self._step + 1) % self._every == 0 or self._step == 0:
+            fetch.update(self._tensors)
+        return tf.train.SessionRunArgs(fetch)
+
+    def _last_checkpoint(self):
+        if not self._output_dir:
+            return None
+        return tf.train.latest_checkpoint(self._output_dir)
+
+    def after_run(self, run_context, run_values):
+        values = run_values.results
+        step = self._step  # the step whose batch produced these values
+        self._step += 1
+        loss = float(values["loss"])
+        if not math.isfinite(loss):
+            ckpt = self._last_checkpoint()
+            raise NonFiniteLossError(
+                f"training loss became {loss} at global step {step}; stopped. Last checkpoint: "
+                f"{ckpt or 'none written yet'}. Lower --learning_rate, raise --num_warmup_steps, "
+                "check the data, or use --precision=fp32/bf16; rerunning resumes from the last "
+                "checkpoint.")
+        if "grads_finite" in values and not bool(values["grads_finite"]):
+            logging.warning("step %d: gradients are not finite (fp16 overflow); update skipped, "
+                            "loss scale lowered to %g", step, float(values.get("loss_scale", 1.0)))
+        if "learning_rate" not in values:
+            return
+        now = time.time()
+        steps = self._step - self._mark_step
+        elapsed = max(now - self._mark_time, 1e-9)
+        sec_per_step = elapsed / steps if steps else float("nan")
+        examples_per_sec = self._examples_per_step / sec_per_step if steps else float("nan")
+        eta = None
+        if self._last_step and steps:
+            eta = max(self._last_step - self._step, 0) * sec_per_step
+        logged = {k: float(v) for k, v in values.items()}
+        logged.update(examples_per_sec=examples_per_sec)
+        self.history.append((step, logged))
+        update = f" (update {step // self._k})" if self._k > 1 else ""
+        logging.info(
+            "step %d%s: loss=%.4f mlm_loss=%.4f sentence_loss=%.4f lr=%.3g grad_norm=%.3f "
+            "examples/sec=%.1f eta=%s", step, update, loss, logged.get("masked_lm_loss", loss),
+            logged.get("sentence_loss", 0.0), logged["learning_rate"],
+            logged.get("grad_norm", float("nan")), examples_per_sec, format_eta(eta))
+        self._mark_time, self._mark_step = now, self._step

@@ -1,0 +1,86 @@
+"""Tiny pretraining TFRecords (+ data_gen-style sidecars) written by the tests themselves."""
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+def make_examples(count, max_seq_length=16, max_predictions_per_seq=4, vocab_size=50,
+                  sentence_task="sop", seed=0):
+    """`count` feature dicts shaped like data_gen's records.
+
+    Tokens come from a small id range (5..24) with a simple dependency (a
+    masked token equals its left neighbour + 1 mod 20) so a model can learn.
+    """
+    rng = np.random.RandomState(seed)
+    examples = []
+    for _ in range(count):
+        length = int(rng.randint(max_seq_length // 2, max_seq_length + 1))
+        start = int(rng.randint(0, 20))
+        ids = [2] + [5 + (start + i) % 20 for i in range(length - 2)] + [3]
+        positions = sorted(rng.choice(np.arange(1, length - 1), size=max_predictions_per_seq,
+                                      replace=False).tolist())
+        labels = [ids[p] for p in positions]
+        masked = list(ids)
+        for p in positions:
+            masked[p] = 4  # [MASK]
+        pad = max_seq_length - length
+        label = int(rng.randint(0, 2)) if sentence_task != "none" else 0
+        examples.append({
+            "input_ids": masked + [0] * pad,
+            "input_mask": [1] * length + [0] * pad,
+            "segment_ids": ([0] * (length // 2) + [1] * (length - length // 2) + [0] * pad
+                            if sentence_task != "none" else [0] * max_seq_length),
+            "masked_lm_positions": positions,
+            "masked_lm_ids": labels,
+            "masked_lm_weights": [1.0] * max_predictions_per_seq,
+            "next_sentence_labels": [label],
+        })
+    return examples
+
+
+def _example_proto(features):
+    feature = {}
+    for name, values in features.items():
+        if name == "masked_lm_weights":
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+        else:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def write_records(path, examples, compression="none", sidecar=True, mode="albert",
+                  vocab_size=50, **meta_overrides):
+    """Writes `examples` to `path` (GZIP when compression="gzip") and `path.meta.json`."""
+    path = str(path)
+    options = tf.io.TFRecordOptions(compression_type="GZIP" if compression == "gzip" else "")
+    with tf.io.TFRecordWriter(path, options=options) as writer:
+        for ex in examples:
+            writer.write(_example_proto(ex).SerializeToString())
+    if sidecar:
+        meta = {
+            "format_version": 1, "tool": "tests", "mode": mode,
+            "sentence_task": {"roberta": "none", "albert": "sop", "bert": "nsp"}[mode],
+            "max_seq_length": len(examples[0]["input_ids"]),
+            "max_predictions_per_seq": len(examples[0]["masked_lm_ids"]),
+            "has_token_boundary": False, "compression": compression,
+            "vocab_size": vocab_size,
+            "max_token_id": int(max(max(e["input_ids"]) for e in examples)),
+            "file_counts": {"instances": len(examples)},
+        }
+        meta.update(meta_overrides)
+        with open(path + ".meta.json", "w", encoding="utf-8") as f:
+            json.dump(meta, f)
+    return path
+
+
+def tiny_config(path, vocab_size=50, hidden=32, layers=2, max_position=32, dropout=0.0, **extra):
+    cfg = {"vocab_size": vocab_size, "hidden_size": hidden, "num_hidden_layers": layers,
+           "num_attention_heads": 2, "intermediate_size": hidden * 2, "hidden_act": "gelu",
+           "hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout,
+           "max_position_embeddings": max_position, "type_vocab_size": 2,
+           "initializer_range": 0.02}
+    cfg.update(extra)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    return str(path)
