@@ -1,0 +1,135 @@
+"""Test helpers for the model tests: expected variable layouts and checkpoints.
+
+`expected_variables()` spells out, from the issue's text (not from
+pretrain/), the variable names and shapes each released layout has; the
+same function lets tests write checkpoints "as Google / brightmart / ymcui
+released them" with random values.
+"""
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=24, max_position_embeddings=16, type_vocab_size=2,
+            hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+            initializer_range=0.02)
+
+
+def tiny_config(**overrides):
+    d = dict(TINY)
+    d.update(overrides)
+    return d
+
+
+def _dense(prefix, n_in, n_out):
+    return [(prefix + "/kernel", [n_in, n_out]), (prefix + "/bias", [n_out])]
+
+
+def _ln(prefix, width):
+    return [(prefix + "/gamma", [width]), (prefix + "/beta", [width])]
+
+
+def _bert_block(prefix, attn, inter, out, h, i):
+    return (_dense(prefix + attn + "self/query", h, h) + _dense(prefix + attn + "self/key", h, h)
+            + _dense(prefix + attn + "self/value", h, h)
+            + _dense(prefix + attn + "output/dense", h, h) + _ln(prefix + attn + "output/LayerNorm", h)
+            + _dense(prefix + inter + "dense", h, i)
+            + _dense(prefix + out + "dense", i, h) + _ln(prefix + out + "LayerNorm", h))
+
+
+def expected_variables(c, heads=True):
+    """[(name, shape)] for config dict `c` (model_type/albert_layout/sharing)."""
+    v, h, i = c["vocab_size"], c["hidden_size"], c["intermediate_size"]
+    p, t = c["max_position_embeddings"], c["type_vocab_size"]
+    albert = c.get("model_type") == "albert" or "embedding_size" in c
+    layout = c.get("albert_layout", "google")
+    e = c.get("embedding_size", h) if albert else h
+    names = [("bert/embeddings/word_embeddings", [v, e])]
+    if albert and layout == "google":
+        names += [("bert/embeddings/token_type_embeddings", [t, e]),
+                  ("bert/embeddings/position_embeddings", [p, e])] + _ln("bert/embeddings/LayerNorm", e)
+        if e != h:
+            names += _dense("bert/encoder/embedding_hidden_mapping_in", e, h)
+        for g in range(c.get("num_hidden_groups", 1)):
+            for j in range(c.get("inner_group_num", 1)):
+                b = "bert/encoder/transformer/group_%d/inner_group_%d/" % (g, j)
+                names += (_dense(b + "attention_1/self/query", h, h)
+                          + _dense(b + "attention_1/self/key", h, h)
+                          + _dense(b + "attention_1/self/value", h, h)
+                          + _dense(b + "attention_1/output/dense", h, h) + _ln(b + "LayerNorm", h)
+                          + _dense(b + "ffn_1/intermediate/dense", h, i)
+                          + _dense(b + "ffn_1/intermediate/output/dense", i, h)
+                          + _ln(b + "LayerNorm_1", h))
+    else:
+        if albert:
+            names.append(("bert/embeddings/word_embeddings_2", [e, h]))
+        names += [("bert/embeddings/token_type_embeddings", [t, h]),
+                  ("bert/embeddings/position_embeddings", [p, h])] + _ln("bert/embeddings/LayerNorm", h)
+        sharing = c.get("sharing", "all") if albert else "none"
+        if sharing == "none":
+            for n in range(c["num_hidden_layers"]):
+                names += _bert_block("bert/encoder/layer_%d/" % n, "attention/", "intermediate/",
+                                     "output/", h, i)
+        elif sharing == "all":
+            names += _bert_block("bert/encoder/layer_shared/", "attention/", "intermediate/",
+                                 "output/", h, i)
+        else:
+            s = "bert/encoder/layer_shared/"
+            attn_block = _bert_block(s, "attention/", "intermediate/", "output/", h, i)[:10]
+            for n in range(c["num_hidden_layers"]):
+                if sharing == "attention":
+                    names += (_dense(s + "intermediate_%d/dense" % n, h, i)
+                              + _dense(s + "output_%d/dense" % n, i, h)
+                              + _ln(s + "output_%d/LayerNorm" % n, h))
+                else:
+                    names += _bert_block(s, "attention_%d/" % n, "", "", h, i)[:10]
+            if sharing == "attention":
+                names += attn_block
+            else:
+                names += (_dense(s + "intermediate/dense", h, i) + _dense(s + "output/dense", i, h)
+                          + _ln(s + "output/LayerNorm", h))
+    names += _dense("bert/pooler/dense", h, h)
+    if heads:
+        mlm_width = e if (albert and layout == "google") else h
+        names += (_dense("cls/predictions/transform/dense", h, mlm_width)
+                  + _ln("cls/predictions/transform/LayerNorm", mlm_width)
+                  + [("cls/predictions/output_bias", [v]),
+                     ("cls/seq_relationship/output_weights", [2, h]),
+                     ("cls/seq_relationship/output_bias", [2])])
+    return names
+
+
+def random_weights(c, seed=0, heads=True, scale=0.2):
+    """{name: float32 array} with the released layout's names (LayerNorm near 1/0)."""
+    rng = np.random.RandomState(seed)
+    out = {}
+    for name, shape in expected_variables(c, heads):
+        value = rng.normal(0.0, scale, size=shape)
+        if name.endswith("/gamma"):
+            value = 1.0 + value
+        out[name] = value.astype(np.float32)
+    return out
+
+
+def write_checkpoint(prefix, tensors):
+    """Writes {name: ndarray} as a TF1 checkpoint at `prefix`; returns prefix."""
+    with tf.Graph().as_default():
+        variables = {name: tf.Variable(value, name="v%d" % k)
+                     for k, (name, value) in enumerate(sorted(tensors.items()))}
+        saver = tf.train.Saver(variables)
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            saver.save(session, str(prefix), write_meta_graph=False)
+    return str(prefix)
+
+
+def read_checkpoint(prefix):
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def input_batch():
+    """A [2, 8] batch: row 0 full, row 1 padded after 5 tokens; two segments."""
+    ids = np.array([[2, 7, 9, 11, 3, 5, 8, 3], [2, 4, 6, 3, 10, 0, 0, 0]], np.int32)
+    mask = np.array([[1] * 8, [1, 1, 1, 1, 1, 0, 0, 0]], np.int32)
+    types = np.array([[0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 0, 0, 0]], np.int32)
+    return ids, mask, types

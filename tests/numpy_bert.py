@@ -1,0 +1,102 @@
+"""Independent NumPy forward pass of BERT and both ALBERT layouts.
+
+Written from the architecture description (not from pretrain/), reading
+weights by their checkpoint names from a dict {name: ndarray}. Used by the
+tests to check the TensorFlow graph numerically.
+"""
+import math
+
+import numpy as np
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def layer_norm(x, gamma, beta, eps=1e-12):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def softmax(x):
+    x = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class NumpyEncoder(object):
+    """Forward pass; `w` maps checkpoint variable names to float64 arrays."""
+
+    def __init__(self, config, weights):
+        self.c = config
+        self.w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
+
+    def lin(self, x, scope):
+        return x @ self.w[scope + "/kernel"] + self.w[scope + "/bias"]
+
+    def ln(self, x, scope):
+        return layer_norm(x, self.w[scope + "/gamma"], self.w[scope + "/beta"])
+
+    def embed(self, ids, types):
+        c, w = self.c, self.w
+        x = w["bert/embeddings/word_embeddings"][ids]
+        if c.get("albert_layout") == "brightmart":
+            x = x @ w["bert/embeddings/word_embeddings_2"]
+        seq = ids.shape[1]
+        x = x + w["bert/embeddings/token_type_embeddings"][types]
+        x = x + w["bert/embeddings/position_embeddings"][:seq][None]
+        return self.ln(x, "bert/embeddings/LayerNorm")
+
+    def block(self, x, mask, names):
+        heads = self.c["num_attention_heads"]
+        b, s, h = x.shape
+        d = h // heads
+
+        def split(t):
+            return t.reshape(b, s, heads, d).transpose(0, 2, 1, 3)
+
+        q, k, v = (split(self.lin(x, names[n])) for n in ("q", "k", "v"))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+        scores = scores + (1.0 - mask[:, None]) * -10000.0
+        ctx = (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(b, s, h)
+        a = self.ln(self.lin(ctx, names["ao"]) + x, names["aln"])
+        f = self.lin(gelu_tanh(self.lin(a, names["fi"])), names["fo"])
+        return self.ln(f + a, names["fln"])
+
+    def layer_names(self, i):
+        """Scope names of the blocks run as layer i (several for inner groups)."""
+        c = self.c
+        if c.get("model_type") == "albert" and c.get("albert_layout") == "google":
+            group = int(i / c["num_hidden_layers"] * c.get("num_hidden_groups", 1))
+            return [self.google_names("bert/encoder/transformer/group_%d/inner_group_%d/"
+                                      % (group, j)) for j in range(c.get("inner_group_num", 1))]
+        p = "bert/encoder/%s/" % ("layer_shared" if c.get("model_type") == "albert"
+                                  else "layer_%d" % i)
+        return [{"q": p + "attention/self/query", "k": p + "attention/self/key",
+                 "v": p + "attention/self/value", "ao": p + "attention/output/dense",
+                 "aln": p + "attention/output/LayerNorm", "fi": p + "intermediate/dense",
+                 "fo": p + "output/dense", "fln": p + "output/LayerNorm"}]
+
+    @staticmethod
+    def google_names(p):
+        return {"q": p + "attention_1/self/query", "k": p + "attention_1/self/key",
+                "v": p + "attention_1/self/value", "ao": p + "attention_1/output/dense",
+                "aln": p + "LayerNorm", "fi": p + "ffn_1/intermediate/dense",
+                "fo": p + "ffn_1/intermediate/output/dense", "fln": p + "LayerNorm_1"}
+
+    def forward(self, ids, mask, types):
+        """Returns (sequence_output [B,S,H], pooled [B,H], all layers list)."""
+        ids, types = np.asarray(ids), np.asarray(types)
+        mask2d = np.asarray(mask, dtype=np.float64)
+        attn_mask = np.repeat(mask2d[:, None, :], ids.shape[1], axis=1)
+        x = self.embed(ids, types)
+        if "bert/encoder/embedding_hidden_mapping_in/kernel" in self.w:
+            x = self.lin(x, "bert/encoder/embedding_hidden_mapping_in")
+        layers = []
+        for i in range(self.c["num_hidden_layers"]):
+            for names in self.layer_names(i):
+                x = self.block(x, attn_mask, names)
+            layers.append(x)
+        pooled = np.tanh(self.lin(x[:, 0], "bert/pooler/dense"))
+        return x, pooled, layers
