@@ -131,7 +131,7 @@ def pairs_to_documents(pairs, account):
             written_pairs.add(key)
             documents.append([text_a, text_b])
             continue
-        for sentence in dict.fromkeys((text_a, text_b)):
+        for sentence in (text_a, text_b):
             if sentence in in_paraphrase or sentence in written_singles:
                 account["repeated_sentences_removed"] += 1
                 continue
