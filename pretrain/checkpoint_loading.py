@@ -88,17 +88,17 @@ def _shape(shape):
 
 
 def _find_in_checkpoint(name, checkpoint_names):
-    """Checkpoint name for model variable `name`, or None."""
-    if name in checkpoint_names:
-        return name
+    """Checkpoint name for model variable `name`, or None.
+
+    Tries the name itself, then the name without leading scopes (a model
+    built under an outer scope), each also with a wrapper prefix (`module/`).
+    """
     parts = name.split("/")
-    for start in range(1, len(parts) - 1):  # model built under an outer scope
+    for start in range(0, len(parts) - 1):
         candidate = "/".join(parts[start:])
-        if candidate in checkpoint_names:
-            return candidate
-    for prefix in _WRAPPER_PREFIXES:
-        if prefix + name in checkpoint_names:
-            return prefix + name
+        for prefix in ("",) + _WRAPPER_PREFIXES:
+            if prefix + candidate in checkpoint_names:
+                return prefix + candidate
     return None
 
 

@@ -1,0 +1,196 @@
+"""init_from_checkpoint: released layouts, reports, errors, embedding surgery."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from pretrain import checkpoint_loading, heads, modeling
+from pretrain.checkpoint_loading import CheckpointMismatchError, init_from_checkpoint
+
+from tests.modeling_helpers import (expected_variables, input_batch, random_weights,
+                                    tiny_config, write_checkpoint)
+from tests.numpy_bert import NumpyEncoder
+
+BERT = tiny_config(model_type="bert")
+GOOGLE = tiny_config(model_type="albert", albert_layout="google", embedding_size=8)
+BRIGHTMART = tiny_config(model_type="albert", albert_layout="brightmart", embedding_size=8)
+
+
+def build_with_heads(config_dict, ids=None, scope=None):
+    config = modeling.BertConfig.from_dict(config_dict)
+    ids = tf.constant(input_batch()[0]) if ids is None else ids
+    model = modeling.create_model(config, False, ids, scope=scope)
+    mlm = heads.get_masked_lm_output(config, model.get_sequence_output(),
+                                     model.get_embedding_table(), tf.constant([[1, 2]] * 2),
+                                     tf.constant([[5, 6]] * 2), tf.constant([[1.0, 1.0]] * 2))
+    heads.get_sentence_output(config, model.get_pooled_output(), tf.constant([0, 1]))
+    return model, mlm
+
+
+def load_and_run(config_dict, checkpoint, fetch_fn=None, **load_kwargs):
+    """Builds model+heads, loads, returns (report, fetched values, variable values)."""
+    with tf.Graph().as_default():
+        model, mlm = build_with_heads(config_dict)
+        report = init_from_checkpoint(checkpoint, log_fn=None, **load_kwargs)
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            fetched = session.run(fetch_fn(model, mlm)) if fetch_fn else None
+            values = {v.op.name: session.run(v) for v in tf.trainable_variables()}
+    return report, fetched, values
+
+
+@pytest.mark.parametrize("config", [BERT, GOOGLE, BRIGHTMART], ids=["bert", "google", "brightmart"])
+def test_released_layout_loads_completely_and_matches_numpy(config, tmp_path):
+    weights = random_weights(config, seed=3)
+    weights["global_step"] = np.array(1000, np.int64)
+    weights["bert/embeddings/word_embeddings/adam_m"] = np.zeros_like(
+        weights["bert/embeddings/word_embeddings"])
+    prefix = write_checkpoint(tmp_path / "bert_model.ckpt", weights)
+    report, (sequence, mlm_loss), values = load_and_run(
+        config, prefix, lambda m, mlm: [m.get_sequence_output(), mlm[0]])
+    assert report.missing_in_checkpoint == [] and report.unused_in_checkpoint == []
+    assert report.shape_mismatches == []
+    assert sorted(report.training_state) == ["bert/embeddings/word_embeddings/adam_m",
+                                             "global_step"]
+    assert len(report.loaded) == len(expected_variables(config))
+    for name, value in values.items():
+        np.testing.assert_array_equal(value, weights[name])
+    ids, mask, types = input_batch()
+    ref, _, _ = NumpyEncoder(config, weights).forward(ids, np.ones_like(mask), np.zeros_like(types))
+    np.testing.assert_allclose(sequence, ref, atol=1e-5, rtol=0)
+    assert np.isfinite(mlm_loss)
+
+
+def test_ymcui_checkpoint_without_cls_reports_heads_missing(tmp_path):
+    weights = {k: v for k, v in random_weights(BERT, seed=4).items() if not k.startswith("cls/predictions/")}
+    prefix = write_checkpoint(tmp_path / "bert_model.ckpt", weights)
+    messages = []
+    with tf.Graph().as_default():
+        build_with_heads(BERT)
+        report = init_from_checkpoint(prefix, log_fn=messages.append)
+    assert sorted(report.missing_in_checkpoint) == [
+        "cls/predictions/output_bias", "cls/predictions/transform/LayerNorm/beta",
+        "cls/predictions/transform/LayerNorm/gamma", "cls/predictions/transform/dense/bias",
+        "cls/predictions/transform/dense/kernel"]
+    assert len(report.loaded) == len(weights)
+    table = "\n".join(messages)
+    assert "missing" in table and "cls/predictions/output_bias" in table
+    assert "%d loaded, 5 missing" % len(weights) in table
+
+
+def test_mismatched_vocab_fails_with_both_shapes(tmp_path):
+    prefix = write_checkpoint(tmp_path / "m.ckpt", random_weights(dict(BERT, vocab_size=60)))
+    with tf.Graph().as_default():
+        build_with_heads(BERT)
+        with pytest.raises(CheckpointMismatchError) as info:
+            init_from_checkpoint(prefix, log_fn=None)
+        message = str(info.value)
+        assert "bert/embeddings/word_embeddings: model shape [50, 16], checkpoint shape [60, 16]" \
+            in message
+        assert "vocab_size" in message and "cls/predictions/output_bias" in message
+        report = init_from_checkpoint(prefix, log_fn=None, allow_shape_mismatch=True)
+    assert sorted(n for n, _, _ in report.shape_mismatches) == [
+        "bert/embeddings/word_embeddings", "cls/predictions/output_bias"]
+    assert [m[1:] for m in report.shape_mismatches if "word" in m[0]] == [([50, 16], [60, 16])]
+
+
+def test_wrong_layout_gets_a_hint(tmp_path):
+    prefix = write_checkpoint(tmp_path / "m.ckpt", random_weights(BRIGHTMART))
+    messages = []
+    with tf.Graph().as_default():
+        build_with_heads(GOOGLE)
+        report = init_from_checkpoint(prefix, log_fn=messages.append, allow_shape_mismatch=True)
+    assert "set \"albert_layout\": \"brightmart\"" in messages[-1]
+    assert "bert/encoder/transformer/group_0/inner_group_0/LayerNorm/gamma" in \
+        report.missing_in_checkpoint
+    assert "bert/encoder/layer_shared/output/dense/kernel" in report.unused_in_checkpoint
+    with tf.Graph().as_default():
+        modeling.BertModel(modeling.BertConfig.from_dict(BERT), False, tf.ones([1, 4], tf.int32))
+        with pytest.raises(CheckpointMismatchError, match="layer_shared"):
+            init_from_checkpoint(write_checkpoint(tmp_path / "enc.ckpt", {
+                k: v for k, v in random_weights(BRIGHTMART).items() if "/encoder/" in k}),
+                log_fn=None)
+
+
+def test_outer_scope_and_module_prefix_and_directory_are_resolved(tmp_path):
+    weights = random_weights(BERT, seed=5, heads=False)
+    tf.io.gfile.makedirs(str(tmp_path / "hub"))
+    write_checkpoint(tmp_path / "hub" / "model.ckpt-7",
+                     {"module/" + k: v for k, v in weights.items()})
+    with open(tmp_path / "hub" / "checkpoint", "w") as f:
+        f.write('model_checkpoint_path: "model.ckpt-7"\n')
+    with tf.Graph().as_default():
+        with tf.variable_scope("classifier"):
+            modeling.BertModel(modeling.BertConfig.from_dict(BERT), False,
+                               tf.constant(input_batch()[0]))
+        report = init_from_checkpoint(str(tmp_path / "hub"), log_fn=None)
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            pooler = session.run(tf.global_variables("classifier/bert/pooler/dense/kernel")[0])
+    assert report.checkpoint.endswith("model.ckpt-7")
+    assert ("classifier/bert/pooler/dense/kernel", "module/bert/pooler/dense/kernel",
+            [16, 16]) in report.loaded
+    np.testing.assert_array_equal(pooler, weights["bert/pooler/dense/kernel"])
+    with pytest.raises(FileNotFoundError, match="no checkpoint found"):
+        checkpoint_loading.resolve_checkpoint(str(tmp_path / "nothing"))
+
+
+def test_keep_tokens_gives_full_model_outputs_on_kept_ids(tmp_path):
+    weights = random_weights(BERT, seed=6)
+    prefix = write_checkpoint(tmp_path / "full.ckpt", weights)
+    keep = [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 40, 41]
+    old_to_new = {old: new for new, old in enumerate(keep)}
+    ids, mask, types = input_batch()
+    new_ids = np.vectorize(old_to_new.get)(ids).astype(np.int32)
+
+    def run(config, token_ids, **kwargs):
+        with tf.Graph().as_default():
+            model = modeling.BertModel(modeling.BertConfig.from_dict(config), False,
+                                       tf.constant(token_ids), tf.constant(mask),
+                                       tf.constant(types))
+            config_obj = modeling.BertConfig.from_dict(config)
+            _, _, log_probs = heads.get_masked_lm_output(
+                config_obj, model.get_sequence_output(), model.get_embedding_table(),
+                tf.constant([[1, 3]] * 2), tf.constant([[0, 0]] * 2), tf.constant([[1.0] * 2] * 2))
+            report = init_from_checkpoint(prefix, log_fn=None, **kwargs)
+            with tf.Session() as session:
+                session.run(tf.global_variables_initializer())
+                return report, session.run([model.get_sequence_output(), log_probs])
+
+    _, (full_sequence, full_log_probs) = run(BERT, ids)
+    report, (small_sequence, small_log_probs) = run(dict(BERT, vocab_size=len(keep)), new_ids,
+                                                    keep_tokens=keep)
+    np.testing.assert_allclose(small_sequence, full_sequence, atol=1e-6, rtol=0)
+    full_logits_kept = full_log_probs[:, keep]
+    # log-softmax over a subset differs by a per-row constant only
+    shift = full_logits_kept - small_log_probs
+    np.testing.assert_allclose(shift, shift[:, :1] * np.ones_like(shift), atol=1e-5)
+    assert set(report.surgery) == {"bert/embeddings/word_embeddings",
+                                   "cls/predictions/output_bias"}
+
+
+def test_compound_tokens_append_mean_rows(tmp_path):
+    weights = random_weights(BERT, seed=7)
+    prefix = write_checkpoint(tmp_path / "full.ckpt", weights)
+    keep = list(range(48))
+    compound = [[3, 4], ([5, 6, 7], [1.0, 1.0, 2.0])]
+    _, _, values = load_and_run(dict(BERT, vocab_size=50), prefix, keep_tokens=keep,
+                                compound_tokens=compound)
+    table = values["bert/embeddings/word_embeddings"]
+    source = weights["bert/embeddings/word_embeddings"]
+    np.testing.assert_array_equal(table[:48], source[:48])
+    np.testing.assert_allclose(table[48], (source[3] + source[4]) / 2, atol=1e-6)
+    np.testing.assert_allclose(table[49], (source[5] + source[6] + 2 * source[7]) / 4, atol=1e-6)
+    bias = values["cls/predictions/output_bias"]
+    np.testing.assert_allclose(bias[48], weights["cls/predictions/output_bias"][[3, 4]].mean(),
+                               atol=1e-6)
+
+
+def test_surgery_with_wrong_row_count_is_a_shape_error(tmp_path):
+    prefix = write_checkpoint(tmp_path / "full.ckpt", random_weights(BERT))
+    with tf.Graph().as_default():
+        build_with_heads(BERT)
+        with pytest.raises(CheckpointMismatchError, match=r"model shape \[50, 16\], "
+                                                          r"checkpoint shape \[10, 16\]"):
+            init_from_checkpoint(prefix, log_fn=None, keep_tokens=list(range(10)))
+        with pytest.raises(ValueError, match="outside the checkpoint vocab of 50"):
+            init_from_checkpoint(prefix, log_fn=None, keep_tokens=[0, 99])
