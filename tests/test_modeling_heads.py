@@ -1,0 +1,121 @@
+"""Masked-LM and sentence heads, eval metrics, vocab reduction helper."""
+import json
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from pretrain import heads, modeling, vocab_surgery
+
+from tests.conftest import shared_path
+from tests.modeling_helpers import tiny_config
+from tests.numpy_bert import gelu_tanh, layer_norm
+
+
+def log_softmax(x):
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("layout", ["bert", "google", "brightmart"])
+def test_masked_lm_head_matches_numpy(layout):
+    extra = {} if layout == "bert" else dict(model_type="albert", albert_layout=layout,
+                                             embedding_size=8)
+    config = modeling.BertConfig.from_dict(tiny_config(**extra))
+    rng = np.random.RandomState(1)
+    sequence = rng.normal(size=(2, 5, 16)).astype(np.float32)
+    positions = np.array([[1, 3, 0], [4, 2, 0]], np.int32)
+    labels = np.array([[7, 9, 0], [11, 3, 0]], np.int32)
+    weights = np.array([[1, 1, 0], [1, 1, 0]], np.float32)
+    e = 16 if layout == "bert" else 8
+    table = rng.normal(size=(50, e)).astype(np.float32)
+    projection = rng.normal(size=(8, 16)).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as session:
+        loss, per_example, log_probs = heads.get_masked_lm_output(
+            config, tf.constant(sequence), tf.constant(table), tf.constant(positions),
+            tf.constant(labels), tf.constant(weights),
+            output_projection=tf.constant(projection) if layout == "brightmart" else None)
+        session.run(tf.global_variables_initializer())
+        names = [v.op.name for v in tf.global_variables()]
+        values = dict(zip(names, session.run(tf.global_variables())))
+        got_loss, got_per_example, got_log_probs = session.run([loss, per_example, log_probs])
+    p = "cls/predictions/transform/"
+    gathered = np.concatenate([sequence[b, positions[b]] for b in range(2)])
+    hidden = gelu_tanh(gathered @ values[p + "dense/kernel"] + values[p + "dense/bias"])
+    hidden = layer_norm(hidden, values[p + "LayerNorm/gamma"], values[p + "LayerNorm/beta"])
+    if layout == "brightmart":
+        hidden = hidden @ projection.T
+    ref_log_probs = log_softmax(hidden @ table.T + values["cls/predictions/output_bias"])
+    ref_per_example = -ref_log_probs[np.arange(6), labels.reshape(-1)]
+    ref_loss = (ref_per_example * weights.reshape(-1)).sum() / (weights.sum() + 1e-5)
+    assert got_log_probs.shape == (6, 50) and got_log_probs.dtype == np.float32
+    np.testing.assert_allclose(got_log_probs, ref_log_probs, atol=1e-4)
+    np.testing.assert_allclose(got_per_example, ref_per_example, atol=1e-4)
+    np.testing.assert_allclose(got_loss, ref_loss, rtol=1e-5)
+    assert values[p + "dense/kernel"].shape == (16, 8 if layout == "google" else 16)
+
+
+def test_sentence_head_and_metrics_values():
+    config = modeling.BertConfig.from_dict(tiny_config())
+    pooled = np.random.RandomState(2).normal(size=(4, 16)).astype(np.float32)
+    labels = np.array([0, 1, 1, 0], np.int32)
+    mlm_log_probs = np.log(np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1],
+                                     [0.3, 0.3, 0.4], [0.5, 0.4, 0.1]], np.float32))
+    mlm_ids = np.array([0, 2, 2, 1], np.int32)
+    mlm_weights = np.array([1, 1, 1, 0], np.float32)
+    mlm_loss = -mlm_log_probs[np.arange(4), mlm_ids]
+    with tf.Graph().as_default(), tf.Session() as session:
+        loss, per_example, log_probs = heads.get_sentence_output(
+            config, tf.constant(pooled), tf.constant(labels))
+        metrics = heads.metric_fn(tf.constant(mlm_loss), tf.constant(mlm_log_probs),
+                                  tf.constant(mlm_ids), tf.constant(mlm_weights),
+                                  per_example, log_probs, tf.constant(labels))
+        only_mlm = heads.pretraining_metrics(tf.constant(mlm_loss), tf.constant(mlm_log_probs),
+                                             tf.constant(mlm_ids), tf.constant(mlm_weights))
+        session.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+        session.run([update for _, update in metrics.values()])
+        results = session.run({k: value for k, (value, _) in metrics.items()})
+        got_loss, got_log_probs = session.run([loss, log_probs])
+    assert set(only_mlm) == {"masked_lm_accuracy", "masked_lm_loss"}
+    assert results["masked_lm_accuracy"] == pytest.approx(2 / 3)  # rows 0, 2 right; row 3 weight 0
+    assert results["masked_lm_loss"] == pytest.approx(mlm_loss[:3].mean(), rel=1e-5)
+    predicted = got_log_probs.argmax(-1)
+    assert results["sentence_accuracy"] == pytest.approx((predicted == labels).mean())
+    assert results["sentence_loss"] == pytest.approx(got_loss, rel=1e-5)
+    assert got_loss == pytest.approx(-got_log_probs[np.arange(4), labels].mean(), rel=1e-5)
+
+
+def test_vocab_reduction_writes_vocab_and_ids(tmp_path):
+    full = ["[PAD]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "我", "们", "你", "好", "##好"]
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(full) + "\n", encoding="utf-8")
+    keep = vocab_surgery.write_reduced_vocab(
+        str(vocab_file), str(tmp_path / "out" / "vocab.txt"), str(tmp_path / "out" / "keep.json"),
+        tokens=["你", "好", "你", "们", "不在词表"])
+    assert keep == [0, 2, 3, 4, 5, 7, 8, 9]
+    reduced = (tmp_path / "out" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert reduced == [full[i] for i in keep]
+    assert vocab_surgery.load_keep_tokens(str(tmp_path / "out" / "keep.json")) == keep
+    assert vocab_surgery.select_keep_tokens(full, {"你": 1, "好": 3}, min_count=2) == \
+        [0, 2, 3, 4, 5, 9]
+    (tmp_path / "bad.json").write_text(json.dumps({"ids": [1]}))
+    with pytest.raises(ValueError, match="bad.json"):
+        vocab_surgery.load_keep_tokens(str(tmp_path / "bad.json"))
+
+
+def test_vocab_reduction_on_shared_corpus_with_google_vocab(tmp_path):
+    vocab_file = shared_path("vocab", "bert_chinese_vocab.txt")
+    corpus = shared_path("corpus", "clue_small_sample.txt")
+    lines = corpus.read_text(encoding="utf-8").splitlines()[:300]
+    sample = tmp_path / "sample.txt"
+    sample.write_text("\n".join(lines), encoding="utf-8")
+    keep = vocab_surgery.write_reduced_vocab(
+        str(vocab_file), str(tmp_path / "vocab.txt"), str(tmp_path / "keep.json"),
+        corpus_files=[str(sample)])
+    full = vocab_surgery.read_vocab_tokens(str(vocab_file))
+    assert len(full) == 21128 and 500 < len(keep) < 21128
+    assert keep[:1] == [0] and keep == sorted(set(keep))
+    kept = {full[i] for i in keep}
+    assert {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} <= kept
+    assert all(ch in kept for ch in "".join(lines[:5]) if ch in full[:21128] and ch.strip()
+               and "\u4e00" <= ch <= "\u9fff")
