@@ -276,6 +276,8 @@ def input_fn_builder(record_path, max_seq_length, batch_size, is_training, seed=
         local_batch = batch_size
         if input_context is not None:
             local_batch = input_context.get_per_replica_batch_size(batch_size)
+        elif is_training and params and params.get("num_replicas", 1) > 1:
+            local_batch = batch_size // params["num_replicas"]  # each replica pulls a batch
         dataset = dataset.batch(local_batch, drop_remainder=is_training)
         return dataset.prefetch(2)
 

@@ -1,0 +1,89 @@
+"""Evaluate on dev after every checkpoint save and keep the best one aside.
+
+`DevEvaluationListener` is a `tf.estimator.CheckpointSaverListener`: the
+Estimator's own `CheckpointSaverHook` calls it after each save (every
+`save_checkpoints_steps` and at the end of training), so training runs as one
+`Estimator.train` call with one input pipeline (the shuffle order is never
+restarted), and dev evaluation happens at exactly the saved steps.
+
+The best checkpoint (highest dev accuracy; the earliest step wins a tie) is
+copied to `<model_dir>/best/` with its own `checkpoint` index file and a
+`best.json`, so `keep_checkpoint_max` can stay small and the test set is
+scored with the best weights, not the last ones.
+"""
+import glob
+import json
+import os
+import shutil
+import time
+
+import tensorflow.compat.v1 as tf
+
+BEST_DIR_NAME = "best"
+
+
+def copy_checkpoint(checkpoint_prefix, target_dir):
+    """Copies `prefix.*` (index, data shards) into an emptied target_dir.
+
+    Returns the new prefix. Writes a `checkpoint` index file so that
+    `tf.train.latest_checkpoint(target_dir)` finds it.
+    """
+    files = glob.glob(checkpoint_prefix + ".*")
+    if not any(f.endswith(".index") for f in files):
+        raise FileNotFoundError(f"checkpoint {checkpoint_prefix} has no .index file to copy")
+    if os.path.isdir(target_dir):
+        shutil.rmtree(target_dir)
+    os.makedirs(target_dir)
+    for path in files:
+        shutil.copy2(path, target_dir)
+    name = os.path.basename(checkpoint_prefix)
+    with open(os.path.join(target_dir, "checkpoint"), "w", encoding="utf-8") as f:
+        f.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')
+    return os.path.join(target_dir, name)
+
+
+class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
+    """Evaluates each saved checkpoint on dev and tracks the best.
+
+    Attributes after training:
+      curve: [{"step", "accuracy", "loss"}] in step order.
+      best: {"step", "accuracy", "loss", "checkpoint"} or None.
+      eval_seconds: total time spent evaluating.
+    """
+
+    def __init__(self, estimator, dev_input_fn, model_dir, log_fn=print,
+                 extra_best_files=()):
+        self._estimator = estimator
+        self._dev_input_fn = dev_input_fn
+        self._best_dir = os.path.join(model_dir, BEST_DIR_NAME)
+        self._log_fn = log_fn
+        self._extra_best_files = tuple(extra_best_files)
+        self.curve = []
+        self.best = None
+        self.eval_seconds = 0.0
+
+    def after_save(self, session, global_step_value):
+        step = int(global_step_value)
+        if any(point["step"] == step for point in self.curve):
+            return  # the final save can repeat the last periodic one
+        checkpoint = os.path.join(self._estimator.model_dir, f"model.ckpt-{step}")
+        started = time.time()
+        metrics = self._estimator.evaluate(self._dev_input_fn, checkpoint_path=checkpoint,
+                                           name="dev")
+        self.eval_seconds += time.time() - started
+        point = {"step": step, "accuracy": float(metrics["accuracy"]),
+                 "loss": float(metrics["mean_loss"])}
+        self.curve.append(point)
+        improved = self.best is None or point["accuracy"] > self.best["accuracy"]
+        if improved:
+            best_prefix = copy_checkpoint(checkpoint, self._best_dir)
+            for path in self._extra_best_files:
+                if os.path.isfile(path):
+                    shutil.copy2(path, self._best_dir)
+            self.best = dict(point, checkpoint=best_prefix)
+            with open(os.path.join(self._best_dir, "best.json"), "w", encoding="utf-8") as f:
+                json.dump(self.best, f, indent=1)
+        self._log_fn(f"step {step}: dev accuracy {point['accuracy']:.4f}, loss {point['loss']:.4f}"
+                     + ("  (new best, copied to best/)" if improved else
+                        f"  (best {self.best['accuracy']:.4f} at step {self.best['step']})"))
+        return False  # never ask training to stop

@@ -1,0 +1,91 @@
+"""Sentence-pair classifier on the pretraining encoder, as an Estimator model_fn.
+
+Graph: encoder (`pretrain.modeling.create_model`, BERT/RoBERTa or ALBERT by
+config) -> pooled output [B, H] -> dropout (training only) -> logits [B, 2]
+from `classifier/output_weights` [2, H] and `classifier/output_bias` [2]
+-> softmax cross-entropy. The encoder's variables keep their pretraining
+names, so a starting point is any of: nothing (random initialisation), a
+released Google / brightmart / ymcui checkpoint, or a `run_pretraining` output
+directory (its latest checkpoint), loaded through
+`pretrain.checkpoint_loading.init_from_checkpoint` (which prints its table of
+loaded / missing / unused variables). Training uses AdamW with linear warmup
+and decay (`pretrain.optimization.create_optimizer`).
+"""
+import tensorflow.compat.v1 as tf
+
+from pretrain import modeling
+from pretrain import optimization
+
+CLASSIFIER_SCOPE = "classifier"
+
+
+def create_classifier(bert_config, is_training, input_ids, input_mask, segment_ids, labels,
+                      num_labels=2):
+    """Builds the classifier graph.
+
+    Args:
+      input_ids, input_mask, segment_ids: int32 [B, S].
+      labels: int32 [B] or None (prediction).
+    Returns:
+      (loss scalar or None, per_example_loss [B] or None, logits [B, num_labels],
+       probabilities [B, num_labels]).
+    """
+    model = modeling.create_model(bert_config, is_training, input_ids,
+                                  input_mask=input_mask, token_type_ids=segment_ids)
+    pooled = tf.cast(model.get_pooled_output(), tf.float32)  # [B, H]
+    hidden_size = pooled.shape[-1]
+    with tf.variable_scope(CLASSIFIER_SCOPE):
+        output_weights = tf.get_variable(
+            "output_weights", [num_labels, hidden_size],
+            initializer=tf.truncated_normal_initializer(stddev=bert_config.initializer_range))
+        output_bias = tf.get_variable("output_bias", [num_labels],
+                                      initializer=tf.zeros_initializer())
+        if is_training:
+            pooled = tf.nn.dropout(pooled, rate=bert_config.hidden_dropout_prob)
+        logits = tf.nn.bias_add(tf.matmul(pooled, output_weights, transpose_b=True), output_bias)
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        if labels is None:
+            return None, None, logits, probabilities
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        one_hot = tf.one_hot(labels, depth=num_labels, dtype=tf.float32)
+        per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)  # [B]
+        loss = tf.reduce_mean(per_example_loss)
+    return loss, per_example_loss, logits, probabilities
+
+
+def model_fn_builder(bert_config, init_checkpoint, learning_rate, num_train_steps,
+                     num_warmup_steps, num_labels=2, optimizer="adamw", log_fn=print):
+    """Returns an Estimator model_fn for TRAIN / EVAL / PREDICT.
+
+    EVAL metrics: `accuracy`, `mean_loss` (cross-entropy averaged over dev examples).
+    PREDICT outputs: `probabilities` [B, 2], `predictions` [B] (argmax).
+    """
+    def model_fn(features, labels, mode, params=None):
+        is_training = mode == tf.estimator.ModeKeys.TRAIN
+        if labels is not None:
+            labels = tf.reshape(labels, [-1])
+        loss, per_example_loss, logits, probabilities = create_classifier(
+            bert_config, is_training, features["input_ids"], features["input_mask"],
+            features["segment_ids"], labels, num_labels)
+        predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+        if init_checkpoint and is_training:
+            # Weights only; when model_dir already holds a checkpoint the
+            # Estimator restores that instead and these initialisers are unused.
+            from pretrain.checkpoint_loading import init_from_checkpoint  # only when needed
+            init_from_checkpoint(init_checkpoint, tf.trainable_variables(), log_fn=log_fn)
+
+        if mode == tf.estimator.ModeKeys.TRAIN:
+            train_op = optimization.create_optimizer(
+                loss, learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer)
+            return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+        if mode == tf.estimator.ModeKeys.EVAL:
+            metrics = {
+                "accuracy": tf.metrics.accuracy(labels=labels, predictions=predictions),
+                "mean_loss": tf.metrics.mean(per_example_loss),
+            }
+            return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops=metrics)
+        return tf.estimator.EstimatorSpec(
+            mode, predictions={"probabilities": probabilities, "predictions": predictions})
+
+    return model_fn

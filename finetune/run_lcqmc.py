@@ -1,0 +1,256 @@
+"""Fine-tune a pretrained (or randomly initialised) encoder on LCQMC-format pairs.
+
+    python -m finetune.run_lcqmc --data_dir=DIR --vocab_file=vocab.txt \
+        --init_checkpoint=output/pretrain --output_dir=runs/after
+
+`DIR` holds `train.txt`, `dev.txt`, `test.txt` (`text_a<TAB>text_b<TAB>label`).
+Trains for `--num_train_epochs` over (the first `--max_train_examples` of)
+train, evaluates on dev every `--eval_every_steps`, keeps the best-on-dev
+checkpoint in `OUTPUT_DIR/best/`, scores test with it, and writes
+`OUTPUT_DIR/results.json` and `OUTPUT_DIR/test_predictions.tsv`.
+
+The model config comes from `--bert_config_file`, else from a
+`bert_config.json` beside the init checkpoint. `run(settings)` is the
+plain-Python entry (a dict of the flag names below).
+"""
+import json
+import math
+import os
+import shutil
+import time
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+from absl import app, flags
+
+from finetune import lcqmc_data
+from finetune.best_checkpoint import DevEvaluationListener
+from finetune.classifier import model_fn_builder
+from pretrain import strategy as strategies
+from pretrain.modeling import BertConfig
+
+DEFAULTS = {
+    "data_dir": None, "vocab_file": None, "bert_config_file": None, "init_checkpoint": None,
+    "output_dir": None, "cache_dir": None, "do_lower_case": True, "max_seq_length": 64,
+    "train_batch_size": 32, "eval_batch_size": 128, "learning_rate": 5e-5,
+    "num_train_epochs": 3.0, "max_train_examples": 0, "max_dev_examples": 0,
+    "eval_every_steps": 500, "warmup_proportion": 0.1, "random_seed": 12345,
+    "strategy": "cpu", "keep_checkpoint_max": 2, "overwrite_output_dir": False,
+    "log_every_n_steps": 100,
+}
+SPLITS = ("train", "dev", "test")
+
+
+class SettingsError(ValueError):
+    """A fine-tuning setting that cannot work (missing file, mismatch)."""
+
+
+def resolve_bert_config(settings):
+    """Returns (BertConfig, path): --bert_config_file, else bert_config.json beside the checkpoint."""
+    path = settings["bert_config_file"]
+    if not path and settings["init_checkpoint"]:
+        init = settings["init_checkpoint"]
+        folder = init if os.path.isdir(init) else os.path.dirname(init)
+        candidate = os.path.join(folder, "bert_config.json")
+        if os.path.isfile(candidate):
+            path = candidate
+    if not path:
+        raise SettingsError("no model config: pass --bert_config_file (or put a bert_config.json "
+                            f"beside --init_checkpoint={settings['init_checkpoint']!r})")
+    if not os.path.isfile(path):
+        raise SettingsError(f"--bert_config_file={path!r} does not exist")
+    return BertConfig.from_json_file(path), path
+
+
+def check_settings(settings, bert_config, tokenizer):
+    """Stops with a clear message when vocab, sequence length or data do not fit the model."""
+    if len(tokenizer.vocab) > bert_config.vocab_size:
+        raise SettingsError(
+            f"vocab {tokenizer.vocab_file} has {len(tokenizer.vocab)} entries but the model config "
+            f"has vocab_size={bert_config.vocab_size}: use the vocab the model was pretrained with")
+    if settings["max_seq_length"] > bert_config.max_position_embeddings:
+        raise SettingsError(
+            f"--max_seq_length={settings['max_seq_length']} exceeds the model's "
+            f"max_position_embeddings={bert_config.max_position_embeddings}")
+    init = settings["init_checkpoint"]
+    if init and not (os.path.isdir(init) or tf.io.gfile.exists(init + ".index")):
+        raise SettingsError(f"--init_checkpoint={init!r} is neither a directory nor a checkpoint "
+                            "prefix (PREFIX.index not found)")
+    if init and os.path.isdir(init) and tf.train.latest_checkpoint(init) is None:
+        raise SettingsError(f"--init_checkpoint={init!r} holds no checkpoint")
+    for split in SPLITS:
+        path = os.path.join(settings["data_dir"], f"{split}.txt")
+        if not os.path.isfile(path):
+            raise SettingsError(f"{path} not found: --data_dir must hold train.txt, dev.txt and "
+                                "test.txt (text_a<TAB>text_b<TAB>label per line)")
+
+
+def build_estimator(model_fn, settings, save_checkpoints_steps):
+    """Estimator for --strategy through pretraining's strategy module (TPU not supported here)."""
+    name = strategies.resolve_strategy(settings["strategy"])
+    if name == "tpu":
+        raise SettingsError("fine-tuning does not support --strategy=tpu; use cpu, gpu or mirrored")
+    run_config = strategies.make_run_config(
+        name, settings["output_dir"], save_checkpoints_steps=save_checkpoints_steps,
+        keep_checkpoint_max=settings["keep_checkpoint_max"],
+        log_step_count_steps=settings["log_every_n_steps"],
+        tf_random_seed=settings["random_seed"])
+    return strategies.build_estimator(name, model_fn, run_config,
+                                      train_batch_size=settings["train_batch_size"],
+                                      eval_batch_size=settings["eval_batch_size"])
+
+
+def prepare_output_dir(settings):
+    output_dir = settings["output_dir"]
+    if tf.train.latest_checkpoint(output_dir) is not None or os.path.exists(
+            os.path.join(output_dir, "results.json")):
+        if not settings["overwrite_output_dir"]:
+            raise SettingsError(f"{output_dir} already holds a fine-tuning run; pass "
+                                "--overwrite_output_dir or choose another --output_dir")
+        shutil.rmtree(output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+
+
+def score_test(estimator, record_path, examples, checkpoint, settings):
+    """Predicts test with `checkpoint`; returns (accuracy, loss, rows for the TSV)."""
+    input_fn = lcqmc_data.input_fn_builder(record_path, settings["max_seq_length"],
+                                           settings["eval_batch_size"], is_training=False)
+    probabilities = np.array([p["probabilities"] for p in estimator.predict(
+        input_fn, checkpoint_path=checkpoint, yield_single_examples=True)])
+    labels = np.array([e.label for e in examples])
+    if len(probabilities) != len(labels):
+        raise RuntimeError(f"got {len(probabilities)} test predictions for {len(labels)} examples")
+    predicted = probabilities.argmax(axis=1)
+    accuracy = float((predicted == labels).mean())
+    loss = float(-np.log(np.maximum(probabilities[np.arange(len(labels)), labels], 1e-12)).mean())
+    rows = [(e.guid, e.text_a, e.text_b, e.label, int(p), float(prob[1]))
+            for e, p, prob in zip(examples, predicted, probabilities)]
+    return accuracy, loss, rows
+
+
+def write_json_atomically(path, payload):
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(payload, f, ensure_ascii=False, indent=1)
+    os.replace(temporary, path)
+
+
+def run(settings, log_fn=print):
+    """Fine-tunes and tests; returns the results dict also written to results.json."""
+    settings = dict(DEFAULTS, **settings)
+    for name in ("data_dir", "vocab_file", "output_dir"):
+        if not settings[name]:
+            raise SettingsError(f"--{name} is required")
+    started = time.time()
+    bert_config, config_path = resolve_bert_config(settings)
+    tokenizer = lcqmc_data.load_tokenizer(settings["vocab_file"], settings["do_lower_case"])
+    check_settings(settings, bert_config, tokenizer)
+    prepare_output_dir(settings)
+    shutil.copy2(config_path, os.path.join(settings["output_dir"], "bert_config.json"))
+    cache_dir = settings["cache_dir"] or os.path.join(settings["output_dir"], "feature_cache")
+    records, data_info = {}, {}
+    limits = {"train": settings["max_train_examples"], "dev": settings["max_dev_examples"],
+              "test": 0}
+    for split in SPLITS:
+        records[split], data_info[split] = lcqmc_data.build_cached_features(
+            os.path.join(settings["data_dir"], f"{split}.txt"), tokenizer,
+            settings["max_seq_length"], cache_dir, split, limit=limits[split], log_fn=log_fn)
+
+    num_train = data_info["train"]["num_examples"]
+    num_train_steps = max(1, math.ceil(num_train * settings["num_train_epochs"]
+                                       / settings["train_batch_size"]))
+    num_warmup_steps = int(num_train_steps * settings["warmup_proportion"])
+    eval_every = max(1, min(settings["eval_every_steps"], num_train_steps))
+    log_fn(f"fine-tuning: {num_train} train examples, {num_train_steps} steps "
+           f"({num_warmup_steps} warmup), dev evaluation every {eval_every} steps, "
+           f"init: {settings['init_checkpoint'] or 'random'}")
+
+    model_fn = model_fn_builder(bert_config, settings["init_checkpoint"],
+                                settings["learning_rate"], num_train_steps, num_warmup_steps,
+                                log_fn=log_fn)
+    estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)
+    dev_input_fn = lcqmc_data.input_fn_builder(records["dev"], settings["max_seq_length"],
+                                               settings["eval_batch_size"], is_training=False)
+    train_input_fn = lcqmc_data.input_fn_builder(
+        records["train"], settings["max_seq_length"], settings["train_batch_size"],
+        is_training=True, seed=settings["random_seed"])
+    listener = DevEvaluationListener(
+        estimator, dev_input_fn, settings["output_dir"], log_fn=log_fn,
+        extra_best_files=[os.path.join(settings["output_dir"], "bert_config.json")])
+    estimator.train(train_input_fn, max_steps=num_train_steps, saving_listeners=[listener])
+    if listener.best is None:
+        raise RuntimeError("training finished without any dev evaluation; no checkpoint was saved")
+
+    test_examples, _ = lcqmc_data.read_pairs(os.path.join(settings["data_dir"], "test.txt"),
+                                             log_fn=lambda message: None)
+    test_accuracy, test_loss, rows = score_test(estimator, records["test"], test_examples,
+                                                listener.best["checkpoint"], settings)
+    with open(os.path.join(settings["output_dir"], "test_predictions.tsv"), "w",
+              encoding="utf-8") as f:
+        f.write("guid\ttext_a\ttext_b\tlabel\tprediction\tprob_paraphrase\n")
+        f.writelines(f"{g}\t{a}\t{b}\t{y}\t{p}\t{q:.6f}\n" for g, a, b, y, p, q in rows)
+
+    results = {
+        "dev_accuracy": listener.best["accuracy"], "dev_loss": listener.best["loss"],
+        "test_accuracy": test_accuracy, "test_loss": test_loss,
+        "best_step": listener.best["step"], "best_checkpoint": listener.best["checkpoint"],
+        "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
+        "last_dev_accuracy": listener.curve[-1]["accuracy"],
+        "dev_curve": listener.curve,
+        "wall_time_seconds": round(time.time() - started, 2),
+        "dev_eval_seconds": round(listener.eval_seconds, 2),
+        "examples": {split: data_info[split]["num_examples"] for split in SPLITS},
+        "malformed_lines": {split: data_info[split]["malformed"] for split in SPLITS},
+        "truncated": {split: data_info[split]["num_truncated"] for split in SPLITS},
+        "bert_config_file": os.path.abspath(config_path),
+        "settings": settings,
+    }
+    write_json_atomically(os.path.join(settings["output_dir"], "results.json"), results)
+    log_fn(f"best dev accuracy {results['dev_accuracy']:.4f} at step {results['best_step']} "
+           f"of {num_train_steps}; test accuracy {test_accuracy:.4f} "
+           f"({results['wall_time_seconds']:.0f} s); results in "
+           f"{os.path.join(settings['output_dir'], 'results.json')}")
+    return results
+
+
+def define_flags():
+    flags.DEFINE_string("data_dir", None, "Folder with train.txt, dev.txt, test.txt "
+                        "(text_a<TAB>text_b<TAB>label).")
+    flags.DEFINE_string("vocab_file", None, "The vocab the model was pretrained with.")
+    flags.DEFINE_string("bert_config_file", None, "Model config JSON; default: bert_config.json "
+                        "beside --init_checkpoint.")
+    flags.DEFINE_string("init_checkpoint", None, "Checkpoint prefix or directory (latest "
+                        "checkpoint); empty = random initialisation.")
+    flags.DEFINE_string("output_dir", None, "Where checkpoints, best/, results.json go.")
+    flags.DEFINE_string("cache_dir", None, "Feature cache folder (default OUTPUT_DIR/feature_cache).")
+    flags.DEFINE_bool("do_lower_case", True, "Lower-case input (match the pretraining data).")
+    flags.DEFINE_integer("max_seq_length", 64, "Tokens per pair incl. [CLS] and 2 [SEP].")
+    flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+    flags.DEFINE_integer("eval_batch_size", 128, "Batch size for dev/test.")
+    flags.DEFINE_float("learning_rate", 5e-5, "Peak AdamW learning rate.")
+    flags.DEFINE_float("num_train_epochs", 3.0, "Epochs over the (limited) training set.")
+    flags.DEFINE_integer("max_train_examples", 0, "Use only the first N train pairs (0 = all).")
+    flags.DEFINE_integer("max_dev_examples", 0, "Use only the first N dev pairs (0 = all).")
+    flags.DEFINE_integer("eval_every_steps", 500, "Save and evaluate on dev every N steps.")
+    flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of steps with linear warmup.")
+    flags.DEFINE_integer("random_seed", 12345, "Seed for initialisation, dropout, shuffling.")
+    flags.DEFINE_enum("strategy", "cpu", ["auto", "cpu", "gpu", "mirrored", "multi_worker"],
+                      "Device strategy, as in pretraining.")
+    flags.DEFINE_integer("keep_checkpoint_max", 2, "Recent checkpoints kept (best/ is separate).")
+    flags.DEFINE_bool("overwrite_output_dir", False, "Delete a previous run in --output_dir.")
+    flags.DEFINE_integer("log_every_n_steps", 100, "Loss logging interval.")
+
+
+def main(argv=None):
+    del argv
+    settings = {name: flags.FLAGS[name].value for name in DEFAULTS}
+    try:
+        run(settings)
+    except (SettingsError, lcqmc_data.DataError) as error:
+        raise SystemExit(f"error: {error}")
+
+
+if __name__ == "__main__":
+    tf.logging.set_verbosity(tf.logging.INFO)
+    define_flags()
+    app.run(main)
