@@ -11,6 +11,7 @@ from data_gen import instances as instance_lib
 from data_gen import masking
 from data_gen.example_proto import InstanceEncoder
 from data_gen.segmentation import make_segmenter
+from data_gen.tfrecord_writer import frame_record
 from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
 
 
@@ -22,7 +23,7 @@ def chunk_rng(random_seed, chunk_index):
 class ChunkResult:
     """Records of one chunk, in output order, plus counters.
 
-    records: list of bytes (serialized Examples); masked: list of int (real
+    records: list of bytes (TFRecord-framed serialized Examples); masked: list of int (real
     predictions per record); max_ids: list of int (largest id per record).
     """
 
@@ -91,37 +92,46 @@ class ChunkProcessor:
         return tokenized
 
     def build_instances(self, documents, rng, counts):
-        """All dupe passes of the chunk, shuffled with the chunk's generator."""
+        """All dupe passes of the chunk, shuffled with the chunk's generator.
+
+        Returns tuples (ids, starts, segment_ids, label, units). Roberta
+        packing does not depend on the generator, so it is built once and the
+        dupes differ only by their masks.
+        """
         config = self.config
-        built = []
-        for _ in range(config.dupe_factor):
-            if config.mode == "roberta":
-                built.extend(instance_lib.create_roberta_instances(
-                    documents, config.max_seq_length, self.special,
-                    config.pack_within_document))
-            else:
-                task = "sop" if config.mode == "albert" else "nsp"
+        whole_word = config.do_whole_word_mask
+        if config.mode == "roberta":
+            packed = instance_lib.create_roberta_instances(
+                documents, config.max_seq_length, self.special, config.pack_within_document)
+            built = [instance + (masking.whole_word_units(instance[1], whole_word),)
+                     for instance in packed] * config.dupe_factor
+        else:
+            task = "sop" if config.mode == "albert" else "nsp"
+            built = []
+            for _ in range(config.dupe_factor):
                 for document_index in range(len(documents)):
-                    built.extend(instance_lib.create_pair_instances(
-                        documents, document_index, config.max_seq_length,
-                        config.short_seq_prob, self.special, rng, task, counts))
+                    for instance in instance_lib.create_pair_instances(
+                            documents, document_index, config.max_seq_length,
+                            config.short_seq_prob, self.special, rng, task, counts):
+                        built.append(instance + (masking.whole_word_units(instance[1], whole_word),))
         rng.shuffle(built)
         return built
 
     def process(self, chunk_index, documents):
-        """Tokenize, build, mask and serialize one chunk -> ChunkResult."""
+        """Tokenize, build, mask, serialize and frame one chunk -> ChunkResult."""
         result = ChunkResult(chunk_index)
         counts = result.counts
         rng = chunk_rng(self.config.random_seed, chunk_index)
         tokenized = self.tokenize_documents(documents, counts)
         with_boundary = self.config.mode == "albert"
         encode = self.encoder.encode
-        for ids, starts, segment_ids, label in self.build_instances(tokenized, rng, counts):
+        masking_config = self.masking_config
+        for ids, starts, segment_ids, label, units in self.build_instances(tokenized, rng, counts):
             output_ids, positions, labels = masking.create_masked_lm_predictions(
-                ids, starts, rng, self.masking_config)
+                ids, starts, rng, masking_config, units)
             boundary = masking.token_boundary(starts) if with_boundary else None
-            result.records.append(encode(output_ids, segment_ids, positions, labels, label,
-                                         boundary))
+            result.records.append(frame_record(
+                encode(output_ids, segment_ids, positions, labels, label, boundary)))
             result.masked.append(len(positions))
             result.max_ids.append(max(output_ids))
             counts["labels_1" if label else "labels_0"] += 1

@@ -102,7 +102,7 @@ def run(config):
         for result in results:
             for record, masked, max_id in zip(result.records, result.masked, result.max_ids):
                 shard = record_index % len(writers)
-                writers[shard].write(record)
+                writers[shard].write_framed(record)
                 file_counts[shard]["instances"] += 1
                 file_counts[shard]["masked_tokens"] += masked
                 if max_id > file_max_ids[shard]:

@@ -27,8 +27,15 @@ def encode_varint(value):
             return bytes(out)
 
 
+_SMALL_VARINTS = [encode_varint(value) for value in range(1 << 14)]
+
+
+def _varint(value):
+    return _SMALL_VARINTS[value] if 0 <= value < (1 << 14) else encode_varint(value)
+
+
 def _length_delimited(field_number, payload):
-    return encode_varint((field_number << 3) | 2) + encode_varint(len(payload)) + payload
+    return b"".join((_varint((field_number << 3) | 2), _varint(len(payload)), payload))
 
 
 def int64_feature(packed_varints):
@@ -41,11 +48,21 @@ def float_feature(packed_floats):
     return _length_delimited(2, _length_delimited(1, packed_floats))
 
 
+_KEY_FIELDS = {}
+
+
+def _key_field(name):
+    field = _KEY_FIELDS.get(name)
+    if field is None:
+        field = _KEY_FIELDS[name] = _length_delimited(1, name.encode("utf-8"))
+    return field
+
+
 def encode_example(features):
     """Serializes {name: feature_bytes} (from int64_feature/float_feature)."""
     entries = []
     for name in sorted(features):
-        entry = _length_delimited(1, name.encode("utf-8")) + _length_delimited(2, features[name])
+        entry = _key_field(name) + _length_delimited(2, features[name])
         entries.append(_length_delimited(1, entry))
     return _length_delimited(1, b"".join(entries))
 
@@ -89,16 +106,42 @@ class InstanceEncoder:
         max_len = self.max_seq_length
         max_pred = self.max_predictions_per_seq
         num_masked = len(masked_positions)
-        features = {
-            "input_ids": int64_feature(self._packed(input_ids, max_len)),
-            "input_mask": int64_feature(b"\x01" * seq_len + b"\x00" * (max_len - seq_len)),
-            "segment_ids": int64_feature(self._packed(segment_ids, max_len)),
-            "masked_lm_positions": int64_feature(self._packed(masked_positions, max_pred)),
-            "masked_lm_ids": int64_feature(self._packed(masked_ids, max_pred)),
-            "masked_lm_weights": float_feature(
-                struct.pack("<f", 1.0) * num_masked + b"\x00\x00\x00\x00" * (max_pred - num_masked)),
-            "next_sentence_labels": int64_feature(encode_varint(label)),
-        }
+        # Entries in sorted key order (as encode_example writes them).
+        entries = [
+            _int64_entry("input_ids", self._packed(input_ids, max_len)),
+            _int64_entry("input_mask", b"\x01" * seq_len + b"\x00" * (max_len - seq_len)),
+            _int64_entry("masked_lm_ids", self._packed(masked_ids, max_pred)),
+            _int64_entry("masked_lm_positions", self._packed(masked_positions, max_pred)),
+            _float_entry("masked_lm_weights",
+                         _FLOAT_ONE * num_masked + b"\x00\x00\x00\x00" * (max_pred - num_masked)),
+            _int64_entry("next_sentence_labels", encode_varint(label)),
+            _int64_entry("segment_ids", self._packed(segment_ids, max_len)),
+        ]
         if self.with_token_boundary:
-            features["token_boundary"] = int64_feature(self._packed(boundary, max_len))
-        return encode_example(features)
+            entries.append(_int64_entry("token_boundary", self._packed(boundary, max_len)))
+        body = b"".join(entries)
+        return b"".join((b"\x0a", _varint(len(body)), body))
+
+
+_FLOAT_ONE = struct.pack("<f", 1.0)
+
+
+def _feature_entry(name, list_tag, payload):
+    """Bytes of one `feature` map entry: key name, value Feature{list_tag: payload}."""
+    key_field = _key_field(name)
+    inner_prefix = _varint(len(payload))
+    list_length = 1 + len(inner_prefix) + len(payload)
+    list_prefix = _varint(list_length)
+    feature_length = 1 + len(list_prefix) + list_length
+    feature_prefix = _varint(feature_length)
+    entry_length = len(key_field) + 1 + len(feature_prefix) + feature_length
+    return b"".join((b"\x0a", _varint(entry_length), key_field, b"\x12", feature_prefix,
+                     list_tag, list_prefix, b"\x0a", inner_prefix, payload))
+
+
+def _int64_entry(name, packed_varints):
+    return _feature_entry(name, b"\x1a", packed_varints)
+
+
+def _float_entry(name, packed_floats):
+    return _feature_entry(name, b"\x12", packed_floats)

@@ -63,25 +63,20 @@ class MaskingConfig:
 
 
 def whole_word_units(starts, do_whole_word_mask=True):
-    """Groups positions into units: list of lists of contiguous positions.
+    """Groups positions into units: a list of (begin, end) ranges, in order.
 
-    Special positions (-1) belong to no unit and break any unit.
+    Special positions (-1) belong to no unit. Without whole-word masking every
+    non-special position is a unit of its own.
     """
-    units = []
-    previous = -2
-    for position, start in enumerate(starts):
-        if start < 0:
-            continue
-        if start == 1 or not do_whole_word_mask or previous != position - 1 or not units:
-            units.append([position])
-        else:
-            units[-1].append(position)
-        previous = position
-    return units
+    if not do_whole_word_mask:
+        return [(position, position + 1) for position, start in enumerate(starts) if start >= 0]
+    bounds = [position for position, start in enumerate(starts) if start != 0]
+    bounds.append(len(starts))
+    return [(begin, end) for begin, end in zip(bounds, bounds[1:]) if starts[begin] == 1]
 
 
-def _draw_n(rng, cumulative):
-    draw = rng.random()
+def _draw_n(random, cumulative):
+    draw = random()
     for n_minus_1, bound in enumerate(cumulative):
         if draw < bound:
             return n_minus_1 + 1
@@ -89,49 +84,60 @@ def _draw_n(rng, cumulative):
 
 
 def _select_units(units, num_to_predict, rng):
-    """Whole units in random order while they fit the budget (google-research/bert)."""
-    order = list(range(len(units)))
-    rng.shuffle(order)
+    """Whole units in random order while they fit the budget (google-research/bert).
+
+    The random order is a Fisher-Yates shuffle done lazily: only as many
+    swaps as units visited before the budget is spent.
+    """
+    pool = list(units)
+    size = len(pool)
+    random = rng.random
     chosen = []
-    for unit_index in order:
+    for i in range(size):
         if len(chosen) >= num_to_predict:
             break
-        unit = units[unit_index]
-        if len(chosen) + len(unit) > num_to_predict:
+        j = i + int(random() * (size - i))
+        pool[i], pool[j] = pool[j], pool[i]
+        begin, end = pool[i]
+        if len(chosen) + end - begin > num_to_predict:
             continue
-        chosen.extend(unit)
+        chosen.extend(range(begin, end))
     return chosen
 
 
 def _select_ngrams(units, num_to_predict, rng, cumulative):
-    """ALBERT n-gram selection: spans of n contiguous units, P(n) ∝ 1/n."""
-    order = list(range(len(units)))
-    rng.shuffle(order)
-    covered = set()
+    """ALBERT n-gram selection: spans of n adjacent units, P(n) proportional to 1/n."""
+    size = len(units)
+    order = list(range(size))
+    random = rng.random
+    covered = bytearray(units[-1][1] if units else 0)
     chosen = []
-    for unit_index in order:
+    for i in range(size):
         if len(chosen) >= num_to_predict:
             break
-        if units[unit_index][0] in covered:
+        j = i + int(random() * (size - i))
+        order[i], order[j] = order[j], order[i]
+        first = order[i]
+        if covered[units[first][0]]:
             continue
-        n = _draw_n(rng, cumulative)
-        span = []
-        last = unit_index + n
-        for index in range(unit_index, min(last, len(units))):
-            unit = units[index]
-            if span and unit[0] != span[-1] + 1:  # do not cross [SEP]
+        n = _draw_n(random, cumulative)
+        span_begin = units[first][0]
+        span_end = span_begin
+        for index in range(first, min(first + n, size)):
+            begin, end = units[index]
+            if begin != span_end and index != first:  # not adjacent: do not cross [SEP]
                 break
-            if unit[0] in covered or len(chosen) + len(span) + len(unit) > num_to_predict:
+            if covered[begin] or len(chosen) + (end - span_begin) > num_to_predict:
                 break
-            span.extend(unit)
-        if not span:
+            span_end = end
+        if span_end == span_begin:
             continue
-        covered.update(span)
-        chosen.extend(span)
+        covered[span_begin:span_end] = b"\x01" * (span_end - span_begin)
+        chosen.extend(range(span_begin, span_end))
     return chosen
 
 
-def create_masked_lm_predictions(ids, starts, rng, config):
+def create_masked_lm_predictions(ids, starts, rng, config, units=None):
     """Chooses and corrupts MLM positions.
 
     Args:
@@ -139,6 +145,7 @@ def create_masked_lm_predictions(ids, starts, rng, config):
       starts: list of int in {1, 0, -1}, length L (see module doc).
       rng: random.Random, the chunk's seeded generator.
       config: MaskingConfig.
+      units: optional precomputed whole_word_units(starts, ...) (reused by dupes).
 
     Returns:
       (output_ids, positions, labels): output_ids is a new length-L list with
@@ -147,7 +154,8 @@ def create_masked_lm_predictions(ids, starts, rng, config):
     """
     num_to_predict = min(config.max_predictions_per_seq,
                          max(1, int(round(len(ids) * config.masked_lm_prob))))
-    units = whole_word_units(starts, config.do_whole_word_mask)
+    if units is None:
+        units = whole_word_units(starts, config.do_whole_word_mask)
     if config.ngram > 1:
         chosen = _select_ngrams(units, num_to_predict, rng, config.ngram_cumulative)
     else:

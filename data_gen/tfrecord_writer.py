@@ -96,6 +96,11 @@ class TFRecordWriter:
         self._stream.write(frame_record(data))
         self.records += 1
 
+    def write_framed(self, framed):
+        """Appends one record already framed by frame_record()."""
+        self._stream.write(framed)
+        self.records += 1
+
     def close(self):
         """Finishes the file and gives it its final name."""
         if self._stream is not self._file.handle:

@@ -14,15 +14,12 @@ character in `normalize(text)`; whole-word masking uses it to align tokens
 with jieba's words.
 """
 import collections
+import re
 import unicodedata
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 UNK_TOKEN = "[UNK]"
 MAX_INPUT_CHARS_PER_WORD = 200
-
-# Character classes used by the basic tokenizer.
-_DROP, _SPACE, _CJK, _PUNCT, _OTHER = range(5)
-
 
 class VocabError(ValueError):
     """The vocab file is unusable (missing special tokens, duplicates, ...)."""
@@ -119,47 +116,56 @@ def strip_accents(text):
 
 
 class BasicTokenizer:
-    """Cleaning, optional lower-casing/width folding, whitespace/punct/CJK split."""
+    """Cleaning, optional lower-casing/width folding, whitespace/punct/CJK split.
+
+    Fast path: every distinct character is normalized and classified once and
+    remembered in two str.translate tables; splitting is then a regex over
+    the string of class letters (o = other, c = CJK, p = punctuation, " ").
+    """
+
+    _WORD = re.compile(r"o+|[cp]")
 
     def __init__(self, do_lower_case=True, full_width_to_half=False):
         self.do_lower_case = do_lower_case
         self.full_width_to_half = full_width_to_half
-        self._char_cache = {}  # char -> (normalized string, class of each char in it)
+        self._normalize_table = {}  # ord(char) -> normalized str ("" drops it)
+        self._class_table = {}  # ord(normalized char) -> class letter
 
     def _normalize_char(self, char):
-        cached = self._char_cache.get(char)
-        if cached is not None:
-            return cached
         cp = ord(char)
         if cp == 0 or cp == 0xFFFD or is_control(char):
-            text = ""
-        elif is_whitespace(char):
-            text = " "
-        else:
-            text = full_width_to_half_width(char) if self.full_width_to_half else char
-            if text == " ":
-                pass
-            elif self.do_lower_case:
-                text = strip_accents(text.lower())
-        classes = tuple(self._classify(c) for c in text)
-        cached = (text, classes)
-        if len(self._char_cache) < 200000:
-            self._char_cache[char] = cached
-        return cached
+            return ""
+        if is_whitespace(char):
+            return " "
+        text = full_width_to_half_width(char) if self.full_width_to_half else char
+        if text != " " and self.do_lower_case:
+            text = strip_accents(text.lower())
+        return text
 
     @staticmethod
     def _classify(char):
-        if char == " ":
-            return _SPACE
+        if char == " " or is_whitespace(char):
+            return " "
         if is_cjk_char(char):
-            return _CJK
+            return "c"
         if is_punctuation(char):
-            return _PUNCT
-        return _OTHER
+            return "p"
+        return "o"
 
     def normalize(self, text):
         """Returns the cleaned/normalized text the tokens and offsets refer to."""
-        return "".join(self._normalize_char(c)[0] for c in text)
+        table = self._normalize_table
+        for char in set(text):
+            if ord(char) not in table:
+                table[ord(char)] = self._normalize_char(char)
+        return text.translate(table)
+
+    def _classes(self, normalized):
+        table = self._class_table
+        for char in set(normalized):
+            if ord(char) not in table:
+                table[ord(char)] = self._classify(char)
+        return normalized.translate(table)
 
     def split_with_offsets(self, text):
         """Splits `text` into basic words.
@@ -167,33 +173,15 @@ class BasicTokenizer:
         Returns (normalized_text, words, starts) where words[i] begins at
         normalized_text[starts[i]].
         """
-        pieces = []
+        normalized = self.normalize(text)
+        classes = self._classes(normalized)
         words = []
         starts = []
-        word_chars = []
-        word_start = 0
-        position = 0
-        for char in text:
-            normalized, classes = self._normalize_char(char)
-            for sub_char, char_class in zip(normalized, classes):
-                if char_class == _OTHER:
-                    if not word_chars:
-                        word_start = position
-                    word_chars.append(sub_char)
-                else:
-                    if word_chars:
-                        words.append("".join(word_chars))
-                        starts.append(word_start)
-                        word_chars = []
-                    if char_class != _SPACE:
-                        words.append(sub_char)
-                        starts.append(position)
-                position += 1
-            pieces.append(normalized)
-        if word_chars:
-            words.append("".join(word_chars))
-            starts.append(word_start)
-        return "".join(pieces), words, starts
+        for match in self._WORD.finditer(classes):
+            begin, end = match.span()
+            words.append(normalized[begin:end])
+            starts.append(begin)
+        return normalized, words, starts
 
     def tokenize(self, text):
         """Returns the basic words of `text` (no WordPiece)."""
