@@ -1,0 +1,127 @@
+"""Fine-tuning end to end on a synthetic pair task, best-on-dev selection, results files."""
+import csv
+import json
+import os
+
+import pytest
+import tensorflow.compat.v1 as tf
+
+from finetune import run_lcqmc
+from finetune.best_checkpoint import DevEvaluationListener
+from finetune_helpers import fast_settings, write_task
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One fine-tuning run from random initialisation (about 20 s)."""
+    folder = tmp_path_factory.mktemp("finetune")
+    task = write_task(folder / "task")
+    messages = []
+    results = run_lcqmc.run(fast_settings(task, folder / "run"), log_fn=messages.append)
+    return task, folder / "run", results, messages
+
+
+def test_learns_the_synthetic_task(trained):
+    _, _, results, _ = trained
+    # A one-sentence reader tops out at 5/6; > 0.9 needs both segments.
+    assert results["dev_accuracy"] > 0.9
+    assert results["test_accuracy"] > 0.9
+    assert results["dev_curve"][0]["step"] == 0 and results["dev_curve"][0]["accuracy"] < 0.8
+    assert results["num_train_steps"] == 300 and results["dev_curve"][-1]["step"] == 300
+    assert results["examples"] == {"train": 1600, "dev": 200, "test": 200}
+
+
+def test_best_step_is_the_curve_maximum_and_best_dir_holds_it(trained):
+    task, run_dir, results, _ = trained
+    curve = results["dev_curve"]
+    best_point = max(curve, key=lambda p: (p["accuracy"], -p["step"]))
+    assert results["best_step"] == best_point["step"]
+    assert results["dev_accuracy"] == best_point["accuracy"]
+    best_dir = run_dir / "best"
+    assert tf.train.latest_checkpoint(str(best_dir)).endswith(f"model.ckpt-{results['best_step']}")
+    assert json.loads((best_dir / "best.json").read_text())["step"] == results["best_step"]
+    assert (best_dir / "bert_config.json").is_file()
+    # The copied checkpoint really is the one saved at the best step.
+    reader = tf.train.load_checkpoint(str(best_dir))
+    assert reader.get_tensor("global_step") == results["best_step"]
+    assert reader.has_tensor("classifier/output_weights")
+
+
+def test_results_files_hold_the_printed_numbers(trained):
+    _, run_dir, results, messages = trained
+    saved = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    assert saved["dev_accuracy"] == results["dev_accuracy"]
+    assert saved["test_accuracy"] == results["test_accuracy"]
+    assert saved["dev_curve"] == results["dev_curve"]
+    final = messages[-1]
+    assert f"best dev accuracy {saved['dev_accuracy']:.4f} at step {saved['best_step']}" in final
+    assert f"test accuracy {saved['test_accuracy']:.4f}" in final
+    for point in saved["dev_curve"]:
+        assert any(m.startswith(f"step {point['step']}: dev accuracy {point['accuracy']:.4f}")
+                   for m in messages)
+    with open(run_dir / "test_predictions.tsv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    assert len(rows) == 200
+    correct = sum(row["label"] == row["prediction"] for row in rows)
+    assert correct / len(rows) == pytest.approx(saved["test_accuracy"])
+    assert all((float(r["prob_paraphrase"]) > 0.5) == (r["prediction"] == "1") for r in rows)
+
+
+def test_init_from_a_finetuned_dir_uses_its_config_and_weights(trained, tmp_path):
+    task, run_dir, results, _ = trained
+    settings = fast_settings(dict(task, bert_config_file=None), tmp_path / "again",
+                             init_checkpoint=str(run_dir / "best"), max_train_examples=64,
+                             num_train_epochs=1, eval_every_steps=100, learning_rate=1e-5)
+    again = run_lcqmc.run(settings, log_fn=lambda m: None)
+    assert again["bert_config_file"] == str(run_dir / "best" / "bert_config.json")
+    # Step 0 is evaluated before any update: the loaded weights alone score as before.
+    assert again["dev_curve"][0]["step"] == 0
+    assert again["dev_curve"][0]["accuracy"] == pytest.approx(results["dev_accuracy"])
+
+
+class ScriptedEstimator:
+    """Stands in for an Estimator: evaluate() returns a fixed accuracy per step."""
+
+    def __init__(self, model_dir, accuracies):
+        self.model_dir = str(model_dir)
+        self.accuracies = accuracies
+        self.evaluated = []
+
+    def evaluate(self, input_fn, checkpoint_path, name):
+        step = int(checkpoint_path.rsplit("-", 1)[1])
+        self.evaluated.append(step)
+        return {"accuracy": self.accuracies[step], "mean_loss": 1.0 - self.accuracies[step]}
+
+
+def test_listener_keeps_the_first_best_checkpoint(tmp_path):
+    accuracies = {0: 0.5, 100: 0.8, 200: 0.7, 300: 0.8, 400: 0.75}
+    for step in accuracies:
+        for suffix in ("index", "data-00000-of-00001", "meta"):
+            (tmp_path / f"model.ckpt-{step}.{suffix}").write_text(f"{step}")
+    estimator = ScriptedEstimator(tmp_path, accuracies)
+    listener = DevEvaluationListener(estimator, None, str(tmp_path), log_fn=lambda m: None)
+    for step in list(accuracies) + [400]:  # the final save repeats the last step
+        listener.after_save(None, step)
+    assert estimator.evaluated == [0, 100, 200, 300, 400]
+    assert [p["accuracy"] for p in listener.curve] == [0.5, 0.8, 0.7, 0.8, 0.75]
+    assert listener.best["step"] == 100  # a later tie does not replace it
+    best_files = sorted(os.listdir(tmp_path / "best"))
+    assert best_files == ["best.json", "checkpoint", "model.ckpt-100.data-00000-of-00001",
+                          "model.ckpt-100.index", "model.ckpt-100.meta"]
+    assert (tmp_path / "best" / "model.ckpt-100.index").read_text() == "100"
+
+
+def test_settings_errors_name_the_problem(tmp_path):
+    task = write_task(tmp_path / "task")
+    big_vocab = tmp_path / "big_vocab.txt"
+    big_vocab.write_text("".join(f"[unused{i}]\n" for i in range(40))
+                         + "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
+    with pytest.raises(run_lcqmc.SettingsError, match="45 entries.*vocab_size=32"):
+        run_lcqmc.run(fast_settings(dict(task, vocab_file=str(big_vocab)), tmp_path / "a"))
+    with pytest.raises(run_lcqmc.SettingsError, match="max_position_embeddings=16"):
+        run_lcqmc.run(fast_settings(task, tmp_path / "b", max_seq_length=32))
+    with pytest.raises(run_lcqmc.SettingsError, match="no model config"):
+        run_lcqmc.run(fast_settings(dict(task, bert_config_file=None), tmp_path / "c"))
+    os.remove(tmp_path / "task" / "test.txt")
+    with pytest.raises(run_lcqmc.SettingsError, match="test.txt not found"):
+        run_lcqmc.run(fast_settings(task, tmp_path / "d"))
