@@ -13,6 +13,7 @@ Precision: with `compute_type` bfloat16/float16, variables are stored in
 float32 and cast when read; matmuls run in the compute type, LayerNorm and
 softmax in float32. Every `get_*` output below is returned in float32.
 """
+import collections
 import copy
 
 import tensorflow.compat.v1 as tf
@@ -22,7 +23,8 @@ from pretrain import encoder
 from pretrain import layers
 from pretrain.attention import ATTENTION_MODES, create_attention_mask  # noqa: F401
 from pretrain.config import BertConfig, ConfigError  # noqa: F401
-from pretrain.layers import gelu, get_activation, get_shape_list  # noqa: F401
+from pretrain.layers import (create_initializer, dropout, gelu, get_activation,  # noqa: F401
+                             get_shape_list, layer_norm)
 
 # Graph collection holding brightmart's word_embeddings_2 so the MLM head can
 # find it when the caller does not pass it.
@@ -139,3 +141,22 @@ def create_model(config, is_training, input_ids, input_mask=None, token_type_ids
     model_class = AlbertModel if config.is_albert else BertModel
     return model_class(config, is_training, input_ids, input_mask=input_mask,
                        token_type_ids=token_type_ids, **kwargs)
+
+
+def get_assignment_map_from_checkpoint(tvars, init_checkpoint):
+    """google-research/bert's helper, for ported code: exact-name matches only.
+
+    Returns (assignment_map {checkpoint name: variable name},
+    initialized_variable_names {name: 1, name + ":0": 1}). Prefer
+    `pretrain.checkpoint_loading.init_from_checkpoint`, which also checks
+    shapes and reports what was not loaded.
+    """
+    checkpoint_names = {name for name, _ in tf.train.list_variables(init_checkpoint)}
+    assignment_map, initialized = collections.OrderedDict(), {}
+    for variable in tvars:
+        name = variable.name.split(":")[0]
+        if name in checkpoint_names:
+            assignment_map[name] = name
+            initialized[name] = 1
+            initialized[name + ":0"] = 1
+    return assignment_map, initialized

@@ -64,6 +64,20 @@ class NumpyEncoder(object):
         f = self.lin(gelu_tanh(self.lin(a, names["fi"])), names["fo"])
         return self.ln(f + a, names["fln"])
 
+    def pre_ln_block(self, x, mask, names):
+        """Pre-LayerNorm block: LN on each sub-layer's input, plain residuals."""
+        heads = self.c["num_attention_heads"]
+        b, s, h = x.shape
+        d = h // heads
+        y = self.ln(x, names["aln"])
+        q, k, v = (self.lin(y, names[n]).reshape(b, s, heads, d).transpose(0, 2, 1, 3)
+                   for n in ("q", "k", "v"))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + (1.0 - mask[:, None]) * -10000.0
+        ctx = (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(b, s, h)
+        a = x + self.lin(ctx, names["ao"])
+        return a + self.lin(gelu_tanh(self.lin(self.ln(a, names["fln"]), names["fi"])),
+                            names["fo"])
+
     def layer_names(self, i):
         """Scope names of the blocks run as layer i (several for inner groups)."""
         c = self.c
@@ -95,8 +109,9 @@ class NumpyEncoder(object):
             x = self.lin(x, "bert/encoder/embedding_hidden_mapping_in")
         layers = []
         for i in range(self.c["num_hidden_layers"]):
+            block = self.pre_ln_block if self.c.get("layer_norm_position") == "pre" else self.block
             for names in self.layer_names(i):
-                x = self.block(x, attn_mask, names)
+                x = block(x, attn_mask, names)
             layers.append(x)
         pooled = np.tanh(self.lin(x[:, 0], "bert/pooler/dense"))
         return x, pooled, layers

@@ -14,6 +14,8 @@ CONFIGS = {
     "google_groups": tiny_config(model_type="albert", albert_layout="google", embedding_size=8,
                                  num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2),
     "brightmart": tiny_config(model_type="albert", albert_layout="brightmart", embedding_size=8),
+    "brightmart_preln": tiny_config(model_type="albert", albert_layout="brightmart",
+                                    embedding_size=8, layer_norm_position="pre"),
 }
 
 
@@ -121,8 +123,9 @@ def test_one_hot_lookup_equals_gather(runners, checkpoints):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
 
 
-def test_bfloat16_compute_is_close_to_float32(runners, checkpoints):
-    bf16 = Runner(CONFIGS["bert"], checkpoints["bert"][0], compute_type=tf.bfloat16)
+@pytest.mark.parametrize("dtype", [tf.bfloat16, tf.float16], ids=["bf16", "fp16"])
+def test_reduced_precision_compute_is_close_to_float32(dtype, runners, checkpoints):
+    bf16 = Runner(CONFIGS["bert"], checkpoints["bert"][0], compute_type=dtype)
     ids, mask, types = input_batch()
     sequence, pooled = bf16.run(ids, mask, types)
     bf16.close()
@@ -130,7 +133,7 @@ def test_bfloat16_compute_is_close_to_float32(runners, checkpoints):
     assert sequence.dtype == np.float32
     diff = np.abs(sequence - ref_sequence)
     assert diff.max() < 0.15 and diff.mean() < 0.03
-    assert not np.array_equal(sequence, ref_sequence)  # really computed in bf16
+    assert not np.array_equal(sequence, ref_sequence)  # really computed in low precision
     np.testing.assert_allclose(pooled, ref_pooled, atol=0.1)
 
 
