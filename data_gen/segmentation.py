@@ -8,6 +8,7 @@ import logging
 import os
 
 SEGMENTERS = ("jieba", "none")
+_jieba_tokenizers = {}  # user dict path -> initialized jieba.Tokenizer (reused in-process)
 
 
 class SegmenterError(ValueError):
@@ -21,14 +22,18 @@ class JiebaSegmenter:
         import jieba  # imported lazily: ~90 MB once its dictionary is loaded
         jieba.setLogLevel(logging.WARNING)
         self.use_hmm = use_hmm
-        self._tokenizer = jieba.Tokenizer()
-        self._tokenizer.initialize()
-        if user_dict:
-            if not os.path.isfile(user_dict):
-                raise SegmenterError(
-                    f"--jieba_user_dict={user_dict}: file not found; pass a jieba user "
-                    "dictionary (one 'word [freq] [tag]' per line) or leave the flag empty.")
-            self._tokenizer.load_userdict(user_dict)
+        if user_dict and not os.path.isfile(user_dict):
+            raise SegmenterError(
+                f"--jieba_user_dict={user_dict}: file not found; pass a jieba user "
+                "dictionary (one 'word [freq] [tag]' per line) or leave the flag empty.")
+        key = os.path.abspath(user_dict) if user_dict else None
+        self._tokenizer = _jieba_tokenizers.get(key)
+        if self._tokenizer is None:
+            self._tokenizer = jieba.Tokenizer()
+            self._tokenizer.initialize()
+            if user_dict:
+                self._tokenizer.load_userdict(user_dict)
+            _jieba_tokenizers[key] = self._tokenizer
 
     def words(self, text):
         """Returns jieba's words of `text`; their concatenation equals `text`."""
