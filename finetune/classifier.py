@@ -54,8 +54,13 @@ def create_classifier(bert_config, is_training, input_ids, input_mask, segment_i
 
 
 def model_fn_builder(bert_config, init_checkpoint, learning_rate, num_train_steps,
-                     num_warmup_steps, num_labels=2, optimizer="adamw", log_fn=print):
+                     num_warmup_steps, num_labels=2, optimizer="adamw", log_fn=print,
+                     init_summary=None):
     """Returns an Estimator model_fn for TRAIN / EVAL / PREDICT.
+
+    init_summary: optional dict filled (when training starts) with the
+    checkpoint that was loaded and the counts of loaded / missing / unused
+    variables, for the results file.
 
     EVAL metrics: `accuracy`, `mean_loss` (cross-entropy averaged over dev examples).
     PREDICT outputs: `probabilities` [B, 2], `predictions` [B] (argmax).
@@ -73,7 +78,13 @@ def model_fn_builder(bert_config, init_checkpoint, learning_rate, num_train_step
             # Weights only; when model_dir already holds a checkpoint the
             # Estimator restores that instead and these initialisers are unused.
             from pretrain.checkpoint_loading import init_from_checkpoint  # only when needed
-            init_from_checkpoint(init_checkpoint, tf.trainable_variables(), log_fn=log_fn)
+            report = init_from_checkpoint(init_checkpoint, tf.trainable_variables(),
+                                          log_fn=log_fn)
+            if init_summary is not None:
+                init_summary.update(
+                    checkpoint=report.checkpoint, loaded=len(report.loaded),
+                    missing_in_checkpoint=list(report.missing_in_checkpoint),
+                    unused_in_checkpoint=len(report.unused_in_checkpoint))
 
         if mode == tf.estimator.ModeKeys.TRAIN:
             train_op = optimization.create_optimizer(

@@ -165,9 +165,10 @@ def run(settings, log_fn=print):
            f"({num_warmup_steps} warmup), dev evaluation every {eval_every} steps, "
            f"init: {settings['init_checkpoint'] or 'random'}")
 
+    init_summary = {}
     model_fn = model_fn_builder(bert_config, settings["init_checkpoint"],
                                 settings["learning_rate"], num_train_steps, num_warmup_steps,
-                                log_fn=log_fn)
+                                log_fn=log_fn, init_summary=init_summary)
     estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)
     dev_input_fn = lcqmc_data.input_fn_builder(records["dev"], settings["max_seq_length"],
                                                settings["eval_batch_size"], is_training=False)
@@ -203,6 +204,8 @@ def run(settings, log_fn=print):
         "malformed_lines": {split: data_info[split]["malformed"] for split in SPLITS},
         "truncated": {split: data_info[split]["num_truncated"] for split in SPLITS},
         "bert_config_file": os.path.abspath(config_path),
+        "bert_config": bert_config.to_dict(),
+        "init": init_summary or {"checkpoint": None, "note": "random initialisation"},
         "settings": settings,
     }
     write_json_atomically(os.path.join(settings["output_dir"], "results.json"), results)

@@ -65,3 +65,21 @@ def fast_settings(task, output_dir, **overrides):
                     log_every_n_steps=1000)
     settings.update(overrides)
     return settings
+
+
+_TRAINED_RUN = {}
+
+
+def trained_run(tmp_path_factory):
+    """One fine-tuning run from random initialisation, shared by every test module
+    of the pytest process (about 20 s). Returns (task, run_dir, results, messages).
+    Callers must not modify run_dir."""
+    if "run" not in _TRAINED_RUN:
+        folder = tmp_path_factory.mktemp("finetune")
+        task = write_task(folder / "task")
+        messages = []
+        # Local import: keeps this helper importable without TensorFlow for task writing.
+        from finetune import run_lcqmc
+        results = run_lcqmc.run(fast_settings(task, folder / "run"), log_fn=messages.append)
+        _TRAINED_RUN["run"] = (task, folder / "run", results, messages)
+    return _TRAINED_RUN["run"]

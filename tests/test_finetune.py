@@ -8,17 +8,13 @@ import tensorflow.compat.v1 as tf
 
 from finetune import run_lcqmc
 from finetune.best_checkpoint import DevEvaluationListener
-from finetune_helpers import fast_settings, write_task
+from finetune_helpers import fast_settings, trained_run, write_task
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def trained(tmp_path_factory):
-    """One fine-tuning run from random initialisation (about 20 s)."""
-    folder = tmp_path_factory.mktemp("finetune")
-    task = write_task(folder / "task")
-    messages = []
-    results = run_lcqmc.run(fast_settings(task, folder / "run"), log_fn=messages.append)
-    return task, folder / "run", results, messages
+    """One fine-tuning run from random initialisation (shared with test_compare)."""
+    return trained_run(tmp_path_factory)
 
 
 def test_learns_the_synthetic_task(trained):
