@@ -3,11 +3,15 @@
 Each sentence is segmented once, when its document is tokenized; the dupe
 passes reuse the result. Words are reported by character position, so words
 of any length group correctly (no 3-character limit, no bag of words).
+
+--segmenter=jieba uses jieba's dictionary and HMM through data_gen.jieba_fast
+(same words as jieba.lcut, about 2x less CPU); --segmenter=jieba_reference
+calls jieba.lcut itself; --segmenter=none groups nothing (per character).
 """
 import logging
 import os
 
-SEGMENTERS = ("jieba", "none")
+SEGMENTERS = ("jieba", "jieba_reference", "none")
 _jieba_tokenizers = {}  # user dict path -> initialized jieba.Tokenizer (reused in-process)
 
 
@@ -18,7 +22,7 @@ class SegmenterError(ValueError):
 class JiebaSegmenter:
     """Wraps a private jieba.Tokenizer (optionally with a user dictionary)."""
 
-    def __init__(self, user_dict=None, use_hmm=True):
+    def __init__(self, user_dict=None, use_hmm=True, fast=True):
         import jieba  # imported lazily: ~90 MB once its dictionary is loaded
         jieba.setLogLevel(logging.WARNING)
         self.use_hmm = use_hmm
@@ -34,9 +38,15 @@ class JiebaSegmenter:
             if user_dict:
                 self._tokenizer.load_userdict(user_dict)
             _jieba_tokenizers[key] = self._tokenizer
+        self._fast = None
+        if fast:
+            from data_gen.jieba_fast import FastJiebaCutter
+            self._fast = FastJiebaCutter(self._tokenizer, use_hmm)
 
     def words(self, text):
         """Returns jieba's words of `text`; their concatenation equals `text`."""
+        if self._fast is not None:
+            return self._fast.cut(text)
         return self._tokenizer.lcut(text, HMM=self.use_hmm)
 
     def word_ids_by_char(self, text):
@@ -63,8 +73,8 @@ class NoSegmenter:
 
 def make_segmenter(name, user_dict=None, use_hmm=True):
     """Builds the segmenter selected by --segmenter."""
-    if name == "jieba":
-        return JiebaSegmenter(user_dict=user_dict, use_hmm=use_hmm)
+    if name in ("jieba", "jieba_reference"):
+        return JiebaSegmenter(user_dict=user_dict, use_hmm=use_hmm, fast=name == "jieba")
     if name == "none":
         return NoSegmenter()
     raise SegmenterError(f"--segmenter={name!r}: unknown; choose one of {', '.join(SEGMENTERS)}")

@@ -1,0 +1,145 @@
+"""Throughput and peak memory of data_gen.create_pretraining_data, as JSON lines.
+
+    python bench/data_gen_bench.py [EXTRA_CORPUS.txt ...] [--modes=roberta,albert,bert]
+        [--workers=1,2] [--no-growth]
+
+For every corpus (../shared/data/corpus/clue_small_sample.txt, then any given),
+mode and worker count it runs the CLI in a subprocess with seq 128,
+20 predictions, dupe_factor 5 and Google's Chinese vocab, and prints one JSON
+line: input MB/s, instances/s and peak RSS. Peak RSS is reported two ways:
+`peak_rss_mb_total` samples /proc every 50 ms and sums parent + workers;
+`peak_rss_mb_largest_process` is ru_maxrss from wait4 on the run (the largest
+single process of its tree, as getrusage(RUSAGE_CHILDREN) reports it). A final run on the corpus repeated 3x shows whether
+memory grows with corpus size. Missing inputs give a JSON "skipped" line.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
+DEFAULT_CORPUS = os.path.join(SHARED, "corpus", "clue_small_sample.txt")
+VOCAB = os.path.join(SHARED, "vocab", "bert_chinese_vocab.txt")
+TARGET_MB_PER_S = 0.4
+TARGET_PEAK_MB = 500
+
+
+def _emit(record):
+    print(json.dumps(record, sort_keys=True), flush=True)
+
+
+def _tree_rss_kb(root_pid):
+    """Sum of VmRSS over root_pid and all its descendants (Linux /proc)."""
+    children = {}
+    rss = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{name}/status") as handle:
+                value = next((line.split()[1] for line in handle if line.startswith("VmRSS:")), "0")
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+        rss[int(name)] = int(value)
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def run_once(corpus, mode, workers, out_dir, extra_flags=()):
+    output = os.path.join(out_dir, f"{mode}-{workers}.tfrecord")
+    command = [sys.executable, "-m", "data_gen.create_pretraining_data",
+               f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={VOCAB}",
+               f"--mode={mode}", "--max_seq_length=128", "--max_predictions_per_seq=20",
+               "--dupe_factor=5", f"--num_workers={workers}", "--noprogress", *extra_flags]
+    started = time.monotonic()
+    log = tempfile.TemporaryFile(mode="w+")
+    process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_kb(process.pid))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    # wait4 gives this run's own rusage: ru_maxrss = largest process of its tree.
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.monotonic() - started
+    done.set()
+    sampler.join()
+    log.seek(0)
+    output_text = log.read()
+    log.close()
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{output_text}")
+    with open(output + ".meta.json", encoding="utf-8") as handle:
+        meta = json.load(handle)
+    input_mb = os.path.getsize(corpus) / 1e6
+    instances = meta["file_counts"]["instances"]
+    os.remove(output)
+    os.remove(output + ".meta.json")
+    return {
+        "bench": "data_gen", "corpus": corpus, "mode": mode, "num_workers": workers,
+        "input_mb": round(input_mb, 3), "seconds": round(seconds, 2),
+        "input_mb_per_s": round(input_mb / seconds, 4),
+        "instances": instances, "instances_per_s": round(instances / seconds, 1),
+        "masked_tokens": meta["file_counts"]["masked_tokens"],
+        "peak_rss_mb_total": round(peak[0] / 1024, 1),
+        "peak_rss_mb_largest_process": round(usage.ru_maxrss / 1024, 1),
+        "flags": "seq 128, 20 predictions, dupe_factor 5, whole-word (jieba)",
+        "target_mb_per_s_2_workers": TARGET_MB_PER_S, "target_peak_mb": TARGET_PEAK_MB,
+    }
+
+
+def main(argv):
+    options = {"modes": "roberta,albert,bert", "workers": "1,2"}
+    corpora = []
+    growth = True
+    for arg in argv:
+        if arg == "--no-growth":
+            growth = False
+        elif arg.startswith("--") and "=" in arg:
+            key, value = arg[2:].split("=", 1)
+            options[key] = value
+        else:
+            corpora.append(arg)
+    if not os.path.exists(VOCAB):
+        _emit({"bench": "data_gen", "skipped": f"Google vocab {VOCAB} not present"})
+        return
+    if os.path.exists(DEFAULT_CORPUS):
+        corpora.insert(0, DEFAULT_CORPUS)
+    else:
+        _emit({"bench": "data_gen", "skipped": f"{DEFAULT_CORPUS} not present"})
+    with tempfile.TemporaryDirectory(prefix="data_gen_bench_") as out_dir:
+        for corpus in corpora:
+            for mode in options["modes"].split(","):
+                for workers in [int(w) for w in options["workers"].split(",")]:
+                    _emit(run_once(corpus, mode, workers, out_dir))
+        if growth and corpora:
+            tripled = os.path.join(out_dir, "corpus_x3.txt")
+            with open(corpora[0], "rb") as source:
+                data = source.read()
+            with open(tripled, "wb") as target:
+                for _ in range(3):
+                    target.write(data.rstrip(b"\n") + b"\n\n")
+            record = run_once(tripled, "roberta", 2, out_dir)
+            record["note"] = "memory growth check: corpus repeated 3x"
+            _emit(record)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
