@@ -55,12 +55,13 @@ def create_classifier(bert_config, is_training, input_ids, input_mask, segment_i
 
 def model_fn_builder(bert_config, init_checkpoint, learning_rate, num_train_steps,
                      num_warmup_steps, num_labels=2, optimizer="adamw", log_fn=print,
-                     init_summary=None):
+                     init_summary=None, training_hooks_fn=None):
     """Returns an Estimator model_fn for TRAIN / EVAL / PREDICT.
 
     init_summary: optional dict filled (when training starts) with the
     checkpoint that was loaded and the counts of loaded / missing / unused
     variables, for the results file.
+    training_hooks_fn: optional callable(loss tensor) -> [SessionRunHook] for TRAIN.
 
     EVAL metrics: `accuracy`, `mean_loss` (cross-entropy averaged over dev examples).
     PREDICT outputs: `probabilities` [B, 2], `predictions` [B] (argmax).
@@ -89,7 +90,9 @@ def model_fn_builder(bert_config, init_checkpoint, learning_rate, num_train_step
         if mode == tf.estimator.ModeKeys.TRAIN:
             train_op = optimization.create_optimizer(
                 loss, learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer)
-            return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+            hooks = training_hooks_fn(loss) if training_hooks_fn else []
+            return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                                              training_hooks=hooks)
         if mode == tf.estimator.ModeKeys.EVAL:
             metrics = {
                 "accuracy": tf.metrics.accuracy(labels=labels, predictions=predictions),

@@ -26,6 +26,7 @@ from absl import app, flags
 from finetune import lcqmc_data
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.classifier import model_fn_builder
+from finetune.progress import ProgressHook
 from pretrain import strategy as strategies
 from pretrain.modeling import BertConfig
 
@@ -168,7 +169,9 @@ def run(settings, log_fn=print):
     init_summary = {}
     model_fn = model_fn_builder(bert_config, settings["init_checkpoint"],
                                 settings["learning_rate"], num_train_steps, num_warmup_steps,
-                                log_fn=log_fn, init_summary=init_summary)
+                                log_fn=log_fn, init_summary=init_summary,
+                                training_hooks_fn=lambda loss: [ProgressHook(
+                                    loss, num_train_steps, settings["log_every_n_steps"], log_fn)])
     estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)
     dev_input_fn = lcqmc_data.input_fn_builder(records["dev"], settings["max_seq_length"],
                                                settings["eval_batch_size"], is_training=False)
@@ -254,6 +257,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    tf.logging.set_verbosity(tf.logging.INFO)
+    tf.logging.set_verbosity(tf.logging.WARN)  # progress comes from our own log lines
     define_flags()
     app.run(main)
