@@ -11,7 +11,7 @@ from data_gen import instances as instance_lib
 from data_gen import masking
 from data_gen.example_proto import InstanceEncoder
 from data_gen.segmentation import make_segmenter
-from data_gen.tfrecord_writer import frame_record
+from data_gen.tfrecord_writer import frame_records
 from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
 
 
@@ -130,9 +130,10 @@ class ChunkProcessor:
             output_ids, positions, labels = masking.create_masked_lm_predictions(
                 ids, starts, rng, masking_config, units)
             boundary = masking.token_boundary(starts) if with_boundary else None
-            result.records.append(frame_record(
-                encode(output_ids, segment_ids, positions, labels, label, boundary)))
+            result.records.append(
+                encode(output_ids, segment_ids, positions, labels, label, boundary))
             result.masked.append(len(positions))
             result.max_ids.append(max(output_ids))
             counts["labels_1" if label else "labels_0"] += 1
+        result.records = frame_records(result.records)
         return result

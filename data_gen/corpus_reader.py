@@ -70,6 +70,8 @@ class CorpusReader:
         self.max_sentences_per_document = max_sentences_per_document
         self.max_line_bytes = max_line_bytes
         self.account = account if account is not None else CorpusAccount()
+        self.position = 0  # input bytes consumed so far, over all files (for progress)
+        self._finished_bytes = 0
 
     def __iter__(self):
         for path in self.files:
@@ -127,6 +129,7 @@ class CorpusReader:
         with open(path, "rb") as reader:
             for offset, raw, _ in self._raw_lines(reader):
                 any_line = True
+                self.position = self._finished_bytes + offset + len(raw)
                 if first:
                     first = False
                     if raw.startswith(_BOM):
@@ -160,6 +163,8 @@ class CorpusReader:
                     account.add("documents_cut_at_sentence_cap")
                     yield document
                     document = []
+        self._finished_bytes += os.path.getsize(path)
+        self.position = self._finished_bytes
         if document:
             account.add("documents")
             yield document

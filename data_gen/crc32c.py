@@ -85,6 +85,53 @@ def crc32c(data):
     return _crc32c_numpy(data)
 
 
+def crc32c_many(messages, batch_bytes=1 << 19):
+    """CRC-32C of every bytes object in `messages` (list of int), vectorized.
+
+    Messages of 4..BLOCK bytes are done together: each byte's row in the
+    position table is (its message's length - 1 - its index), one gather and
+    one XOR-reduceat per batch. Others go through crc32c().
+    """
+    if _google_crc32c is not None:
+        return [_google_crc32c.value(bytes(m)) for m in messages]
+    results = [0] * len(messages)
+    batch = []
+    batch_size = 0
+    for index, message in enumerate(messages):
+        if 4 <= len(message) <= BLOCK:
+            batch.append(index)
+            batch_size += len(message)
+            if batch_size >= batch_bytes:
+                _crc_batch(messages, batch, results)
+                batch, batch_size = [], 0
+        else:
+            results[index] = crc32c(message)
+    if batch:
+        _crc_batch(messages, batch, results)
+    return results
+
+
+def _crc_batch(messages, indexes, results):
+    tables = _position_tables()
+    lengths = np.fromiter((len(messages[i]) for i in indexes), dtype=np.int64,
+                          count=len(indexes))
+    data = np.frombuffer(b"".join([messages[i] for i in indexes]), dtype=np.uint8).copy()
+    starts = np.zeros(len(indexes), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    for j in range(4):  # the initial register 0xFFFFFFFF enters the first 4 bytes
+        data[starts + j] ^= 0xFF
+    # row of byte p in message m: lengths[m] - 1 - (p - starts[m])
+    rows = np.repeat(lengths - 1 + starts, lengths) - np.arange(len(data), dtype=np.int64)
+    crcs = np.bitwise_xor.reduceat(tables[rows, data], starts) ^ np.uint32(0xFFFFFFFF)
+    for i, crc in zip(indexes, crcs.tolist()):
+        results[i] = crc
+
+
+def mask_crc(crc):
+    """TFRecord's masking of a CRC value."""
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
 def masked_crc32c(data):
     """TFRecord's masked CRC: rotate right by 15 and add a constant (mod 2**32)."""
     crc = crc32c(data)

@@ -61,10 +61,6 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _bytes_consumed(account):
-    return account.counts["bytes"]
-
-
 def run(config):
     """Generates the output files of `config`; returns the account (a dict).
 
@@ -97,7 +93,14 @@ def run(config):
     results = None
     try:
         writers = [TFRecordWriter(path, config.compression) for path in output_paths]
-        results = process_chunks(config, chunk_documents(reader, config.chunk_chars), num_workers)
+        chunk_end_positions = {}
+
+        def chunks():
+            for index, chunk in enumerate(chunk_documents(reader, config.chunk_chars)):
+                chunk_end_positions[index] = reader.position
+                yield chunk
+
+        results = process_chunks(config, chunks(), num_workers)
         record_index = 0
         for result in results:
             for record, masked, max_id in zip(result.records, result.masked, result.max_ids):
@@ -109,7 +112,7 @@ def run(config):
                     file_max_ids[shard] = max_id
                 record_index += 1
             work_counts.update(result.counts)
-            progress.update(_bytes_consumed(corpus_account), record_index)
+            progress.update(chunk_end_positions.pop(result.chunk_index), record_index)
         progress.update(total_bytes, record_index, force=True)
         progress.finish()
         for writer in writers:

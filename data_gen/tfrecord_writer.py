@@ -14,7 +14,7 @@ import json
 import os
 import struct
 
-from data_gen.crc32c import masked_crc32c
+from data_gen.crc32c import crc32c_many, mask_crc, masked_crc32c
 
 COMPRESSIONS = ("none", "gzip")
 
@@ -42,6 +42,15 @@ def frame_record(data):
     length = struct.pack("<Q", len(data))
     return b"".join((length, struct.pack("<I", masked_crc32c(length)), data,
                      struct.pack("<I", masked_crc32c(data))))
+
+
+def frame_records(records):
+    """frame_record() of every record, with the CRCs computed in one batch."""
+    lengths = [struct.pack("<Q", len(data)) for data in records]
+    crcs = crc32c_many([piece for pair in zip(lengths, records) for piece in pair])
+    pack = struct.Struct("<I").pack
+    return [b"".join((length, pack(mask_crc(crcs[2 * i])), data, pack(mask_crc(crcs[2 * i + 1]))))
+            for i, (length, data) in enumerate(zip(lengths, records))]
 
 
 class AtomicFile:
