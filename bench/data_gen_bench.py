@@ -6,7 +6,7 @@
 For every corpus (../shared/data/corpus/clue_small_sample.txt, then any given),
 mode and worker count it runs the CLI in a subprocess with seq 128,
 20 predictions, dupe_factor 5 and Google's Chinese vocab, and prints one JSON
-line: input MB/s, instances/s and peak RSS. Peak RSS is reported two ways:
+line: input MB/s, instances/s, CPU seconds and peak RSS. Peak RSS is reported two ways:
 `peak_rss_mb_total` samples /proc every 50 ms and sums parent + workers;
 `peak_rss_mb_largest_process` is ru_maxrss from wait4 on the run (the largest
 single process of its tree, as getrusage(RUSAGE_CHILDREN) reports it). A final run on the corpus repeated 3x shows whether
@@ -100,6 +100,8 @@ def run_once(corpus, mode, workers, out_dir, extra_flags=()):
         "masked_tokens": meta["file_counts"]["masked_tokens"],
         "peak_rss_mb_total": round(peak[0] / 1024, 1),
         "peak_rss_mb_largest_process": round(usage.ru_maxrss / 1024, 1),
+        # CPU of the whole run (parent + workers): less sensitive to other load.
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
         "flags": "seq 128, 20 predictions, dupe_factor 5, whole-word (jieba)",
         "target_mb_per_s_2_workers": TARGET_MB_PER_S, "target_peak_mb": TARGET_PEAK_MB,
     }

@@ -5,6 +5,7 @@ processed with a generator seeded from (random_seed, chunk_index) only, so the
 output does not depend on how many workers share the chunks.
 """
 import collections
+import itertools
 import random
 
 from data_gen import instances as instance_lib
@@ -53,25 +54,51 @@ class ChunkProcessor:
             config.masked_lm_prob, config.max_predictions_per_seq, vocab["[MASK]"],
             masking.replacement_ids(vocab), config.do_whole_word_mask,
             config.ngram_for_mode())
+        self._word_entries = {}
         self.encoder = InstanceEncoder(config.max_seq_length, config.max_predictions_per_seq,
                                        len(vocab), with_token_boundary=config.mode == "albert")
 
+    def _word_entry(self, word):
+        """(ids, starts, is_one_cjk_char) of one basic word, cached."""
+        tokenizer = self.tokenizer
+        if len(word) == 1 and word in tokenizer.vocab:
+            pieces = [word]
+        else:
+            pieces = tokenizer.wordpiece_tokenizer.tokenize_word(word)
+        entry = (tuple(tokenizer.vocab.get(piece, self.unk_id) for piece in pieces),
+                 tuple(0 if piece.startswith("##") else 1 for piece in pieces),
+                 len(word) == 1 and is_cjk_char(word))
+        if len(self._word_entries) < 500000:
+            self._word_entries[word] = entry
+        return entry
+
     def tokenize_sentence(self, sentence):
-        """Returns (ids, starts) of one sentence (see masking.py for starts)."""
-        normalized, tokens, offsets = self.tokenizer.tokenize_with_offsets(sentence)
-        vocab = self.tokenizer.vocab
-        unk_id = self.unk_id
-        ids = [vocab.get(token, unk_id) for token in tokens]
-        starts = [0 if token.startswith("##") else 1 for token in tokens]
-        if self.segmenter is not None and tokens:
-            word_ids = self.segmenter.word_ids_by_char(normalized)
-            previous_word = -1
-            for index, offset in enumerate(offsets):
-                word = word_ids[offset]
-                if (starts[index] == 1 and word == previous_word
-                        and is_cjk_char(normalized[offset])):
-                    starts[index] = 0  # later character of a jieba word
-                previous_word = word
+        """Returns (ids, starts) of one sentence (see masking.py for starts).
+
+        A CJK character that does not begin a jieba word (by character
+        position in the normalized text) continues the unit before it; other
+        tokens follow WordPiece ("##" continues). Ids are always the plain
+        token's id.
+        """
+        normalized, words, word_offsets = self.tokenizer.basic_tokenizer.split_with_offsets(
+            sentence)
+        if not words:
+            return [], []
+        word_starts = None
+        if self.segmenter is not None:
+            word_starts = set(itertools.accumulate(
+                map(len, self.segmenter.words(normalized)), initial=0))
+        entries = self._word_entries
+        ids = []
+        starts = []
+        for word, offset in zip(words, word_offsets):
+            entry = entries.get(word) or self._word_entry(word)
+            if entry[2] and word_starts is not None and offset not in word_starts:
+                ids.append(entry[0][0])
+                starts.append(0)  # later character of a jieba word
+            else:
+                ids.extend(entry[0])
+                starts.extend(entry[1])
         return ids, starts
 
     def tokenize_documents(self, documents, counts):
