@@ -116,6 +116,10 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
             logged = _replica_mean_scalars(
                 {"loss": outputs["loss"], "masked_lm_loss": outputs["masked_lm_loss"],
                  "sentence_loss": outputs["sentence_loss"]}, use_tpu)
+            # Every replica must run its half of the collective that averages
+            # the logged scalars (only replica 0's hooks fetch them), else the
+            # other half waits forever: tie them to the train op.
+            train_op = tf.group(train.train_op, *logged.values())
             logged.update(learning_rate=train.learning_rate, grad_norm=train.grad_norm,
                           grads_finite=train.grads_finite, update_applied=train.update_applied,
                           loss_scale=train.loss_scale)
@@ -131,10 +135,10 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                     gradient_accumulation_steps=gradient_accumulation_steps)]
             if on_tpu_estimator:
                 return tf.estimator.tpu.TPUEstimatorSpec(
-                    mode=mode, loss=outputs["loss"], train_op=train.train_op,
+                    mode=mode, loss=outputs["loss"], train_op=train_op,
                     training_hooks=hooks, scaffold_fn=scaffold_fn)
             return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
-                                              train_op=train.train_op, training_hooks=hooks)
+                                              train_op=train_op, training_hooks=hooks)
 
         if mode == tf.estimator.ModeKeys.EVAL:
             metric_args = [outputs["masked_lm_example_loss"], outputs["masked_lm_log_probs"],

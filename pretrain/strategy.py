@@ -138,6 +138,19 @@ def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep
                 per_host_input_for_training=tf.estimator.tpu.InputPipelineConfig.PER_HOST_V2))
     if distribution is None:
         distribution = make_distribution_strategy(strategy_name)
+    if distribution is not None and distribution.num_replicas_in_sync > 1:
+        # Collective all-reduce ops block an inter-op thread per replica while
+        # they wait for their peers; with the default pool (one per core) two
+        # replicas on a 2-core machine deadlock. Leave room for the graph.
+        threads = max(session_config.inter_op_parallelism_threads,
+                      (os.cpu_count() or 1) + 4 * distribution.num_replicas_in_sync)
+        session_config.inter_op_parallelism_threads = threads
+        cpus = [d for d in distribution.extended.worker_devices if "CPU" in d.upper()]
+        if len(cpus) > 1:
+            # tf.Session only creates logical CPU devices it is told about;
+            # without them soft placement would put every replica on CPU:0
+            # and the collectives would wait forever for a second device.
+            session_config.device_count["CPU"] = len(cpus)
     return tf.estimator.RunConfig(train_distribute=distribution, **common)
 
 
