@@ -1,0 +1,98 @@
+"""Pre-graph data checks: each mismatch names the file and the value."""
+import json
+
+import pytest
+
+from pretrain import data_checks, modeling
+from pretrain_testdata import make_examples, write_records
+
+
+def _config(vocab_size=50, max_position=32):
+    return modeling.BertConfig.from_dict({
+        "vocab_size": vocab_size, "hidden_size": 32, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "intermediate_size": 64,
+        "max_position_embeddings": max_position, "type_vocab_size": 2})
+
+
+def _check(pattern, config=None, seq=16, preds=4, head=True):
+    return data_checks.check_input_data(str(pattern), seq, preds, config or _config(),
+                                        use_sentence_head=head)
+
+
+def test_matching_data_passes_and_returns_metas(tmp_path):
+    path = write_records(tmp_path / "ok.tfrecord", make_examples(3))
+    files, metas = _check(tmp_path / "*.tfrecord")
+    assert files == [path]
+    assert metas[0]["sentence_task"] == "sop"
+    assert data_checks.infer_sentence_task(metas) == "sop"
+
+
+def test_max_predictions_mismatch_names_file_and_values(tmp_path):
+    path = write_records(tmp_path / "p.tfrecord", make_examples(3))
+    with pytest.raises(data_checks.DataCheckError) as err:
+        _check(path, preds=5)
+    msg = str(err.value)
+    assert f"{path}.meta.json: max_predictions_per_seq=4 but --max_predictions_per_seq=5" in msg
+    assert "feature masked_lm_ids has length 4 but --max_predictions_per_seq=5" in msg
+
+
+def test_seq_length_beyond_position_embeddings(tmp_path):
+    path = write_records(tmp_path / "s.tfrecord", make_examples(3))
+    with pytest.raises(data_checks.DataCheckError,
+                       match="--max_seq_length=16 exceeds the model's max_position_embeddings=8"):
+        _check(path, config=_config(max_position=8))
+
+
+def test_token_ids_beyond_vocab(tmp_path):
+    path = write_records(tmp_path / "v.tfrecord", make_examples(3), max_token_id=70)
+    with pytest.raises(data_checks.DataCheckError,
+                       match=r"v\.tfrecord\.meta\.json: max_token_id=70 is not below the "
+                             r"model's vocab_size=50"):
+        _check(path)
+    # the first record is checked too when there is no sidecar
+    path2 = write_records(tmp_path / "w.tfrecord", make_examples(3), sidecar=False)
+    with pytest.raises(data_checks.DataCheckError, match=r"w\.tfrecord: first record has "
+                                                         r"input_ids up to \d+, not below"):
+        _check(path2, config=_config(vocab_size=10))
+
+
+def test_sentence_head_must_match_data_mode(tmp_path):
+    roberta = write_records(tmp_path / "r.tfrecord", make_examples(3, sentence_task="none"),
+                            mode="roberta")
+    with pytest.raises(data_checks.DataCheckError, match="mode=roberta.*head is on"):
+        _check(roberta, head=True)
+    _check(roberta, head=False)
+    albert = write_records(tmp_path / "a.tfrecord", make_examples(3), mode="albert")
+    with pytest.raises(data_checks.DataCheckError, match="sentence_task=sop.*it is off"):
+        _check(albert, head=False)
+
+
+def test_empty_and_corrupt_files_are_named(tmp_path):
+    good = write_records(tmp_path / "good.tfrecord", make_examples(3))
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    corrupt = tmp_path / "corrupt.tfrecord"
+    corrupt.write_bytes(open(good, "rb").read()[:30] + b"\x00garbage")
+    with pytest.raises(data_checks.DataCheckError) as err:
+        _check(tmp_path / "*.tfrecord")
+    msg = str(err.value)
+    assert f"{empty}: the file is empty" in msg
+    assert f"{corrupt}: cannot read the first record" in msg
+    assert str(good) + ":" not in msg
+
+
+def test_empty_glob_and_bad_sidecar(tmp_path):
+    with pytest.raises(data_checks.DataCheckError, match=r"nope\*\.tfrecord"):
+        _check(tmp_path / "nope*.tfrecord")
+    path = write_records(tmp_path / "j.tfrecord", make_examples(2))
+    (tmp_path / "j.tfrecord.meta.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"j\.tfrecord\.meta\.json is not valid JSON"):
+        _check(path)
+
+
+def test_file_without_sidecar_warns_and_still_checks(tmp_path, caplog):
+    path = write_records(tmp_path / "google.tfrecord", make_examples(2), sidecar=False)
+    files, metas = _check(path, head=None)
+    assert files == [path] and metas == [None]
+    assert data_checks.infer_sentence_task(metas) is None
+    assert json.dumps(metas) == "[null]"
