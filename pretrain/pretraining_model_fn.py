@@ -9,9 +9,6 @@ from absl import logging
 
 from pretrain import heads, mixed_precision, modeling, optimization, training_hooks
 
-LOG_TENSOR_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "learning_rate", "grad_norm",
-                    "grads_finite", "update_applied", "loss_scale")
-
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
                        use_one_hot_embeddings=False, compute_type=tf.float32):
@@ -81,12 +78,13 @@ def _replica_mean_scalars(tensors, use_tpu):
 def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_train_steps=1000,
                      num_warmup_steps=0, use_one_hot_embeddings=False, optimizer="adamw",
                      poly_power=1.0, weight_decay_rate=0.01, gradient_accumulation_steps=1,
-                     precision="fp32", use_sentence_head=True, log_every_n_steps=100,
-                     train_batch_size=None, output_dir=None):
+                     precision="fp32", use_sentence_head=True):
     """Returns `model_fn(features, labels, mode, params)`.
 
     `num_train_steps`/`num_warmup_steps` count optimizer updates; with
     gradient accumulation the Estimator runs k times as many micro-steps.
+    Logging scalars are registered for `training_hooks.PretrainingLoggingHook`
+    (pass one to `estimator.train(hooks=...)`) and written as summaries.
     """
     compute_type = mixed_precision.compute_dtype(precision)
 
@@ -123,22 +121,14 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
             logged.update(learning_rate=train.learning_rate, grad_norm=train.grad_norm,
                           grads_finite=train.grads_finite, update_applied=train.update_applied,
                           loss_scale=train.loss_scale)
-            hooks = []
             if not use_tpu:
                 if params.get("num_replicas", 1) <= 1:
                     training_hooks.add_summaries(logged)
-                batch = params.get("train_batch_size") or train_batch_size or 0
-                hooks = [training_hooks.PretrainingLoggingHook(
-                    logged, every_n_steps=log_every_n_steps, examples_per_step=batch,
-                    last_step=num_train_steps * gradient_accumulation_steps,
-                    output_dir=output_dir,
-                    gradient_accumulation_steps=gradient_accumulation_steps)]
+                training_hooks.register_log_tensors(logged)
             if on_tpu_estimator:
                 return tf.estimator.tpu.TPUEstimatorSpec(
-                    mode=mode, loss=outputs["loss"], train_op=train_op,
-                    training_hooks=hooks, scaffold_fn=scaffold_fn)
-            return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
-                                              train_op=train_op, training_hooks=hooks)
+                    mode=mode, loss=outputs["loss"], train_op=train_op, scaffold_fn=scaffold_fn)
+            return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"], train_op=train_op)
 
         if mode == tf.estimator.ModeKeys.EVAL:
             metric_args = [outputs["masked_lm_example_loss"], outputs["masked_lm_log_probs"],

@@ -15,7 +15,7 @@ import tensorflow.compat.v1 as tf
 from absl import app, flags, logging
 
 from pretrain import data_checks, input_pipeline, mixed_precision, modeling
-from pretrain import pretraining_model_fn
+from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib
 
 # (name, default, help). The type of the default picks the absl flag type.
@@ -56,6 +56,7 @@ FLAG_TABLE = [
                               "metadata; roberta data -> off; no metadata -> on)."),
     ("compression", "auto", "auto|none|gzip for the input TFRecords (auto: sidecar/extension)."),
     ("num_cpu_threads", 4, "Parallel file readers."),
+    ("shuffle_buffer", 1000, "Training records shuffle buffer (0: files shuffled only)."),
     ("random_seed", None, "Graph-level seed (also makes the input order deterministic)."),
 ]
 
@@ -119,6 +120,10 @@ def run(values):
     _validate(opts)
     config = modeling.BertConfig.from_json_file(opts.bert_config_file)
     strategy_name = strategy_lib.resolve_strategy(opts.strategy, use_tpu=opts.use_tpu)
+    # Before anything runs eagerly (the data checks do): MultiWorkerMirrored
+    # must configure collective ops before the eager context starts.
+    distribution = (None if strategy_name == "tpu"
+                    else strategy_lib.make_distribution_strategy(strategy_name))
     precision = opts.precision
     if precision == "auto":
         precision = "bf16" if strategy_name == "tpu" else "fp32"
@@ -158,15 +163,14 @@ def run(values):
         iterations_per_loop=opts.iterations_per_loop, tpu_name=opts.tpu_name,
         tpu_zone=opts.tpu_zone, gcp_project=opts.gcp_project, num_tpu_cores=opts.num_tpu_cores,
         use_xla=opts.use_xla, tf_random_seed=opts.random_seed,
-        save_summary_steps=opts.log_every_n_steps)
+        save_summary_steps=opts.log_every_n_steps, distribution=distribution)
     model_fn = pretraining_model_fn.model_fn_builder(
         config, init_checkpoint=opts.init_checkpoint, learning_rate=opts.learning_rate,
         num_train_steps=opts.num_train_steps, num_warmup_steps=opts.num_warmup_steps,
         use_one_hot_embeddings=strategy_name == "tpu", optimizer=opts.optimizer,
         poly_power=opts.poly_power, weight_decay_rate=opts.weight_decay_rate,
         gradient_accumulation_steps=k, precision=precision,
-        use_sentence_head=use_sentence_head, log_every_n_steps=opts.log_every_n_steps,
-        train_batch_size=opts.train_batch_size, output_dir=opts.output_dir)
+        use_sentence_head=use_sentence_head)
     estimator = strategy_lib.build_estimator(
         strategy_name, model_fn, run_config, train_batch_size=opts.train_batch_size,
         eval_batch_size=opts.eval_batch_size, use_tpu=opts.use_tpu)
@@ -177,20 +181,23 @@ def run(values):
         return input_pipeline.input_fn_builder(
             checked[pattern], opts.max_seq_length, opts.max_predictions_per_seq, is_training,
             num_cpu_threads=opts.num_cpu_threads, compression=compression,
-            seed=opts.random_seed)
+            shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed)
 
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head, "eval_results": None}
     if opts.do_train:
         train_input_fn = make_input_fn(opts.input_file, True)
         max_steps = opts.num_train_steps * k
+        hooks = [] if opts.use_tpu else [training_hooks.PretrainingLoggingHook(
+            every_n_steps=opts.log_every_n_steps, examples_per_step=opts.train_batch_size,
+            last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k)]
         if strategy_name == "multi_worker":
             eval_fn = make_input_fn(eval_input, False) if opts.do_eval else train_input_fn
             tf.estimator.train_and_evaluate(
-                estimator, tf.estimator.TrainSpec(train_input_fn, max_steps=max_steps),
+                estimator, tf.estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=hooks),
                 tf.estimator.EvalSpec(eval_fn, steps=1, start_delay_secs=0, throttle_secs=0))
         else:
-            estimator.train(input_fn=train_input_fn, max_steps=max_steps)
+            estimator.train(input_fn=train_input_fn, max_steps=max_steps, hooks=hooks)
     if opts.do_eval:
         eval_input_fn = make_input_fn(eval_input, False)
         eval_results = estimator.evaluate(input_fn=eval_input_fn, steps=opts.max_eval_steps)

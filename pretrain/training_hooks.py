@@ -18,8 +18,32 @@ SUMMARY_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "learning_rate", "gr
                  "loss_scale")
 
 
+LOG_COLLECTION_PREFIX = "pretrain_logging/"
+
+
 class NonFiniteLossError(RuntimeError):
     """Training produced a NaN/inf loss."""
+
+
+def register_log_tensors(tensors):
+    """Puts the model_fn's logging scalars in graph collections for the hook.
+
+    The hook is handed to `estimator.train(hooks=...)`, which runs it before
+    Estimator's own NanTensorHook, so our message (step and last checkpoint)
+    is the one the user sees. Under MirroredStrategy replica 0 registers first
+    and its (already replica-averaged) tensors are used.
+    """
+    for name, tensor in tensors.items():
+        tf.add_to_collection(LOG_COLLECTION_PREFIX + name, tensor)
+
+
+def registered_log_tensors():
+    graph = tf.get_default_graph()
+    out = {}
+    for key in graph.get_all_collection_keys():
+        if key.startswith(LOG_COLLECTION_PREFIX):
+            out[key[len(LOG_COLLECTION_PREFIX):]] = graph.get_collection(key)[0]
+    return out
 
 
 def add_summaries(tensors):
@@ -41,17 +65,17 @@ def format_eta(seconds):
 class PretrainingLoggingHook(tf.train.SessionRunHook):
     """Logs training scalars; stops on a non-finite loss."""
 
-    def __init__(self, tensors, every_n_steps=100, examples_per_step=0, last_step=None,
+    def __init__(self, tensors=None, every_n_steps=100, examples_per_step=0, last_step=None,
                  output_dir=None, gradient_accumulation_steps=1):
         """
         Args:
-          tensors: dict of scalar tensors; needs "loss", may have the other
-            LOG names of pretraining_model_fn.
+          tensors: dict of scalar tensors with at least "loss"; None: those
+            the model_fn put in collections with `register_log_tensors`.
           examples_per_step: global examples consumed by one session.run.
           last_step: final global step (for the ETA).
           output_dir: where checkpoints go (named in the non-finite message).
         """
-        self._tensors = dict(tensors)
+        self._given_tensors = tensors
         self._every = max(1, int(every_n_steps))
         self._examples_per_step = examples_per_step
         self._last_step = last_step
@@ -64,6 +88,9 @@ class PretrainingLoggingHook(tf.train.SessionRunHook):
 
     def begin(self):
         self._global_step = tf.train.get_or_create_global_step()
+        self._tensors = dict(self._given_tensors or registered_log_tensors())
+        if "loss" not in self._tensors:
+            raise ValueError("PretrainingLoggingHook: no 'loss' tensor given or registered")
 
     def after_create_session(self, session, coord):
         del coord

@@ -1,0 +1,131 @@
+"""End-to-end pretraining runs on tiny generated data (CPU, few steps)."""
+import glob
+import os
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from pretrain import data_checks, run_pretraining, training_hooks
+from pretrain_testdata import make_examples, tiny_config, write_records
+
+SEQ, PREDS, BATCH = 16, 4, 8
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pretrain_data")
+    cfg = tiny_config(root / "cfg.json")
+    fixed = write_records(root / "fixed.tfrecord", make_examples(BATCH, seed=7))
+    bad = make_examples(BATCH, seed=8)
+    for ex in bad:
+        ex["masked_lm_weights"] = [float("nan")] * PREDS
+    nan_file = write_records(root / "nan.tfrecord", make_examples(BATCH, seed=7) + bad)
+    return {"root": root, "cfg": cfg, "fixed": fixed, "nan": nan_file}
+
+
+def _opts(data, out, **kw):
+    opts = dict(bert_config_file=data["cfg"], input_file=data["fixed"], output_dir=str(out),
+                do_train=True, max_seq_length=SEQ, max_predictions_per_seq=PREDS,
+                train_batch_size=BATCH, eval_batch_size=BATCH, learning_rate=3e-3,
+                num_train_steps=30, num_warmup_steps=2, save_checkpoints_steps=1000,
+                log_every_n_steps=5, random_seed=1, shuffle_buffer=0, max_eval_steps=1)
+    opts.update(kw)
+    return opts
+
+
+def _summary_values(output_dir, tag):
+    values = []
+    for path in sorted(glob.glob(os.path.join(output_dir, "events.out.tfevents.*"))):
+        for event in tf.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    values.append((event.step, value.simple_value))
+    return sorted(values)
+
+
+def _ckpt(output_dir):
+    return tf.train.load_checkpoint(output_dir)
+
+
+def test_overfits_fixed_batch_writes_summaries_eval_and_resumes_with_optimizer_state(data, tmp_path):
+    # poly_power=0 keeps the learning rate constant, so a run that stops at 30
+    # and a run of 60 follow the same schedule.
+    const = dict(num_warmup_steps=0, poly_power=0.0)
+    # A: 60 steps straight; the tiny model must memorise the fixed batch.
+    straight = tmp_path / "straight"
+    result = run_pretraining.run(_opts(data, straight, num_train_steps=60, do_eval=True, **const))
+    assert result["global_step"] == 60 and result["sentence_head"] is True
+    assert result["eval_results"]["masked_lm_accuracy"] > 0.95
+    text = (straight / "eval_results.txt").read_text()
+    for key in ("masked_lm_accuracy", "masked_lm_loss", "sentence_accuracy", "sentence_loss"):
+        assert f"{key} = " in text
+    losses = _summary_values(str(straight), "train/loss")
+    assert len(losses) >= 5 and losses[-1][1] < 0.5 * losses[0][1]  # loss falls
+    assert _summary_values(str(straight), "train/learning_rate")
+
+    # B: 30 steps, then the same command with --num_train_steps=60 resumes.
+    resumed = tmp_path / "resumed"
+    assert run_pretraining.run(_opts(data, resumed, num_train_steps=30, **const))[
+        "global_step"] == 30
+    assert run_pretraining.run(_opts(data, resumed, num_train_steps=60, **const))[
+        "global_step"] == 60
+    a, b = _ckpt(str(straight)), _ckpt(str(resumed))
+    names = [n for n in a.get_variable_to_shape_map() if n.startswith(("bert/", "cls/"))]
+    slots = [n for n in names if n.endswith("/AdamWeightDecay")]
+    assert slots, "optimizer slots are checkpointed"
+    for name in names:  # identical only if Adam's m and v were restored, not restarted
+        np.testing.assert_allclose(b.get_tensor(name), a.get_tensor(name), rtol=1e-3,
+                                   atol=1e-5, err_msg=name)
+
+
+def test_non_finite_loss_stops_with_step_and_checkpoint_named(data, tmp_path):
+    out = tmp_path / "nan"
+    with pytest.raises(training_hooks.NonFiniteLossError,
+                       match=r"loss became nan at global step 1; stopped\. Last checkpoint: "
+                             r".*model\.ckpt-0"):
+        run_pretraining.run(_opts(data, out, input_file=data["nan"], num_train_steps=5))
+
+
+def test_mismatched_data_stops_before_training(data, tmp_path):
+    with pytest.raises(data_checks.DataCheckError,
+                       match=r"fixed\.tfrecord\.meta\.json: max_predictions_per_seq=4 but "
+                             r"--max_predictions_per_seq=6"):
+        run_pretraining.run(_opts(data, tmp_path / "x", max_predictions_per_seq=6))
+    assert not (tmp_path / "x").exists()  # failed before any graph or output
+
+
+@pytest.mark.parametrize("precision,accumulation", [("fp16", 1), ("bf16", 2)])
+def test_mixed_precision_and_accumulation_train(data, tmp_path, precision, accumulation):
+    out = tmp_path / precision
+    result = run_pretraining.run(_opts(data, out, num_train_steps=4, precision=precision,
+                                       optimizer="lamb", train_batch_size=BATCH // accumulation,
+                                       gradient_accumulation_steps=accumulation))
+    assert result["precision"] == precision
+    assert result["global_step"] == 4 * accumulation  # the global step counts micro-batches
+    reader = _ckpt(str(out))
+    kernel = reader.get_tensor("bert/encoder/layer_0/attention/self/query/kernel")
+    assert kernel.dtype == np.float32 and np.all(np.isfinite(kernel))  # fp32 master weights
+    m_slot = reader.get_tensor("bert/encoder/layer_0/attention/self/query/kernel/Lamb")
+    assert np.abs(m_slot).max() > 0  # updates were applied
+    names = reader.get_variable_to_shape_map()
+    assert ("loss_scale/scale" in names) == (precision == "fp16")
+    losses = _summary_values(str(out), "train/loss")
+    assert losses and all(np.isfinite(v) for _, v in losses)
+
+
+def test_roberta_data_turns_the_sentence_head_off(data, tmp_path):
+    path = write_records(data["root"] / "roberta.tfrecord",
+                         make_examples(BATCH, sentence_task="none"), mode="roberta")
+    result = run_pretraining.run(_opts(data, tmp_path / "r", input_file=path, num_train_steps=2))
+    assert result["sentence_head"] is False
+    names = _ckpt(str(tmp_path / "r")).get_variable_to_shape_map()
+    assert "cls/predictions/output_bias" in names
+    assert not any(n.startswith("cls/seq_relationship") for n in names)
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(ValueError, match="unknown option"):
+        run_pretraining.options_from({"no_such_flag": 1})
+    with pytest.raises(ValueError, match="--do_train and/or --do_eval"):
+        run_pretraining.run({"bert_config_file": "c", "output_dir": "o", "input_file": "i"})
