@@ -1,0 +1,172 @@
+"""Strategy switching: auto/tpu resolution, TPUEstimator(use_tpu=False), mirrored on two
+logical CPUs (matches one device), multi_worker with two local processes on loopback."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from pretrain import input_pipeline, modeling, pretraining_model_fn, run_pretraining
+from pretrain import strategy as strategy_lib
+from pretrain_testdata import make_examples, tiny_config, write_records
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(REPO, "tests")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("strategy_data")
+    return {"root": root, "cfg": tiny_config(root / "cfg.json"),
+            "a": write_records(root / "a.tfrecord", make_examples(16, seed=1)),
+            "b": write_records(root / "b.tfrecord.gz", make_examples(16, seed=2),
+                               compression="gzip")}
+
+
+def _opts(data, out, **kw):
+    opts = dict(bert_config_file=data["cfg"], input_file=data["a"], output_dir=str(out),
+                do_train=True, max_seq_length=16, max_predictions_per_seq=4,
+                train_batch_size=8, eval_batch_size=8, learning_rate=3e-3, num_train_steps=3,
+                num_warmup_steps=0, log_every_n_steps=1, random_seed=1, shuffle_buffer=0)
+    opts.update(kw)
+    return opts
+
+
+def _run_python(code, env_extra=None, timeout=240):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, TESTS]),
+               TF_CPP_MIN_LOG_LEVEL="2", **(env_extra or {}))
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _result(proc, timeout=240):
+    out, _ = proc.communicate(timeout=timeout)
+    lines = [l for l in out.splitlines() if l.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, out[-3000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_resolve_strategy_choices():
+    assert strategy_lib.resolve_strategy("auto") == "cpu"  # no GPU, no TF_CONFIG here
+    assert strategy_lib.resolve_strategy("auto", use_tpu=True) == "tpu"
+    assert strategy_lib.resolve_strategy("mirrored") == "mirrored"
+    with pytest.raises(ValueError, match="--use_tpu implies --strategy=tpu"):
+        strategy_lib.resolve_strategy("mirrored", use_tpu=True)
+    with pytest.raises(ValueError, match="not one of auto, cpu"):
+        strategy_lib.resolve_strategy("horovod")
+    with pytest.raises(ValueError, match="divisible by the 3 replicas"):
+        strategy_lib.per_replica_batch_size(8, 3)
+
+
+def test_tpu_refuses_local_paths(data, tmp_path):
+    with pytest.raises(ValueError, match=r"--input_file=.*a\.tfrecord is a local path.*gs://"):
+        run_pretraining.run(_opts(data, "gs://bucket/out", use_tpu=True))
+    with pytest.raises(ValueError, match=r"--output_dir=.* is a local path"):
+        run_pretraining.run(_opts(data, tmp_path / "o", input_file="gs://b/x.tfrecord",
+                                  use_tpu=True))
+
+
+def test_tpu_estimator_path_runs_on_cpu(data, tmp_path):
+    config = modeling.BertConfig.from_json_file(data["cfg"])
+    run_config = strategy_lib.make_run_config("tpu", str(tmp_path), iterations_per_loop=2,
+                                              num_tpu_cores=1, save_checkpoints_steps=100)
+    assert isinstance(run_config, tf.estimator.tpu.RunConfig)
+    assert run_config.tpu_config.iterations_per_loop == 2
+    model_fn = pretraining_model_fn.model_fn_builder(
+        config, learning_rate=3e-3, num_train_steps=4, precision="bf16",
+        use_one_hot_embeddings=True)
+    estimator = strategy_lib.build_estimator("tpu", model_fn, run_config, train_batch_size=8,
+                                             eval_batch_size=8, use_tpu=False)
+    assert isinstance(estimator, tf.estimator.tpu.TPUEstimator)
+    train_fn = input_pipeline.input_fn_builder(data["a"], 16, 4, is_training=True, seed=1)
+    estimator.train(train_fn, max_steps=4)
+    eval_fn = input_pipeline.input_fn_builder(data["a"], 16, 4, is_training=False)
+    results = estimator.evaluate(eval_fn, steps=1)
+    assert results["global_step"] == 4
+    assert 0.0 <= results["masked_lm_accuracy"] <= 1.0
+    assert np.isfinite(results["sentence_loss"])
+
+
+MIRRORED_SCRIPT = """
+import json, sys
+import tensorflow as tf2
+cpu = tf2.config.list_physical_devices("CPU")[0]
+tf2.config.set_logical_device_configuration(
+    cpu, [tf2.config.LogicalDeviceConfiguration(), tf2.config.LogicalDeviceConfiguration()])
+import numpy as np
+import tensorflow.compat.v1 as tf
+from pretrain import modeling, pretraining_model_fn, run_pretraining
+opts = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {OPTS}
+config = modeling.BertConfig.from_json_file(opts["bert_config_file"])
+init = opts.pop("init_dir") + "/init.ckpt"
+with tf.Graph().as_default():   # one shared starting point for both runs
+    feats = {{k: tf.zeros([2, 16], tf.int32) for k in ("input_ids", "input_mask", "segment_ids")}}
+    feats.update(masked_lm_positions=tf.zeros([2, 4], tf.int32),
+                 masked_lm_ids=tf.zeros([2, 4], tf.int32), masked_lm_weights=tf.ones([2, 4]),
+                 next_sentence_labels=tf.zeros([2, 1], tf.int32))
+    pretraining_model_fn.pretraining_losses(config, feats, True, True)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver().save(sess, init)
+out = {{}}
+for name in ("mirrored", "cpu"):
+    run = dict(opts, strategy=name, init_checkpoint=init, output_dir=opts["output_dir"] + "/" + name)
+    out[name] = run_pretraining.run(run)
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
+    opts = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8)
+    opts["init_dir"] = str(tmp_path)
+    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(opts)))
+    result = _result(proc)
+    assert result["mirrored"]["strategy"] == "mirrored"
+    assert result["mirrored"]["global_step"] == 3 == result["cpu"]["global_step"]
+    mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored"))
+    single = tf.train.load_checkpoint(str(tmp_path / "cpu"))
+    init = tf.train.load_checkpoint(str(tmp_path / "init.ckpt"))
+    names = [n for n in single.get_variable_to_shape_map() if n.startswith(("bert/", "cls/"))]
+    assert len(names) > 40
+    for name in names:
+        np.testing.assert_allclose(mirrored.get_tensor(name), single.get_tensor(name),
+                                   rtol=1e-4, atol=1e-5, err_msg=name)
+    moved = np.abs(single.get_tensor("bert/pooler/dense/kernel")
+                   - init.get_tensor("bert/pooler/dense/kernel")).max()
+    assert moved > 1e-3  # the comparison is between trained weights
+
+
+WORKER_SCRIPT = """
+import json, sys
+from pretrain import run_pretraining
+opts = {OPTS}
+print("RESULT " + json.dumps(run_pretraining.run(opts)), flush=True)
+"""
+
+
+def _free_ports(count):
+    socks = [socket.socket() for _ in range(count)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_multi_worker_two_local_processes(data, tmp_path):
+    ports = _free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    opts = _opts(data, tmp_path / "mw", input_file=f"{data['a']},{data['b']}",
+                 strategy="multi_worker", num_train_steps=3)
+    procs = [_run_python(WORKER_SCRIPT.format(OPTS=repr(opts)), env_extra={"TF_CONFIG": json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
+    results = [_result(p) for p in procs]
+    assert [r["strategy"] for r in results] == ["multi_worker", "multi_worker"]
+    assert [r["global_step"] for r in results] == [3, 3]
+    assert tf.train.latest_checkpoint(str(tmp_path / "mw")).endswith("model.ckpt-3")
