@@ -38,7 +38,7 @@ class GenerationConfig:
     full_width_to_half: bool = False
     on_decode_error: str = "error"
     max_sentences_per_document: int = 2000
-    chunk_chars: int = 100000
+    chunk_chars: int = 40000
     progress: bool = True
 
     def validate(self):

@@ -8,6 +8,7 @@ chunk order. Together these make the output byte-identical for any
 bounded whatever the corpus size.
 """
 import collections
+import concurrent.futures
 import multiprocessing
 
 from data_gen.chunk_processing import ChunkProcessor
@@ -29,31 +30,35 @@ def chunk_documents(documents, chunk_chars):
 
 
 _worker_processor = None
-_worker_setup_error = None
 
 
 def _init_worker(config):
-    # An initializer that raises makes multiprocessing.Pool respawn workers
-    # forever; keep the error and report it with the first task instead.
-    global _worker_processor, _worker_setup_error
-    try:
-        _worker_processor = ChunkProcessor(config)
-    except Exception as error:  # reported by _process_in_worker
-        _worker_setup_error = error
+    global _worker_processor
+    _worker_processor = ChunkProcessor(config)
 
 
 def _process_in_worker(chunk_index, documents):
-    if _worker_setup_error is not None:
-        raise _worker_setup_error
     return _worker_processor.process(chunk_index, documents)
+
+
+def _terminate(executor):
+    """Stops the workers now (error or signal path): kill, then reap."""
+    processes = list(getattr(executor, "_processes", {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(timeout=5)
 
 
 def process_chunks(config, chunks, num_workers):
     """Yields ChunkResult for every chunk, in chunk order.
 
-    num_workers == 1 runs in this process; otherwise a pool of freshly
-    spawned processes (spawn: safe even if the caller imported TensorFlow)
-    receives at most 2 * num_workers chunks ahead of the writer.
+    num_workers == 1 runs in this process; otherwise freshly spawned worker
+    processes (spawn: safe even if the caller imported TensorFlow) receive at
+    most 2 * num_workers chunks ahead of the writer. A worker that dies or
+    fails to start raises BrokenProcessPool instead of hanging.
     """
     if num_workers <= 1:
         processor = ChunkProcessor(config)
@@ -61,8 +66,9 @@ def process_chunks(config, chunks, num_workers):
             yield processor.process(chunk_index, documents)
         return
 
-    context = multiprocessing.get_context("spawn")
-    pool = context.Pool(num_workers, initializer=_init_worker, initargs=(config,))
+    executor = concurrent.futures.ProcessPoolExecutor(
+        max_workers=num_workers, mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker, initargs=(config,))
     in_flight = collections.deque()
     max_in_flight = 2 * num_workers
     finished = False
@@ -76,14 +82,13 @@ def process_chunks(config, chunks, num_workers):
                 except StopIteration:
                     exhausted = True
                     break
-                in_flight.append(pool.apply_async(_process_in_worker, (chunk_index, documents)))
+                in_flight.append(executor.submit(_process_in_worker, chunk_index, documents))
             if not in_flight:
                 break
-            yield in_flight.popleft().get()
+            yield in_flight.popleft().result()
         finished = True
     finally:
         if finished:
-            pool.close()
+            executor.shutdown(wait=True)
         else:
-            pool.terminate()
-        pool.join()
+            _terminate(executor)
