@@ -206,5 +206,5 @@ if __name__ == "__main__":
                               "CHECKPOINT = random init). The first row is the baseline.")
     flags.DEFINE_bool("rerun", False, "Train every run even if a finished one matches.")
     flags.DEFINE_bool("collect_only", False, "Only collect finished runs; never train.")
-    tf.logging.set_verbosity(tf.logging.WARN)  # progress comes from run_lcqmc's log lines
+    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from run_lcqmc log lines
     app.run(main)

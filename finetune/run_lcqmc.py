@@ -257,6 +257,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    tf.logging.set_verbosity(tf.logging.WARN)  # progress comes from our own log lines
+    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from our own log lines
     define_flags()
     app.run(main)

@@ -5,7 +5,8 @@ line: `text_a<TAB>text_b<TAB>label`. Label 1: the two questions ask the same
 thing in different words (paraphrase). Label 0: similar words, different
 intent — either another question of the same topic about the same thing
 ("北京有什么好吃的" / "北京有哪些好玩的地方"), or the same question about a
-different thing ("北京到上海的高铁要多久" / "北京到广州的高铁要多久").
+different thing, worded differently ("北京到上海的高铁要多久" /
+"从北京坐高铁去广州需要几个小时").
 
 Deterministic (fixed seed): rerunning reproduces the committed files byte for
 byte. Labels are balanced in every split and no sentence pair appears twice
@@ -165,8 +166,11 @@ def negative_pair(rng):
         others = [i for i in INTENTS if i[0] == topic and i[2] is not wordings]
         other_wordings = rng.choice(others)[2]
         return fill(rng.choice(wordings), slots), fill(rng.choice(other_wordings), slots)
-    other_slots = changed_slots(slot_names, slots, rng)  # same intent, another thing
-    return fill(rng.choice(wordings), slots), fill(rng.choice(wordings), other_slots)
+    # Same question about another thing, worded differently (as a paraphrase
+    # would be), so only the changed city / brand / dish tells them apart.
+    other_slots = changed_slots(slot_names, slots, rng)
+    first, second = rng.sample(wordings, 2)
+    return fill(first, slots), fill(second, other_slots)
 
 
 def decorate(sentence, rng):
