@@ -231,6 +231,9 @@ def main(argv=None):
 
     def _main(_argv):
         logging.set_verbosity(logging.INFO)
+        # Estimator's TF1 API prints a deprecation notice per class; they drown the logs.
+        from tensorflow.python.util import deprecation  # pylint: disable=import-outside-toplevel
+        deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
         values = {name: getattr(flags.FLAGS, name) for name, _, _ in FLAG_TABLE}
         try:
             result = run(values)
