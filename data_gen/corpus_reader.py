@@ -78,30 +78,28 @@ class CorpusReader:
             yield from self._read_file(path)
 
     def _raw_lines(self, reader):
-        """Yields (byte_offset, line_bytes, is_continuation) with line ends removed.
+        """Yields (byte_offset, line_bytes) with the "\\n" removed.
 
         A line longer than max_line_bytes comes in pieces, cut at UTF-8
-        character boundaries; later pieces have is_continuation=True.
+        character boundaries (each piece then reads as a sentence).
         """
         offset = 0
-        continuing = False
         carry = b""
         while True:
             piece = reader.readline(self.max_line_bytes)
             if not piece:
                 if carry:
-                    yield offset - len(carry), carry, continuing
+                    yield offset - len(carry), carry
                 return
             piece_offset = offset - len(carry)
             offset += len(piece)
             data = carry + piece
             carry = b""
             if data.endswith(b"\n"):
-                yield piece_offset, data[:-1], continuing
-                continuing = False
+                yield piece_offset, data[:-1]
                 continue
             if len(piece) < self.max_line_bytes:  # last line without "\n"
-                yield piece_offset, data, continuing
+                yield piece_offset, data
                 return
             # Over-long line: keep an incomplete trailing UTF-8 sequence for later.
             cut = len(data)
@@ -115,9 +113,8 @@ class CorpusReader:
                         cut = len(data) - back
                 break
             carry = data[cut:]
-            yield piece_offset, data[:cut], continuing
+            yield piece_offset, data[:cut]
             self.account.add("long_line_pieces")
-            continuing = True
 
     def _read_file(self, path):
         account = self.account
@@ -127,7 +124,7 @@ class CorpusReader:
         first = True
         any_line = False
         with open(path, "rb") as reader:
-            for offset, raw, _ in self._raw_lines(reader):
+            for offset, raw in self._raw_lines(reader):
                 any_line = True
                 self.position = self._finished_bytes + offset + len(raw)
                 if first:

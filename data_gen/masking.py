@@ -9,6 +9,8 @@ A sequence arrives as token ids plus a parallel list `starts`:
 The "continuation" mark only decides grouping: ids are always the plain
 token's id, so `masked_lm_ids` never hold a "##X" id for Chinese text.
 """
+import bisect
+import itertools
 import re
 
 # Tokens that must never be drawn as a random replacement.
@@ -70,9 +72,22 @@ def whole_word_units(starts, do_whole_word_mask=True):
     """
     if not do_whole_word_mask:
         return [(position, position + 1) for position, start in enumerate(starts) if start >= 0]
-    bounds = [position for position, start in enumerate(starts) if start != 0]
+    # Every non-zero entry opens a range; ranges opened by -1 (specials) are dropped.
+    bounds = list(itertools.compress(range(len(starts)), starts))
     bounds.append(len(starts))
-    return [(begin, end) for begin, end in zip(bounds, bounds[1:]) if starts[begin] == 1]
+    units = list(zip(bounds, bounds[1:]))
+    specials = []
+    position = -1
+    while True:
+        try:
+            position = starts.index(-1, position + 1)
+        except ValueError:
+            break
+        specials.append(bisect.bisect_left(bounds, position))
+    for index in reversed(specials):
+        if index < len(units):
+            del units[index]
+    return units
 
 
 def _draw_n(random, cumulative):
