@@ -204,10 +204,17 @@ def _absl_main(argv):
 
 def main(argv=None):
     """Console-script entry point."""
-    from absl import app
+    from absl import app, flags
     from data_gen import cli_flags
     cli_flags.define_flags()
-    app.run(_absl_main, argv=argv)
+    arguments = list(sys.argv if argv is None else argv)
+    if any(arg in ("-h", "--help", "-help", "--helpshort") for arg in arguments[1:]):
+        # absl lists the __main__ module's key flags only, which a console
+        # script wrapper has none of: print this tool's flags directly.
+        print(__doc__)
+        print(flags.FLAGS.module_help(cli_flags))
+        sys.exit(0)
+    app.run(_absl_main, argv=arguments)
 
 
 if __name__ == "__main__":

@@ -199,6 +199,12 @@ def test_cli_prints_the_account_and_reports_errors(setup):
                     f"--vocab_file={vocab}"])
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 2 and "matches no file" in stderr
+    process = _cli(["--help"])
+    stdout, _ = process.communicate(timeout=120)
+    assert process.returncode == 0
+    for flag in ("--input_file", "--dupe_factor", "--do_whole_word_mask", "--mode", "--ngram",
+                 "--num_workers", "--jieba_user_dict", "--compression", "--on_decode_error"):
+        assert flag in stdout
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
