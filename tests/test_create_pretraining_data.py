@@ -202,7 +202,7 @@ def test_cli_prints_the_account_and_reports_errors(setup):
     process = _cli(["--help"])
     stdout, _ = process.communicate(timeout=120)
     assert process.returncode == 0
-    for flag in ("--input_file", "--dupe_factor", "--do_whole_word_mask", "--mode", "--ngram",
+    for flag in ("--input_file", "--dupe_factor", "--[no]do_whole_word_mask", "--mode", "--ngram",
                  "--num_workers", "--jieba_user_dict", "--compression", "--on_decode_error"):
         assert flag in stdout
 
