@@ -160,7 +160,7 @@ class ChunkProcessor:
             result.records.append(
                 encode(output_ids, segment_ids, positions, labels, label, boundary))
             result.masked.append(len(positions))
-            result.max_ids.append(max(output_ids))
+            result.max_ids.append(max(max(output_ids), max(labels, default=0)))
             counts["labels_1" if label else "labels_0"] += 1
         result.records = frame_records(result.records)
         return result

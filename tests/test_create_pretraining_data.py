@@ -73,7 +73,8 @@ def test_roberta_round_trip_with_bert_feature_spec_and_metadata(setup):
     assert meta["mode"] == "roberta" and meta["sentence_task"] == "none"
     assert meta["vocab_size"] == len(tokenizer.vocab)
     assert meta["vocab_sha256"] == file_sha256(vocab)
-    assert meta["max_token_id"] == max(int(r["input_ids"].max()) for r in records)
+    assert meta["max_token_id"] == max(max(int(r["input_ids"].max()), int(r["masked_lm_ids"].max()))
+                                       for r in records)
     assert meta["file_counts"] == {"instances": len(records), "masked_tokens": masked_total}
     assert meta["flags"]["dupe_factor"] == 2 and meta["has_token_boundary"] is False
     assert meta["run_counts"]["sentences"] == 90
