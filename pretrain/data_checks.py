@@ -22,8 +22,11 @@ class DataCheckError(ValueError):
 def read_first_record(path, compression):
     """The first record's features as {name: np.ndarray}; errors name the file."""
     try:
-        dataset = tf.data.TFRecordDataset(path, compression_type=compression).take(1)
-        records = [r.numpy() for r in dataset] if tf.executing_eagerly() else _graph_take(dataset)
+        if tf.executing_eagerly():
+            dataset = tf.data.TFRecordDataset(path, compression_type=compression).take(1)
+            records = [r.numpy() for r in dataset]
+        else:
+            records = _graph_take(path, compression)
     except (tf.errors.DataLossError, tf.errors.OpError) as err:
         kind = "GZIP" if compression else "uncompressed"
         raise DataCheckError(f"{path}: cannot read the first record as {kind} TFRecord "
@@ -44,8 +47,10 @@ def read_first_record(path, compression):
     return out
 
 
-def _graph_take(dataset):
+def _graph_take(path, compression):
+    """First record (list of 0 or 1 bytes) when eager execution is disabled."""
     with tf.Graph().as_default():
+        dataset = tf.data.TFRecordDataset(path, compression_type=compression).take(1)
         element = tf.data.make_one_shot_iterator(dataset).get_next()
         with tf.Session() as sess:
             try:

@@ -1,6 +1,4 @@
 """Pre-graph data checks: each mismatch names the file and the value."""
-import json
-
 import pytest
 
 from pretrain import data_checks, modeling
@@ -90,9 +88,11 @@ def test_empty_glob_and_bad_sidecar(tmp_path):
         _check(path)
 
 
-def test_file_without_sidecar_warns_and_still_checks(tmp_path, caplog):
+def test_file_without_sidecar_is_checked_from_its_first_record(tmp_path):
     path = write_records(tmp_path / "google.tfrecord", make_examples(2), sidecar=False)
     files, metas = _check(path, head=None)
     assert files == [path] and metas == [None]
     assert data_checks.infer_sentence_task(metas) is None
-    assert json.dumps(metas) == "[null]"
+    with pytest.raises(data_checks.DataCheckError, match=r"google\.tfrecord: feature input_ids "
+                                                         r"has length 16 but --max_seq_length=20"):
+        _check(path, seq=20, head=None)

@@ -5,8 +5,6 @@ import tensorflow.compat.v1 as tf
 
 from pretrain import mixed_precision, optimization
 
-tf.disable_eager_execution()
-
 
 def _np_schedule(step, init_lr, total, warmup, power=1.0):
     decayed = init_lr * (1.0 - min(step, total) / total) ** power
