@@ -271,7 +271,7 @@ def input_fn_builder(record_path, max_seq_length, batch_size, is_training, seed=
             dataset = dataset.shard(input_context.num_input_pipelines,
                                     input_context.input_pipeline_id)
         if is_training:
-            dataset = dataset.shuffle(10000, seed=seed, reshuffle_each_iteration=True).repeat()
+            dataset = dataset.shuffle(50000, seed=seed, reshuffle_each_iteration=True).repeat()
         dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
         local_batch = batch_size
         if input_context is not None:

@@ -116,3 +116,28 @@ def test_run_specs_are_checked():
     assert compare.parse_run("after = out/p ") == ("after", "out/p")
     with pytest.raises(ValueError, match="must differ"):
         compare.plan_runs(["a=", "a="], {"bert_config_file": "c.json"}, "out")
+
+
+def run_script(repo_root, cwd, *args, **env):
+    import os
+    import subprocess
+    return subprocess.run(["bash", str(repo_root / "scripts" / "lcqmc_finetune.sh"), *args],
+                          cwd=cwd, env=dict(os.environ, **env), capture_output=True, text=True)
+
+
+def test_script_help_and_missing_data_message(repo_root, tmp_path):
+    shown = run_script(repo_root, tmp_path, "--help")
+    assert shown.returncode == 0
+    for setting in ("LCQMC_DIR", "BEFORE", "AFTER", "CONFIG", "VOCAB", "MAX_TRAIN_EXAMPLES",
+                    "EPOCHS", "OUT"):
+        assert setting in shown.stdout
+    missing = run_script(repo_root, tmp_path, LCQMC_DIR="no_such_dir")
+    assert missing.returncode == 2
+    assert f"no LCQMC data at {tmp_path}/no_such_dir" in missing.stderr
+    assert "text_a<TAB>text_b<TAB>label" in missing.stderr
+    (tmp_path / "lcqmc").mkdir()
+    for split in ("train", "dev", "test"):
+        (tmp_path / "lcqmc" / f"{split}.txt").write_text("a\tb\t1\n", encoding="utf-8")
+    no_checkpoint = run_script(repo_root, tmp_path, "--after", "nothing_here",
+                               LCQMC_DIR="lcqmc")
+    assert no_checkpoint.returncode == 2 and "holds no checkpoint" in no_checkpoint.stderr
