@@ -90,6 +90,7 @@ def run(config):
     if hasattr(signal, "SIGTERM") and _in_main_thread():
         previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
     writers = []
+    committed = []
     results = None
     try:
         writers = [TFRecordWriter(path, config.compression) for path in output_paths]
@@ -117,6 +118,7 @@ def run(config):
         progress.finish()
         for writer in writers:
             writer.close()
+            committed.append(writer.path)
         account = _make_account(corpus_account, work_counts, file_counts, total_bytes,
                                 time.monotonic() - started, num_workers)
         run_counts = {key: value for key, value in account.items()
@@ -131,6 +133,10 @@ def run(config):
         for writer in writers:
             writer.abort()
         remove_all_temporaries()
+        for path in committed:  # complete data without its sidecar must not stay either
+            for leftover in (path, path + ".meta.json"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
         raise
     finally:
         if results is not None:
