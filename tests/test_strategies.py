@@ -93,51 +93,51 @@ def test_tpu_estimator_path_runs_on_cpu(data, tmp_path):
 
 
 MIRRORED_SCRIPT = """
-import json, sys
+import json
 import tensorflow as tf2
 cpu = tf2.config.list_physical_devices("CPU")[0]
 tf2.config.set_logical_device_configuration(
     cpu, [tf2.config.LogicalDeviceConfiguration(), tf2.config.LogicalDeviceConfiguration()])
-import numpy as np
-import tensorflow.compat.v1 as tf
-from pretrain import modeling, pretraining_model_fn, run_pretraining
-opts = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {OPTS}
-config = modeling.BertConfig.from_json_file(opts["bert_config_file"])
-init = opts.pop("init_dir") + "/init.ckpt"
-with tf.Graph().as_default():   # one shared starting point for both runs
-    feats = {{k: tf.zeros([2, 16], tf.int32) for k in ("input_ids", "input_mask", "segment_ids")}}
-    feats.update(masked_lm_positions=tf.zeros([2, 4], tf.int32),
-                 masked_lm_ids=tf.zeros([2, 4], tf.int32), masked_lm_weights=tf.ones([2, 4]),
-                 next_sentence_labels=tf.zeros([2, 1], tf.int32))
-    pretraining_model_fn.pretraining_losses(config, feats, True, True)
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        tf.train.Saver().save(sess, init)
-out = {{}}
-for name in ("mirrored", "cpu"):
-    run = dict(opts, strategy=name, init_checkpoint=init, output_dir=opts["output_dir"] + "/" + name)
-    out[name] = run_pretraining.run(run)
-print("RESULT " + json.dumps(out))
+from pretrain import run_pretraining
+print("RESULT " + json.dumps(run_pretraining.run({OPTS})), flush=True)
 """
 
 
+def _save_initial_weights(config_file, path):
+    """One shared starting point for both runs (weights only, like --init_checkpoint)."""
+    config = modeling.BertConfig.from_json_file(config_file)
+    with tf.Graph().as_default():
+        feats = {k: tf.zeros([2, 16], tf.int32) for k in ("input_ids", "input_mask",
+                                                           "segment_ids")}
+        feats.update(masked_lm_positions=tf.zeros([2, 4], tf.int32),
+                     masked_lm_ids=tf.zeros([2, 4], tf.int32), masked_lm_weights=tf.ones([2, 4]),
+                     next_sentence_labels=tf.zeros([2, 1], tf.int32))
+        pretraining_model_fn.pretraining_losses(config, feats, True, True)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            return tf.train.Saver().save(sess, path)
+
+
 def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
-    opts = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8)
-    opts["init_dir"] = str(tmp_path)
-    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(opts)))
-    result = _result(proc)
-    assert result["mirrored"]["strategy"] == "mirrored"
-    assert result["mirrored"]["global_step"] == 3 == result["cpu"]["global_step"]
+    init = _save_initial_weights(data["cfg"], str(tmp_path / "init.ckpt"))
+    base = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8, init_checkpoint=init)
+    mirrored_opts = dict(base, strategy="mirrored", output_dir=str(tmp_path / "mirrored"))
+    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(mirrored_opts)))
+    single_result = run_pretraining.run(dict(base, strategy="cpu",
+                                             output_dir=str(tmp_path / "cpu")))
+    mirrored_result = _result(proc)
+    assert mirrored_result["strategy"] == "mirrored"
+    assert mirrored_result["global_step"] == 3 == single_result["global_step"]
     mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored"))
     single = tf.train.load_checkpoint(str(tmp_path / "cpu"))
-    init = tf.train.load_checkpoint(str(tmp_path / "init.ckpt"))
+    initial = tf.train.load_checkpoint(init)
     names = [n for n in single.get_variable_to_shape_map() if n.startswith(("bert/", "cls/"))]
     assert len(names) > 40
     for name in names:
         np.testing.assert_allclose(mirrored.get_tensor(name), single.get_tensor(name),
                                    rtol=1e-4, atol=1e-5, err_msg=name)
     moved = np.abs(single.get_tensor("bert/pooler/dense/kernel")
-                   - init.get_tensor("bert/pooler/dense/kernel")).max()
+                   - initial.get_tensor("bert/pooler/dense/kernel")).max()
     assert moved > 1e-3  # the comparison is between trained weights
 
 
