@@ -130,6 +130,10 @@ def run(values):
     mixed_precision.compute_dtype(precision)  # validates the name
     eval_input = opts.eval_input_file or opts.input_file
     if strategy_name == "tpu":
+        if opts.use_tpu and not opts.tpu_name:
+            raise ValueError("--use_tpu needs --tpu_name (the Cloud TPU name or grpc:// "
+                             "address; --tpu_zone/--gcp_project if it is not in the default "
+                             "zone/project)")
         strategy_lib.check_tpu_paths(input_file=opts.input_file if opts.do_train else None,
                                      eval_input_file=eval_input if opts.do_eval else None,
                                      output_dir=opts.output_dir,

@@ -65,10 +65,12 @@ def test_resolve_strategy_choices():
 
 def test_tpu_refuses_local_paths(data, tmp_path):
     with pytest.raises(ValueError, match=r"--input_file=.*a\.tfrecord is a local path.*gs://"):
+        run_pretraining.run(_opts(data, "gs://bucket/out", use_tpu=True, tpu_name="t1"))
+    with pytest.raises(ValueError, match="--use_tpu needs --tpu_name"):
         run_pretraining.run(_opts(data, "gs://bucket/out", use_tpu=True))
     with pytest.raises(ValueError, match=r"--output_dir=.* is a local path"):
         run_pretraining.run(_opts(data, tmp_path / "o", input_file="gs://b/x.tfrecord",
-                                  use_tpu=True))
+                                  use_tpu=True, tpu_name="t1"))
 
 
 def test_tpu_estimator_path_runs_on_cpu(data, tmp_path):
