@@ -134,7 +134,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer timed steps")
     parser.add_argument("--use_xla", action="store_true")
     parser.add_argument("--curve_steps", type=int, default=30,
-                        help="steps of the tiny bf16-vs-fp32 loss comparison (0: skip)")
+                        help="steps of the bf16-vs-fp32 loss comparison (0: skip)")
+    parser.add_argument("--curve_model", default="tiny", choices=sorted(MODELS),
+                        help="model of the loss comparison (base: slow, ~20 s/step fp32)")
     args = parser.parse_args(argv)
     precisions = args.precisions.split(",")
     peaks = {p: measure_peak_matmul(p, seconds=1.5 if args.quick else 3.0) for p in precisions}
@@ -165,13 +167,14 @@ def main(argv=None):
                 "peak_gflops_measured": round(peaks[precision] / 1e9, 1),
                 "final_loss": round(losses[-1], 4)}), flush=True)
     if args.curve_steps and set(precisions) >= {"fp32", "bf16"}:
-        config = make_config("tiny", dropout=0.0)  # same weights + data -> same curve
+        config = make_config(args.curve_model, dropout=0.0)  # same weights + data
         _, fp32_losses, init = run_training(config, "fp32", args.batch_size, args.seq,
                                             args.preds, args.curve_steps, 0, seed=1)
         _, bf16_losses, _ = run_training(config, "bf16", args.batch_size, args.seq, args.preds,
                                          args.curve_steps, 0, seed=1, init_values=init)
         diff = np.abs(np.array(fp32_losses) - np.array(bf16_losses))
-        print(json.dumps({"bench": "loss_curve", "model": "tiny", "steps": args.curve_steps,
+        print(json.dumps({"bench": "loss_curve", "model": args.curve_model,
+                          "steps": args.curve_steps,
                           "fp32_first_last": [round(fp32_losses[0], 4), round(fp32_losses[-1], 4)],
                           "bf16_first_last": [round(bf16_losses[0], 4), round(bf16_losses[-1], 4)],
                           "max_abs_diff": round(float(diff.max()), 4),
