@@ -242,7 +242,6 @@ def main(argv=None):
         try:
             result = run(values)
         except (ValueError, data_checks.DataCheckError, modeling.ConfigError) as err:
-            logging.error("%s", err)
             raise SystemExit(f"error: {err}") from None
         logging.info("done: %s", json.dumps(result, default=str))
 
