@@ -177,6 +177,7 @@ else
   FIRST_RUN="${BEFORE_LABEL:-random init}="
 fi
 RERUN_FLAG="--norerun"; [[ "${RERUN}" == "1" ]] && RERUN_FLAG="--rerun"
+CONFIG_ARGS=(); [[ -n "${CONFIG}" ]] && CONFIG_ARGS=(--bert_config_file="${CONFIG}")
 
 echo "== LCQMC fine-tuning comparison: ${LCQMC_DIR} -> ${OUT}"
 echo "   starting points: '${FIRST_RUN}', '${AFTER_LABEL}=${AFTER}'; vocab ${VOCAB}"
@@ -184,7 +185,7 @@ mkdir -p "${OUT}"
 "${PYTHON}" -m finetune.compare \
   --data_dir="${LCQMC_DIR}" \
   --vocab_file="${VOCAB}" \
-  ${CONFIG:+--bert_config_file="${CONFIG}"} \
+  ${CONFIG_ARGS[@]+"${CONFIG_ARGS[@]}"} \
   --output_dir="${OUT}" \
   --run="${FIRST_RUN}" \
   --run="${AFTER_LABEL}=${AFTER}" \
