@@ -36,8 +36,10 @@ _WRAPPER_PREFIXES = ("module/",)
 _TRAINING_STATE = re.compile(
     r"(^|/)(global_step|bad_steps|good_steps|loss_scale|current_loss_scale|"
     r"beta1_power|beta2_power)$|"
+    r"^(loss_scale|gradient_accumulation)/|"
     r"/(adam_m|adam_v|lamb_m|lamb_v|Adam|Adam_1|Momentum|Adagrad|RMSProp|"
-    r"RMSProp_1|LAMB|LAMB_1|ExponentialMovingAverage)$")
+    r"RMSProp_1|LAMB|LAMB_1|AdamWeightDecay|AdamWeightDecay_1|Lamb|Lamb_1|"
+    r"ExponentialMovingAverage)$")
 
 
 class CheckpointMismatchError(ValueError):
