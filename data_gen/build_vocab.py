@@ -24,7 +24,6 @@ merged into a new piece until the budget or the corpus runs out.
 """
 import collections
 import heapq
-import os
 import sys
 
 from absl import app
@@ -32,6 +31,7 @@ from absl import flags
 
 from data_gen import tokenization
 from data_gen.corpus_reader import CorpusError, CorpusReader, expand_input_patterns
+from data_gen.file_utils import write_text_atomically
 
 SPECIALS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 ASCII_PUNCTUATION = [chr(cp) for cp in range(33, 127) if not chr(cp).isalnum()]
@@ -205,17 +205,7 @@ def build_vocab(files, vocab_size=None, do_lower_case=True, min_count=1, num_unu
 
 def write_vocab(tokens, output_file):
     """Writes one token per line under a temporary name, then renames it into place."""
-    directory = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{os.path.basename(output_file)}.incomplete-{os.getpid()}")
-    try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as writer:
-            for token in tokens:
-                writer.write(token + "\n")
-        os.replace(temporary, output_file)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    write_text_atomically(output_file, tokens)
 
 
 FLAGS = flags.FLAGS

@@ -25,6 +25,8 @@ import sys
 from absl import app
 from absl import flags
 
+from data_gen.file_utils import write_text_atomically
+
 EVAL_SPLITS = ("dev", "test")
 MAX_REPORTED_MALFORMED = 50
 
@@ -142,20 +144,13 @@ def pairs_to_documents(pairs, account):
 
 def write_documents(documents, output_file):
     """Writes documents blank-line separated, atomically (temporary name + rename)."""
-    directory = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{os.path.basename(output_file)}.incomplete-{os.getpid()}")
-    try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as writer:
-            for index, document in enumerate(documents):
-                if index:
-                    writer.write("\n")
-                for sentence in document:
-                    writer.write(sentence + "\n")
-        os.replace(temporary, output_file)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    def lines():
+        for index, document in enumerate(documents):
+            if index:
+                yield ""
+            yield from document
+
+    write_text_atomically(output_file, lines())
 
 
 def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, report=print):

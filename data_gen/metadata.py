@@ -1,5 +1,4 @@
 """The F.meta.json sidecar beside every output file (docs/architecture.md §2)."""
-import hashlib
 import os
 
 from data_gen.tfrecord_writer import write_json_atomically
@@ -7,14 +6,6 @@ from data_gen.tfrecord_writer import write_json_atomically
 FORMAT_VERSION = 1
 TOOL = "data_gen.create_pretraining_data"
 SENTENCE_TASKS = {"roberta": "none", "albert": "sop", "bert": "nsp"}
-
-
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as reader:
-        for block in iter(lambda: reader.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, run_counts):

@@ -14,17 +14,12 @@ import json
 import os
 import struct
 
+from data_gen.file_utils import temporary_path
 from data_gen.crc32c import crc32c_many, mask_crc, masked_crc32c
 
 COMPRESSIONS = ("none", "gzip")
 
 _live_temporaries = set()
-
-
-def temporary_path(path):
-    """Hidden sibling name used while `path` is being written."""
-    directory, name = os.path.split(os.path.abspath(path))
-    return os.path.join(directory, f".{name}.incomplete-{os.getpid()}")
 
 
 def remove_all_temporaries():

@@ -21,6 +21,7 @@ import os
 
 import tensorflow.compat.v1 as tf
 
+from data_gen.file_utils import atomic_output, file_sha256
 from data_gen.tokenization import FullTokenizer
 
 LABELS = ("0", "1")
@@ -158,14 +159,6 @@ def convert_example(example, tokenizer, max_seq_length):
     return features, truncated
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as reader:
-        for block in iter(lambda: reader.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def cache_key(data_file, vocab_file, max_seq_length, do_lower_case, limit):
     """Dict of everything the cached features depend on (and its short hash)."""
     key = {
@@ -185,13 +178,8 @@ def _int64_feature(values):
 
 
 def _write_atomically(path, write_fn):
-    temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{os.getpid()}")
-    try:
+    with atomic_output(path) as temporary:
         write_fn(temporary)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
 
 
 def build_cached_features(data_file, tokenizer, max_seq_length, cache_dir, split_name,

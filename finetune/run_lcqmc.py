@@ -13,7 +13,6 @@ The model config comes from `--bert_config_file`, else from a
 `bert_config.json` beside the init checkpoint. `run(settings)` is the
 plain-Python entry (a dict of the flag names below).
 """
-import json
 import math
 import os
 import shutil
@@ -23,6 +22,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 from absl import app, flags
 
+from data_gen.file_utils import write_json_atomically
 from finetune import lcqmc_data
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.classifier import model_fn_builder
@@ -127,13 +127,6 @@ def score_test(estimator, record_path, examples, checkpoint, settings):
     rows = [(e.guid, e.text_a, e.text_b, e.label, int(p), float(prob[1]))
             for e, p, prob in zip(examples, predicted, probabilities)]
     return accuracy, loss, rows
-
-
-def write_json_atomically(path, payload):
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(payload, f, ensure_ascii=False, indent=1)
-    os.replace(temporary, path)
 
 
 def run(settings, log_fn=print):

@@ -2,7 +2,6 @@
 import os
 import random
 
-import numpy as np
 import pytest
 
 from data_gen import crc32c
