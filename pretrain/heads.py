@@ -74,12 +74,15 @@ def get_masked_lm_output(config, input_tensor, output_weights, positions, label_
                                       initializer=tf.zeros_initializer())
         logits = tf.matmul(hidden, tf.cast(output_weights, tf.float32), transpose_b=True)
         logits = tf.nn.bias_add(logits, output_bias)
+        # Only evaluation fetches log_probs; training runs the fused sparse
+        # cross-entropy, which avoids a [B*P, V] one-hot and four elementwise
+        # passes over the logits (about 10% of a tiny model's step).
         log_probs = tf.nn.log_softmax(logits, axis=-1)
 
         label_ids = tf.reshape(label_ids, [-1])
         label_weights = tf.cast(tf.reshape(label_weights, [-1]), tf.float32)
-        one_hot_labels = tf.one_hot(label_ids, depth=vocab_size, dtype=tf.float32)
-        per_example_loss = -tf.reduce_sum(log_probs * one_hot_labels, axis=-1)
+        per_example_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.cast(label_ids, tf.int32), logits=logits)
         numerator = tf.reduce_sum(label_weights * per_example_loss)
         denominator = tf.reduce_sum(label_weights) + 1e-5
         loss = numerator / denominator
