@@ -25,6 +25,7 @@ import re
 import tensorflow.compat.v1 as tf
 from absl import app, flags
 
+from data_gen.file_utils import write_json_atomically
 from finetune import png_plot
 from finetune import run_lcqmc
 
@@ -150,7 +151,7 @@ def write_outputs(rows, common, out_dir, log_fn=print):
                 f"Dev accuracy per evaluation step: dev_curve.png ({legend}).{note}\n")
     with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
         f.write(markdown)
-    run_lcqmc.write_json_atomically(os.path.join(out_dir, "results.json"), {
+    write_json_atomically(os.path.join(out_dir, "results.json"), {
         "runs": rows, "settings": {name: common.get(name) for name in COMPARED_SETTINGS},
         "table_markdown": table, "plot": plot_path, "plot_legend": legend})
     log_fn(markdown)
