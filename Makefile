@@ -9,8 +9,8 @@ STAMP := $(VENV)/.installed
 # LCQMC comparison settings (see README, "Did pretraining help?")
 LCQMC_DIR ?= ../shared/data/lcqmc
 BEFORE ?=
-AFTER ?= output/pretrain
-CONFIG ?= configs/demo_tiny_bert.json
+AFTER ?= output/demo/pretrain
+CONFIG ?=
 VOCAB ?=
 MAX_TRAIN_EXAMPLES ?= 0
 EPOCHS ?= 2
