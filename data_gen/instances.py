@@ -24,13 +24,10 @@ def _cut_point(starts, begin, limit):
 
     Falls back to begin+limit (a hard cut) when one unit is longer than limit.
     """
-    end = begin + limit
-    if end >= len(starts):
-        return len(starts)
-    cut = end
-    while cut > begin and starts[cut] == 0:
-        cut -= 1
-    return cut if cut > begin else end
+    cut = _cut_point_soft(starts, begin, limit)
+    if cut == len(starts) or cut > begin:
+        return cut
+    return begin + limit
 
 
 def split_long_sentence(sentence, max_tokens):
