@@ -11,6 +11,8 @@ calls jieba.lcut itself; --segmenter=none groups nothing (per character).
 import logging
 import os
 
+from data_gen.jieba_dictionary_cache import initialize_default_tokenizer
+
 SEGMENTERS = ("jieba", "jieba_reference", "none")
 _jieba_tokenizers = {}  # user dict path -> initialized jieba.Tokenizer (reused in-process)
 
@@ -33,8 +35,7 @@ class JiebaSegmenter:
         key = os.path.abspath(user_dict) if user_dict else None
         self._tokenizer = _jieba_tokenizers.get(key)
         if self._tokenizer is None:
-            self._tokenizer = jieba.Tokenizer()
-            self._tokenizer.initialize()
+            self._tokenizer = initialize_default_tokenizer(jieba)
             if user_dict:
                 self._tokenizer.load_userdict(user_dict)
             _jieba_tokenizers[key] = self._tokenizer
