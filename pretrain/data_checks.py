@@ -138,7 +138,9 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
     """
     if max_seq_length > bert_config.max_position_embeddings:
         raise DataCheckError(f"--max_seq_length={max_seq_length} exceeds the model's "
-                             f"max_position_embeddings={bert_config.max_position_embeddings}")
+                             f"max_position_embeddings={bert_config.max_position_embeddings}"
+                             " (--bert_config_file); lower --max_seq_length and regenerate the "
+                             "data, or use a config with more position embeddings")
     try:
         files = input_pipeline.expand_input_files(input_patterns)
     except ValueError as err:
