@@ -7,7 +7,8 @@ strategy) and `TPUEstimator` (TPU or `use_tpu=False`): it returns a
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-from pretrain import heads, mixed_precision, modeling, optimization, training_hooks
+from pretrain import (checkpoint_loading, heads, mixed_precision, modeling, optimization,
+                      training_hooks)
 
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -41,22 +42,19 @@ def pretraining_losses(bert_config, features, is_training, use_sentence_head,
 
 
 def _init_from_checkpoint(init_checkpoint, use_tpu):
-    """Weights only, through the name/shape-checked loader (prints its table)."""
+    """Weights only, through the name/shape-checked loader.
+
+    Its table is printed by the first replica only (model_fn runs once per
+    replica under MirroredStrategy).
+    """
     tvars = tf.trainable_variables()
-    try:
-        from pretrain import checkpoint_loading  # pylint: disable=import-outside-toplevel
-    except ImportError:  # the loader of the models issue is not installed
-        checkpoint_loading = None
+    context = tf.distribute.get_replica_context()
+    replica_id = (tf.get_static_value(context.replica_id_in_sync_group)
+                  if context is not None else None)
+    log_fn = print if replica_id in (None, 0) else None
 
     def load():
-        if checkpoint_loading is not None:
-            checkpoint_loading.init_from_checkpoint(init_checkpoint, tvars=tvars)
-            return
-        names = dict(tf.train.list_variables(init_checkpoint))
-        assignment = {v.op.name: v for v in tvars if v.op.name in names}
-        logging.info("init_checkpoint %s: %d of %d variables loaded", init_checkpoint,
-                     len(assignment), len(tvars))
-        tf.train.init_from_checkpoint(init_checkpoint, assignment)
+        checkpoint_loading.init_from_checkpoint(init_checkpoint, tvars=tvars, log_fn=log_fn)
 
     if use_tpu:
         def scaffold_fn():
