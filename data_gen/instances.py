@@ -128,22 +128,36 @@ def _concat(sentences):
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
-    """Trims the longer of A and B, randomly from its front or back (BERT)."""
-    ids_a, starts_a = tokens_a
-    ids_b, starts_b = tokens_b
-    while len(ids_a) + len(ids_b) > max_num_tokens:
-        if len(ids_a) > len(ids_b):
-            ids, starts = ids_a, starts_a
+    """Trims the longer of A and B, randomly from its front or back (BERT).
+
+    Returns the truncated (ids, starts) of A and B; the inputs are left as
+    they are. As in google-research/bert, one token is removed at a time
+    with one draw each, so the draws are the same; the decisions are taken
+    on lengths and applied with one slice per side.
+    """
+    length_a, length_b = len(tokens_a[0]), len(tokens_b[0])
+    front_a = front_b = 0
+    random = rng.random
+    while length_a + length_b > max_num_tokens:
+        if length_a > length_b:
+            length_a -= 1
+            if random() < 0.5:
+                front_a += 1
         else:
-            ids, starts = ids_b, starts_b
-        if rng.random() < 0.5:
-            del ids[0], starts[0]
-        else:
-            ids.pop()
-            starts.pop()
-    for starts in (starts_a, starts_b):
-        if starts and starts[0] == 0:
-            starts[0] = 1
+            length_b -= 1
+            if random() < 0.5:
+                front_b += 1
+    return (_trimmed(tokens_a, front_a, length_a), _trimmed(tokens_b, front_b, length_b))
+
+
+def _trimmed(tokens, front, length):
+    """tokens[front:front + length], its first token marked as a unit start."""
+    ids, starts = tokens
+    if front or length != len(ids):
+        ids, starts = ids[front:front + length], starts[front:front + length]
+    if starts and starts[0] == 0:
+        starts = [1] + starts[1:]
+    return ids, starts
 
 
 def _split_inside(sentence, rng):
@@ -219,7 +233,7 @@ def create_pair_instances(documents, document_index, max_seq_length, short_seq_p
                     tokens_b = _concat(current_chunk[a_end:])
                     if task == "sop" and rng.random() < 0.5:
                         tokens_a, tokens_b, label = tokens_b, tokens_a, 1
-            truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+            tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
             if tokens_a[0] and tokens_b[0]:
                 ids, starts, segment_ids = _assemble(tokens_a, tokens_b, special)
                 instances.append((ids, starts, segment_ids, label))

@@ -159,3 +159,34 @@ def test_short_seq_prob_gives_shorter_targets():
     _, with_short, _ = _pair_instances("sop", seed=3, short_seq_prob=1.0)
     mean = lambda built: sum(len(i[0]) for i in built) / len(built)  # noqa: E731
     assert mean(with_short) < mean(long_only)
+
+
+def _truncate_one_at_a_time(tokens_a, tokens_b, max_num_tokens, rng):
+    """google-research/bert's loop: pop one token of the longer side per draw."""
+    ids_a, starts_a = list(tokens_a[0]), list(tokens_a[1])
+    ids_b, starts_b = list(tokens_b[0]), list(tokens_b[1])
+    while len(ids_a) + len(ids_b) > max_num_tokens:
+        ids, starts = (ids_a, starts_a) if len(ids_a) > len(ids_b) else (ids_b, starts_b)
+        index = 0 if rng.random() < 0.5 else -1
+        del ids[index], starts[index]
+    for starts in (starts_a, starts_b):
+        if starts and starts[0] == 0:
+            starts[0] = 1
+    return (ids_a, starts_a), (ids_b, starts_b)
+
+
+def test_truncate_seq_pair_equals_one_at_a_time_trimming_with_the_same_draws():
+    for seed in range(200):
+        rng = random.Random(seed)
+        length_a, length_b = rng.randint(1, 60), rng.randint(1, 60)
+        tokens_a = (list(range(length_a)), [rng.choice((0, 1)) for _ in range(length_a)])
+        tokens_b = (list(range(100, 100 + length_b)), [rng.choice((0, 1)) for _ in range(length_b)])
+        limit = rng.randint(2, 80)
+        snapshot = (list(tokens_a[0]), list(tokens_a[1]), list(tokens_b[0]), list(tokens_b[1]))
+        expected_rng, got_rng = random.Random(seed + 1000), random.Random(seed + 1000)
+        expected = _truncate_one_at_a_time(tokens_a, tokens_b, limit, expected_rng)
+        got = inst.truncate_seq_pair(tokens_a, tokens_b, limit, got_rng)
+        assert got == expected
+        assert len(got[0][0]) + len(got[1][0]) == min(limit, length_a + length_b)
+        assert got_rng.getstate() == expected_rng.getstate()  # same number of draws
+        assert (tokens_a[0], tokens_a[1], tokens_b[0], tokens_b[1]) == snapshot  # inputs kept
