@@ -10,6 +10,9 @@ bounded whatever the corpus size.
 import collections
 import concurrent.futures
 import multiprocessing
+import os
+import signal
+import sys
 
 from data_gen.chunk_processing import ChunkProcessor
 
@@ -33,8 +36,27 @@ _worker_processor = None
 
 
 def _init_worker(config):
+    """Spawned worker: builds its own processor (tokenizer, jieba dictionary)."""
     global _worker_processor
     _worker_processor = ChunkProcessor(config)
+
+
+def _init_forked_worker():
+    """Forked worker: the processor is inherited; only the parent's SIGTERM
+    handler (which raises to clean up output files) must not run here."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def default_start_method():
+    """"fork" when TensorFlow is not loaded here, else "spawn".
+
+    Forked workers inherit the tokenizer and jieba dictionary the parent
+    loaded once (no per-worker start-up); forking a process that runs
+    TensorFlow's thread pools is unsafe, so then workers are spawned.
+    """
+    if "tensorflow" in sys.modules or not hasattr(os, "fork"):
+        return "spawn"
+    return "fork"
 
 
 def _process_in_worker(chunk_index, documents):
@@ -52,11 +74,11 @@ def _terminate(executor):
         process.join(timeout=5)
 
 
-def process_chunks(config, chunks, num_workers):
+def process_chunks(config, chunks, num_workers, start_method=None):
     """Yields ChunkResult for every chunk, in chunk order.
 
-    num_workers == 1 runs in this process; otherwise freshly spawned worker
-    processes (spawn: safe even if the caller imported TensorFlow) receive at
+    num_workers == 1 runs in this process; otherwise worker processes
+    (started by `start_method`, default default_start_method()) receive at
     most 2 * num_workers chunks ahead of the writer. A worker that dies or
     fails to start raises BrokenProcessPool instead of hanging.
     """
@@ -66,9 +88,16 @@ def process_chunks(config, chunks, num_workers):
             yield processor.process(chunk_index, documents)
         return
 
+    global _worker_processor
+    start_method = start_method or default_start_method()
+    if start_method == "fork":
+        _worker_processor = ChunkProcessor(config)
+        initializer, initargs = _init_forked_worker, ()
+    else:
+        initializer, initargs = _init_worker, (config,)
     executor = concurrent.futures.ProcessPoolExecutor(
-        max_workers=num_workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker, initargs=(config,))
+        max_workers=num_workers, mp_context=multiprocessing.get_context(start_method),
+        initializer=initializer, initargs=initargs)
     in_flight = collections.deque()
     max_in_flight = 2 * num_workers
     finished = False
@@ -92,3 +121,4 @@ def process_chunks(config, chunks, num_workers):
             executor.shutdown(wait=True)
         else:
             _terminate(executor)
+        _worker_processor = None

@@ -13,6 +13,7 @@ import pytest
 
 import datagen_testutil as util
 from conftest import REPO_ROOT
+from data_gen import parallel
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_reader import CorpusError
 from data_gen.create_pretraining_data import run
@@ -116,17 +117,33 @@ def test_albert_and_bert_modes_write_their_sentence_labels(setup):
         assert meta["sentence_task"] == {"albert": "sop", "bert": "nsp"}[mode]
 
 
-def test_output_is_byte_identical_for_one_and_two_workers(setup):
+def test_output_is_byte_identical_for_one_and_two_workers(setup, monkeypatch):
+    """1 worker in-process, 2 forked workers (the CLI's default: they inherit the
+    loaded tokenizer) and 2 spawned workers (used once TensorFlow is imported)
+    write the same bytes."""
     tmp_path, vocab, corpus = setup
     corpus = util.write_corpus(tmp_path / "big.txt", util.documents(200, 4))
     outputs = {}
-    for workers in (1, 2):
-        prefix = tmp_path / f"w{workers}"
+    for workers, start_method in ((1, None), (2, "fork"), (2, "spawn")):
+        if start_method:
+            monkeypatch.setattr(parallel, "default_start_method", lambda: start_method)
+        prefix = tmp_path / f"w{workers}{start_method}"
         run(_config(tmp_path, vocab, corpus, mode="albert", dupe_factor=2, num_workers=workers,
                     chunk_chars=1500, num_output_shards=2, output_file=str(prefix)))
-        outputs[workers] = [open(f"{prefix}-{i:05d}-of-00002", "rb").read() for i in range(2)]
-    assert outputs[1] == outputs[2]
-    assert all(len(data) > 1000 for data in outputs[1])
+        outputs[workers, start_method] = [
+            open(f"{prefix}-{i:05d}-of-00002", "rb").read() for i in range(2)]
+    assert outputs[1, None] == outputs[2, "fork"] == outputs[2, "spawn"]
+    assert all(len(data) > 1000 for data in outputs[1, None])
+
+
+def test_default_start_method_forks_only_without_tensorflow():
+    import tensorflow  # noqa: F401  (loaded by this test process anyway)
+    assert parallel.default_start_method() == "spawn"
+    code = ("import sys; from data_gen import parallel; "
+            "assert 'tensorflow' not in sys.modules; print(parallel.default_start_method())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO_ROOT, check=True).stdout
+    assert out.strip() == "fork"
 
 
 def test_gzip_output_is_readable_by_tensorflow(setup):
