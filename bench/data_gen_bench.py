@@ -6,11 +6,16 @@
 For every corpus (../shared/data/corpus/clue_small_sample.txt, then any given),
 mode and worker count it runs the CLI in a subprocess with seq 128,
 20 predictions, dupe_factor 5 and Google's Chinese vocab, and prints one JSON
-line: input MB/s, instances/s, CPU seconds and peak RSS. Peak RSS is reported two ways:
-`peak_rss_mb_total` samples /proc every 50 ms and sums parent + workers;
+line: input MB/s, instances/s, CPU seconds and peak memory, reported three ways:
+`peak_pss_mb_total` samples /proc every 50 ms and sums the proportional set
+size of parent + workers (pages that forked workers share with the parent
+counted once: the memory the run really holds); `peak_rss_mb_total` sums
+their RSS (shared pages counted in every process);
 `peak_rss_mb_largest_process` is ru_maxrss from wait4 on the run (the largest
 single process of its tree, as getrusage(RUSAGE_CHILDREN) reports it). A final run on the corpus repeated 3x shows whether
 memory grows with corpus size. Missing inputs give a JSON "skipped" line.
+The same-machine reference, google-research/bert's own script on the same
+corpus and flags, is measured by bench/google_baseline.py --bench=data_gen.
 """
 import json
 import os
@@ -32,28 +37,40 @@ def _emit(record):
     print(json.dumps(record, sort_keys=True), flush=True)
 
 
-def _tree_rss_kb(root_pid):
-    """Sum of VmRSS over root_pid and all its descendants (Linux /proc)."""
+def _read_kb(path, field):
+    with open(path) as handle:
+        return int(next((line.split()[1] for line in handle if line.startswith(field)), "0"))
+
+
+def _tree_memory_kb(root_pid):
+    """(sum of VmRSS, sum of Pss) over root_pid and all its descendants (Linux /proc).
+
+    RSS counts a page shared by forked workers once per process; PSS splits it
+    between them, so the PSS sum is the memory the run really holds.
+    """
     children = {}
-    rss = {}
+    memory = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat") as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{name}/status") as handle:
-                value = next((line.split()[1] for line in handle if line.startswith("VmRSS:")), "0")
-        except (OSError, IndexError):
+            rss = _read_kb(f"/proc/{name}/status", "VmRSS:")
+            pss = _read_kb(f"/proc/{name}/smaps_rollup", "Pss:")
+        except (OSError, IndexError, ValueError):
             continue
         children.setdefault(int(fields[1]), []).append(int(name))
-        rss[int(name)] = int(value)
-    total, stack = 0, [root_pid]
+        memory[int(name)] = (rss, pss)
+    rss_total = pss_total = 0
+    stack = [root_pid]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        rss, pss = memory.get(pid, (0, 0))
+        rss_total += rss
+        pss_total += pss
         stack.extend(children.get(pid, []))
-    return total
+    return rss_total, pss_total
 
 
 def run_once(corpus, mode, workers, out_dir, extra_flags=()):
@@ -65,12 +82,13 @@ def run_once(corpus, mode, workers, out_dir, extra_flags=()):
     started = time.monotonic()
     log = tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
-    peak = [0]
+    peak = [0, 0]  # RSS sum, PSS sum
     done = threading.Event()
 
     def sample():
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss_kb(process.pid))
+            rss, pss = _tree_memory_kb(process.pid)
+            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
             done.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -99,6 +117,7 @@ def run_once(corpus, mode, workers, out_dir, extra_flags=()):
         "instances": instances, "instances_per_s": round(instances / seconds, 1),
         "masked_tokens": meta["file_counts"]["masked_tokens"],
         "peak_rss_mb_total": round(peak[0] / 1024, 1),
+        "peak_pss_mb_total": round(peak[1] / 1024, 1),
         "peak_rss_mb_largest_process": round(usage.ru_maxrss / 1024, 1),
         # CPU of the whole run (parent + workers): less sensitive to other load.
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
