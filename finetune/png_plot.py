@@ -118,7 +118,10 @@ def line_plot(path, series, width=640, height=400, y_range=None):
     for tick in _nice_ticks(x_low, x_high):
         px, _ = to_px(tick, y_low)
         _draw_segment(canvas, px, bottom, px, bottom + 5, (0, 0, 0), thickness=1)
-        _draw_text(canvas, int(px) - 8, bottom + 10, _format_tick(tick, x_high - x_low))
+        label = _format_tick(tick, x_high - x_low)
+        label_width = 8 * len(label) - 2  # 3-pixel glyphs + 1 spacing, scale 2
+        label_x = min(max(int(px) - label_width // 2, 0), width - label_width)  # centred, kept inside
+        _draw_text(canvas, label_x, bottom + 10, label)
     _draw_segment(canvas, left, top, left, bottom, (0, 0, 0))
     _draw_segment(canvas, left, bottom, right, bottom, (0, 0, 0))
 

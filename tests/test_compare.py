@@ -141,3 +141,15 @@ def test_script_help_and_missing_data_message(repo_root, tmp_path):
     no_checkpoint = run_script(repo_root, tmp_path, "--after", "nothing_here",
                                LCQMC_DIR="lcqmc")
     assert no_checkpoint.returncode == 2 and "holds no checkpoint" in no_checkpoint.stderr
+
+
+def test_x_tick_labels_are_drawn_whole_even_at_the_right_edge(tmp_path):
+    path = tmp_path / "ticks.png"
+    png_plot.line_plot(str(path), [("a", [0, 1000, 2000], [0.5, 0.54, 0.55])])
+    image = read_png(path)
+    bottom = image.shape[0] - 40
+    label_rows = image[bottom + 10:bottom + 20]  # 5 glyph rows at scale 2
+    dark = (label_rows < 100).all(axis=-1)
+    labels = ["0", "500", "1000", "1500", "2000"]
+    glyph_pixels = sum(png_plot._GLYPHS[char].count("1") * 4 for label in labels for char in label)
+    assert dark.sum() == glyph_pixels  # no label is cut off by the canvas edge
