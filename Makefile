@@ -16,7 +16,7 @@ MAX_TRAIN_EXAMPLES ?= 0
 EPOCHS ?= 2
 OUT ?= results/lcqmc
 
-.PHONY: setup test demo data pretrain lcqmc-finetune bench clean
+.PHONY: setup test demo data pretrain lcqmc-finetune bench bench-google clean
 
 setup: $(STAMP)
 
@@ -49,5 +49,9 @@ bench: setup
 	$(PY) bench/data_gen_bench.py
 	$(PY) bench/pretrain_bench.py
 
+# The same benchmarks run on google-research/bert's own scripts (downloaded into .cache/).
+bench-google: setup
+	$(PY) bench/google_baseline.py
+
 clean:
-	rm -rf output results .pytest_cache
+	rm -rf output results .pytest_cache .cache
