@@ -74,11 +74,11 @@ def _terminate(executor):
         process.join(timeout=5)
 
 
-def process_chunks(config, chunks, num_workers, start_method=None):
+def process_chunks(config, chunks, num_workers):
     """Yields ChunkResult for every chunk, in chunk order.
 
     num_workers == 1 runs in this process; otherwise worker processes
-    (started by `start_method`, default default_start_method()) receive at
+    (started as default_start_method() says) receive at
     most 2 * num_workers chunks ahead of the writer. A worker that dies or
     fails to start raises BrokenProcessPool instead of hanging.
     """
@@ -89,7 +89,7 @@ def process_chunks(config, chunks, num_workers, start_method=None):
         return
 
     global _worker_processor
-    start_method = start_method or default_start_method()
+    start_method = default_start_method()
     if start_method == "fork":
         _worker_processor = ChunkProcessor(config)
         initializer, initargs = _init_forked_worker, ()
