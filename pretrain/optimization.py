@@ -57,9 +57,10 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
 
     No bias correction of the moments (as google-research/bert and ALBERT).
     `set_update_mask(mask)` takes a boolean scalar tensor: when False the
-    variables and slots keep their values (used to skip fp16 overflow steps
-    and the non-final micro-batches of gradient accumulation without tf.cond,
-    which does not mix well with cross-replica merge calls).
+    variables and slots keep their values (used to skip non-finite steps and
+    the non-final micro-batches of gradient accumulation). The mask is a
+    tf.cond inside each variable's update, never around `apply_gradients`,
+    whose cross-replica merge call does not mix with tf.cond.
     """
 
     def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
@@ -104,6 +105,14 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         return 1.0
 
     def _apply_update(self, grad, var):
+        if self._update_mask is None:
+            return self._update_variable(grad, var)
+        # A cond rather than an elementwise select of old and new values: the
+        # skipped branch costs nothing, and a non-finite gradient never reaches
+        # the variable or its slots.
+        return tf.cond(self._update_mask, lambda: self._update_variable(grad, var), tf.no_op)
+
+    def _update_variable(self, grad, var):
         name = self.variable_name(var)
         m = self.get_slot(var, "m")
         v = self.get_slot(var, "v")
@@ -116,11 +125,6 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         if self._uses_weight_decay(name):
             update += self.weight_decay_rate * var
         next_var = var - lr * self._step_scale(var, update, name) * update
-        if self._update_mask is not None:
-            mask = self._update_mask
-            next_m = tf.where(mask, next_m, m)
-            next_v = tf.where(mask, next_v, v)
-            next_var = tf.where(mask, next_var, var)
         return tf.group(var.assign(next_var), m.assign(next_m), v.assign(next_v))
 
     def _apply_dense(self, grad, var):
@@ -215,12 +219,6 @@ def cross_replica_mean(values, use_tpu=False):
     return list(ctx.all_reduce(tf.distribute.ReduceOp.MEAN, list(values)))
 
 
-def all_finite(tensors):
-    """Boolean scalar: every element of every tensor is finite."""
-    checks = [tf.reduce_all(tf.math.is_finite(t)) for t in tensors]
-    return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
-
-
 TrainOpOutputs = collections.namedtuple(
     "TrainOpOutputs",
     ["train_op", "learning_rate", "grad_norm", "grads_finite", "update_applied", "loss_scale"])
@@ -254,16 +252,23 @@ def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="
     grads = cross_replica_mean(grads, use_tpu=use_tpu)
     if loss_scaler is not None:
         grads = loss_scaler.unscale(grads)
-    finite = all_finite(grads)
-    grads = [tf.where(finite, g, tf.zeros_like(g)) for g in grads]
+    # One pass over the gradients instead of an is-finite pass per tensor: the
+    # global norm is finite when every element is (and also overflows, so the
+    # step is skipped, for elements above ~1e19); clipping reuses it.
+    grad_norm = tf.linalg.global_norm(grads)
+    finite = tf.math.is_finite(grad_norm)
 
     extra_ops = []
     if k > 1:
+        grads = [tf.where(finite, g, tf.zeros_like(g)) for g in grads]
         grads, is_update, finite_cycle = gradient_accumulation.accumulate(
             grads, tvars, finite, global_step, k)
+        clipped, grad_norm = tf.clip_by_global_norm(grads, clip_norm)
     else:
+        # A non-finite norm makes the clipped values NaN; the update mask then
+        # skips the step, so they are never applied.
         is_update, finite_cycle = tf.constant(True), finite
-    clipped, grad_norm = tf.clip_by_global_norm(grads, clip_norm)
+        clipped, _ = tf.clip_by_global_norm(grads, clip_norm, use_norm=grad_norm)
     update_applied = tf.logical_and(is_update, finite_cycle)
     opt.set_update_mask(update_applied)
     replicas = _num_strategy_replicas()

@@ -149,3 +149,27 @@ def test_fp16_overflow_step_is_skipped_and_scale_halved():
             assert sess.run(scaler.scale_var) == 8.0  # doubled after 2 finite steps
             assert np.all(sess.run(w) < 1.0)
             assert sess.run(tf.train.get_global_step()) == 3
+
+
+def test_non_finite_fp32_step_leaves_variable_and_slots_untouched():
+    """A NaN gradient (no loss scaling) skips the update: weights and Adam slots keep their values."""
+    with tf.Graph().as_default():
+        feed = tf.placeholder(tf.float32, [])
+        with tf.variable_scope("m"):
+            w = tf.get_variable("kernel", initializer=np.array([1.0, -2.0], np.float32))
+        out = optimization.build_train_op(tf.reduce_sum(w * w) * feed, 0.1, 10, 0)
+        slots = [v for v in tf.global_variables() if "AdamWeightDecay" in v.op.name]
+        assert len(slots) == 2  # m and v
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(out.train_op, {feed: 1.0})
+            before = sess.run([w] + slots)
+            finite, applied, norm, _ = sess.run(
+                [out.grads_finite, out.update_applied, out.grad_norm, out.train_op], {feed: np.nan})
+            assert not finite and not applied and not np.isfinite(norm)
+            for old, new in zip(before, sess.run([w] + slots)):
+                np.testing.assert_array_equal(new, old)
+            finite, norm, _ = sess.run([out.grads_finite, out.grad_norm, out.train_op], {feed: 1.0})
+            assert finite and np.isclose(norm, np.linalg.norm(2 * before[0]), rtol=1e-5)
+            assert not np.allclose(sess.run(w), before[0])
+            assert sess.run(tf.train.get_global_step()) == 3
