@@ -1,0 +1,6 @@
+"""LCQMC fine-tuning of a pretrained encoder.
+
+`pretrain` is imported first so that its CPU kernel setting (oneDNN, see
+pretrain/__init__.py) is in place before any module here loads TensorFlow.
+"""
+import pretrain  # noqa: F401

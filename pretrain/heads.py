@@ -6,7 +6,7 @@ google-research/bert: `cls/predictions/...`, `cls/seq_relationship/...`.
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import layers
+from pretrain import cpu_kernels, layers
 from pretrain.modeling import EMBEDDING_PROJECTION_COLLECTION
 
 
@@ -26,6 +26,24 @@ def gather_indexes(sequence_tensor, positions):
     flat_positions = tf.reshape(positions + offsets, [-1])
     flat_sequence = tf.reshape(sequence_tensor, [-1, width])
     return tf.gather(flat_sequence, flat_positions)
+
+
+def cross_entropy(logits, log_probs, label_ids, one_hot):
+    """Per-row cross-entropy of [N, V] logits against [N] int labels -> [N].
+
+    Two formulations of the same value, chosen by speed: with oneDNN CPU
+    kernels, `-sum(one_hot * log_softmax)` is faster (its ops are
+    multi-threaded); with Eigen kernels the fused sparse op is, since it
+    avoids an [N, V] one-hot and several passes over the logits. On the
+    [640, 21128] MLM head of batch 32 x 20 predictions, forward + backward:
+    110 vs 129 ms (oneDNN) and 183 vs 162 ms (Eigen).
+    """
+    label_ids = tf.cast(label_ids, tf.int32)
+    if one_hot:
+        depth = layers.get_shape_list(logits, 2, "logits")[1]
+        labels = tf.one_hot(label_ids, depth=depth, dtype=log_probs.dtype)
+        return -tf.reduce_sum(labels * log_probs, axis=-1)
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids, logits=logits)
 
 
 def _mlm_transform_width(config):
@@ -74,15 +92,12 @@ def get_masked_lm_output(config, input_tensor, output_weights, positions, label_
                                       initializer=tf.zeros_initializer())
         logits = tf.matmul(hidden, tf.cast(output_weights, tf.float32), transpose_b=True)
         logits = tf.nn.bias_add(logits, output_bias)
-        # Only evaluation fetches log_probs; training runs the fused sparse
-        # cross-entropy, which avoids a [B*P, V] one-hot and four elementwise
-        # passes over the logits (about 10% of a tiny model's step).
         log_probs = tf.nn.log_softmax(logits, axis=-1)
 
         label_ids = tf.reshape(label_ids, [-1])
         label_weights = tf.cast(tf.reshape(label_weights, [-1]), tf.float32)
-        per_example_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.cast(label_ids, tf.int32), logits=logits)
+        per_example_loss = cross_entropy(logits, log_probs, label_ids,
+                                         one_hot=cpu_kernels.onednn_enabled())
         numerator = tf.reduce_sum(label_weights * per_example_loss)
         denominator = tf.reduce_sum(label_weights) + 1e-5
         loss = numerator / denominator

@@ -4,6 +4,10 @@ import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Before any test module loads TensorFlow, so that the tests run the CPU kernels
+# the toolkit's entry points run (oneDNN unless TF_ENABLE_ONEDNN_OPTS=0).
+import pretrain  # noqa: E402,F401
+
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -119,3 +119,27 @@ def test_vocab_reduction_on_shared_corpus_with_google_vocab(tmp_path):
     assert {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} <= kept
     assert all(ch in kept for ch in "".join(lines[:5]) if ch in full[:21128] and ch.strip()
                and "\u4e00" <= ch <= "\u9fff")
+
+
+def test_cross_entropy_formulations_agree_in_value_and_gradient():
+    """The one-hot (oneDNN) and fused sparse (Eigen) MLM losses are the same function."""
+    rng = np.random.RandomState(3)
+    logits_value = rng.normal(scale=3.0, size=(6, 40)).astype(np.float32)
+    labels_value = np.array([0, 39, 7, 7, 12, 25], np.int32)
+    with tf.Graph().as_default(), tf.Session() as session:
+        logits = tf.constant(logits_value)
+        log_probs = tf.nn.log_softmax(logits)
+        results = []
+        for one_hot in (True, False):
+            loss = heads.cross_entropy(logits, log_probs, tf.constant(labels_value), one_hot)
+            weights = tf.constant(np.arange(1, 7, dtype=np.float32))
+            grad = tf.gradients(tf.reduce_sum(loss * weights), logits)[0]
+            results.append(session.run([loss, grad]))
+    (loss_one_hot, grad_one_hot), (loss_sparse, grad_sparse) = results
+    expected = -log_softmax(logits_value)[np.arange(6), labels_value]
+    np.testing.assert_allclose(loss_one_hot, expected, rtol=1e-5)
+    np.testing.assert_allclose(loss_sparse, expected, rtol=1e-5)
+    softmax = np.exp(log_softmax(logits_value))
+    expected_grad = (softmax - np.eye(40, dtype=np.float32)[labels_value]) * np.arange(1, 7)[:, None]
+    np.testing.assert_allclose(grad_one_hot, expected_grad, atol=1e-5)
+    np.testing.assert_allclose(grad_sparse, expected_grad, atol=1e-5)
