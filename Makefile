@@ -51,7 +51,7 @@ bench: setup
 
 # The same benchmarks run on google-research/bert's own scripts (downloaded into .cache/).
 bench-google: setup
-	$(PY) bench/google_baseline.py
+	$(PY) bench/google_baseline.py --paired
 
 clean:
 	rm -rf output results .pytest_cache .cache

@@ -3,7 +3,7 @@
     python bench/google_baseline.py                          # data_gen + pretrain
     python bench/google_baseline.py --bench=data_gen [EXTRA_CORPUS.txt ...] [--max_mb=0.2]
     python bench/google_baseline.py --bench=pretrain --models tiny,base [--quick]
-        [--steps N --warmup N]
+        [--steps N --warmup N] [--onednn=tf_default|on|off] [--paired]
 
 Google's code is never copied into this repo: at run time the official PyPI
 wheel `bert-tensorflow==1.0.4` is fetched with `pip download` into
@@ -26,6 +26,15 @@ its modules are run unmodified through the shim below.
   batch, seeds, learning-rate schedule, session config, untimed warmup steps,
   FLOP formula and measured fp32 peak matmul, re-measured after each run, best
   kept). fp32 only.
+  - CPU kernels (`--onednn`): `tf_default` (the default) runs Google's step as
+    its users get it, with TensorFlow's own choice (on AVX2-only CPUs: Eigen,
+    not oneDNN; TensorFlow loads here before our `pretrain` helpers, whose
+    oneDNN default therefore does not apply); `on` / `off` force one of them.
+    Each line says which ran.
+  - `--paired` (bench `paired_pretrain`): ours (bench/pretrain_bench.py's
+    graph) and Google's are built in this one process, with the same kernels,
+    and their steps alternate one by one, so a drift in machine speed hits
+    both alike; prints both rates and ours / Google.
 
 Shim: wheel 1.0.4 is Google's TF-1.15 edition; it already imports
 `tensorflow.compat.v1 as tf` and uses tf.estimator.tpu, tf.tpu,
@@ -229,8 +238,8 @@ def bench_data_gen(args):
             emit(google_data_gen(corpus, out_dir, args.max_mb))
 
 
-def google_train_step_seconds(name, batch, steps, warmup, seed=0):
-    """Seconds per step of Google's model_fn train_op; also the final loss."""
+def build_google_step(name, batch, seed=0):
+    """Session and [loss, train_op] of Google's model_fn train_op; also its FLOPs/example."""
     import tensorflow.compat.v1 as tf
     import pretrain_bench as ours
     from bert import modeling, run_pretraining
@@ -239,7 +248,8 @@ def google_train_step_seconds(name, batch, steps, warmup, seed=0):
         attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
         initializer_range=0.02, **ours.MODELS[name]))
     data = ours.synthetic_batch(batch, SEQ, PREDS, config.vocab_size, seed)
-    with tf.Graph().as_default():
+    graph = tf.Graph()
+    with graph.as_default():
         tf.set_random_seed(seed)
         features = tf.data.make_one_shot_iterator(
             tf.data.Dataset.from_tensors(data).repeat()).get_next()
@@ -249,37 +259,84 @@ def google_train_step_seconds(name, batch, steps, warmup, seed=0):
             num_train_steps=10000, num_warmup_steps=100, use_tpu=False,
             use_one_hot_embeddings=False)
         spec = model_fn(features, None, tf.estimator.ModeKeys.TRAIN, {"batch_size": batch})
-        fetches = [spec.loss, spec.train_op]
-        with tf.Session(config=ours.mixed_precision.session_config(False)) as sess:
-            sess.run(tf.global_variables_initializer())
-            for _ in range(warmup):
-                sess.run(fetches)
-            loss, started = float("nan"), time.time()
-            for _ in range(steps):
-                loss = sess.run(fetches)[0]
-            seconds = time.time() - started
-    return seconds, float(loss), ours.train_flops_per_example(config, SEQ, PREDS)
+        session = tf.Session(graph=graph, config=ours.mixed_precision.session_config(False))
+        session.run(tf.global_variables_initializer())
+    return session, [spec.loss, spec.train_op], ours.train_flops_per_example(config, SEQ, PREDS)
+
+
+def timed_steps(session, fetches, steps, warmup):
+    """Runs warmup then `steps` timed steps; returns (seconds, last loss)."""
+    for _ in range(warmup):
+        session.run(fetches)
+    loss, started = float("nan"), time.time()
+    for _ in range(steps):
+        loss = session.run(fetches)[0]
+    return time.time() - started, float(loss)
+
+
+def apply_onednn_choice(choice):
+    """Sets TF_ENABLE_ONEDNN_OPTS for `on` / `off`; must run before TensorFlow loads.
+
+    `tf_default` leaves the environment as the user has it. TensorFlow is then
+    loaded by `install_shim`, before our `pretrain` package, whose oneDNN
+    default therefore does not apply.
+    """
+    if "tensorflow" in sys.modules:
+        raise RuntimeError("--onednn must be applied before TensorFlow is imported")
+    if choice != "tf_default":
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1" if choice == "on" else "0"
 
 
 def bench_pretrain(args):
     install_shim()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import pretrain_bench as ours
+    from pretrain import cpu_kernels
     peak = ours.measure_peak_matmul("fp32", seconds=1.5 if args.quick else 3.0)
     for name in args.models.split(","):
         steps, warmup = STEPS[name == "base"][args.quick]
         steps = steps if args.steps is None else args.steps
         warmup = warmup if args.warmup is None else args.warmup
-        seconds, loss, flops = google_train_step_seconds(name, args.batch_size, steps, warmup)
+        session, fetches, flops = build_google_step(name, args.batch_size)
+        with session:
+            seconds, loss = timed_steps(session, fetches, steps, warmup)
         peak = max(peak, ours.measure_peak_matmul("fp32", seconds=1.0))
         examples_per_s = args.batch_size * steps / seconds
         emit({"bench": "google_pretrain", "model": name, "precision": "fp32",
+              "onednn": cpu_kernels.onednn_enabled(),
               "batch": args.batch_size, "seq": SEQ, "preds": PREDS, "steps": steps,
               "warmup": warmup, "seconds": round(seconds, 3),
               "examples_per_s": round(examples_per_s, 2),
               "tokens_per_s": round(examples_per_s * SEQ, 1),
               "mfu": round(examples_per_s * flops / peak, 3),
               "peak_gflops": round(peak / 1e9, 1), "final_loss": round(loss, 4)})
+        if args.paired:
+            emit(paired_run(name, args.batch_size, steps, warmup, cpu_kernels.onednn_enabled()))
+
+
+def paired_run(name, batch, steps, warmup, onednn):
+    """Google's and our step alternating in one process; returns the JSON record."""
+    import pretrain_bench as ours
+    runs = {"google": build_google_step(name, batch)[:2],
+            "ours": ours.build_training(ours.make_config(name), "fp32", batch, SEQ, PREDS)[:2]}
+    seconds = {who: 0.0 for who in runs}
+    losses = {}
+    for who, (session, fetches) in runs.items():
+        timed_steps(session, fetches, 0, warmup)
+    for _ in range(steps):
+        for who, (session, fetches) in runs.items():
+            started = time.time()
+            losses[who] = float(session.run(fetches)[0])
+            seconds[who] += time.time() - started
+    for session, _ in runs.values():
+        session.close()
+    rate = {who: batch * steps / seconds[who] for who in runs}
+    return {"bench": "paired_pretrain", "model": name, "precision": "fp32", "onednn": onednn,
+            "batch": batch, "seq": SEQ, "preds": PREDS, "alternating_steps": steps,
+            "google_examples_per_s": round(rate["google"], 2),
+            "ours_examples_per_s": round(rate["ours"], 2),
+            "ours_over_google": round(rate["ours"] / rate["google"], 3),
+            "final_loss": {who: round(loss, 4) for who, loss in losses.items()}}
 
 
 def main(argv):
@@ -293,12 +350,17 @@ def main(argv):
     parser.add_argument("--steps", type=int, default=None, help="timed steps per model")
     parser.add_argument("--warmup", type=int, default=None, help="untimed steps first")
     parser.add_argument("--quick", action="store_true", help="fewer steps, as pretrain_bench")
+    parser.add_argument("--onednn", default="tf_default", choices=["tf_default", "on", "off"],
+                        help="pretrain: CPU kernels of this process (see the docstring)")
+    parser.add_argument("--paired", action="store_true",
+                        help="pretrain: also alternate Google's and our steps in this process")
     args = parser.parse_args(argv)
     benches = args.bench.split(",")
     models = set(args.models.split(","))
     if set(benches) - {"data_gen", "pretrain"} or models - {"tiny", "base"}:
         parser.error("--bench takes data_gen,pretrain and --models tiny,base")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    apply_onednn_choice(args.onednn)
     reason = fetch_google_bert()
     if reason:
         for bench in benches:

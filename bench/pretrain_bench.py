@@ -13,6 +13,10 @@ precision (large square matmuls), before the runs and again after each run;
 the best value seen so far is used, so a busy machine during the peak
 measurement cannot inflate MFU. A `loss_curve` line compares the bf16 and
 fp32 losses of the same model, data and initial weights.
+
+CPU kernels: importing `pretrain` defaults TensorFlow to its oneDNN kernels
+(pretrain/cpu_kernels.py); every line says which ran (`onednn`). Run with
+TF_ENABLE_ONEDNN_OPTS=0 to measure TensorFlow's Eigen kernels instead.
 """
 import argparse
 import json
@@ -25,9 +29,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow.compat.v1 as tf  # noqa: E402
+# `pretrain` before TensorFlow: its CPU kernel default must apply before TF loads.
+from pretrain import cpu_kernels, mixed_precision, modeling, optimization  # noqa: E402
 
-from pretrain import mixed_precision, modeling, optimization  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
 from pretrain.pretraining_model_fn import pretraining_losses  # noqa: E402
 
 tf.disable_eager_execution()
@@ -96,11 +101,14 @@ def measure_peak_matmul(precision, n=2048, seconds=3.0):
     return best
 
 
-def run_training(config, precision, batch, seq, preds, steps, warmup_steps, seed=0,
-                 use_xla=False, init_values=None):
-    """Trains `steps` timed steps; returns (seconds per step, losses, initial weights)."""
+def build_training(config, precision, batch, seq, preds, seed=0, use_xla=False):
+    """Graph and session of one training step; returns (session, [loss, train_op], tvars).
+
+    The caller closes the session.
+    """
     data = synthetic_batch(batch, seq, preds, config.vocab_size, seed)
-    with tf.Graph().as_default():
+    graph = tf.Graph()
+    with graph.as_default():
         tf.set_random_seed(seed)
         features = tf.data.make_one_shot_iterator(
             tf.data.Dataset.from_tensors(data).repeat()).get_next()
@@ -108,19 +116,27 @@ def run_training(config, precision, batch, seq, preds, steps, warmup_steps, seed
                                      compute_type=mixed_precision.compute_dtype(precision))
         train = optimization.build_train_op(outputs["loss"], 1e-4, 10000, 100)
         tvars = tf.trainable_variables()
-        with tf.Session(config=mixed_precision.session_config(use_xla)) as sess:
-            sess.run(tf.global_variables_initializer())
-            if init_values is not None:
-                for var, value in zip(tvars, init_values):
-                    var.load(value, sess)
-            initial = sess.run(tvars) if init_values is None else init_values
-            losses = []
-            for _ in range(warmup_steps):
-                losses.append(float(sess.run([outputs["loss"], train.train_op])[0]))
-            t0 = time.time()
-            for _ in range(steps):
-                losses.append(float(sess.run([outputs["loss"], train.train_op])[0]))
-            elapsed = time.time() - t0
+        session = tf.Session(graph=graph, config=mixed_precision.session_config(use_xla))
+        session.run(tf.global_variables_initializer())
+    return session, [outputs["loss"], train.train_op], tvars
+
+
+def run_training(config, precision, batch, seq, preds, steps, warmup_steps, seed=0,
+                 use_xla=False, init_values=None):
+    """Trains `steps` timed steps; returns (seconds per step, losses, initial weights)."""
+    sess, fetches, tvars = build_training(config, precision, batch, seq, preds, seed, use_xla)
+    with sess, sess.graph.as_default():
+        if init_values is not None:
+            for var, value in zip(tvars, init_values):
+                var.load(value, sess)
+        initial = sess.run(tvars) if init_values is None else init_values
+        losses = []
+        for _ in range(warmup_steps):
+            losses.append(float(sess.run(fetches)[0]))
+        t0 = time.time()
+        for _ in range(steps):
+            losses.append(float(sess.run(fetches)[0]))
+        elapsed = time.time() - t0
     return elapsed / max(steps, 1), losses, initial
 
 
@@ -142,7 +158,8 @@ def main(argv=None):
     peaks = {p: measure_peak_matmul(p, seconds=1.5 if args.quick else 3.0) for p in precisions}
     for p, peak in peaks.items():
         print(json.dumps({"bench": "peak_matmul", "precision": p, "gflops": round(peak / 1e9, 1),
-                          "cpu_count": os.cpu_count()}), flush=True)
+                          "cpu_count": os.cpu_count(),
+                          "onednn": cpu_kernels.onednn_enabled()}), flush=True)
     for name in args.models.split(","):
         config = make_config(name)
         flops = train_flops_per_example(config, args.seq, args.preds)
@@ -160,7 +177,8 @@ def main(argv=None):
             print(json.dumps({
                 "bench": "pretrain_step", "model": name, "precision": precision,
                 "batch": args.batch_size, "seq": args.seq, "preds": args.preds,
-                "xla": args.use_xla, "timed_steps": steps,
+                "xla": args.use_xla, "onednn": cpu_kernels.onednn_enabled(),
+                "timed_steps": steps,
                 "examples_per_sec": round(ex_s, 2), "tokens_per_sec": round(ex_s * args.seq, 1),
                 "model_tflops_per_sec": round(ex_s * flops / 1e12, 4),
                 "mfu": round(ex_s * flops / peaks[precision], 3),
