@@ -321,7 +321,7 @@ def paired_run(name, batch, steps, warmup, onednn):
             "ours": ours.build_training(ours.make_config(name), "fp32", batch, SEQ, PREDS)[:2]}
     seconds = {who: 0.0 for who in runs}
     losses = {}
-    for who, (session, fetches) in runs.items():
+    for session, fetches in runs.values():
         timed_steps(session, fetches, 0, warmup)
     for _ in range(steps):
         for who, (session, fetches) in runs.items():
