@@ -247,20 +247,16 @@ def build_google_step(name, batch, seed=0):
         vocab_size=21128, hidden_act="gelu", hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
         initializer_range=0.02, **ours.MODELS[name]))
-    data = ours.synthetic_batch(batch, SEQ, PREDS, config.vocab_size, seed)
     graph = tf.Graph()
     with graph.as_default():
-        tf.set_random_seed(seed)
-        features = tf.data.make_one_shot_iterator(
-            tf.data.Dataset.from_tensors(data).repeat()).get_next()
+        features = ours.repeated_batch_features(batch, SEQ, PREDS, config.vocab_size, seed)
         # Same learning-rate schedule as pretrain_bench's build_train_op(loss, 1e-4, 10000, 100).
         model_fn = run_pretraining.model_fn_builder(
             bert_config=config, init_checkpoint=None, learning_rate=1e-4,
             num_train_steps=10000, num_warmup_steps=100, use_tpu=False,
             use_one_hot_embeddings=False)
         spec = model_fn(features, None, tf.estimator.ModeKeys.TRAIN, {"batch_size": batch})
-        session = tf.Session(graph=graph, config=ours.mixed_precision.session_config(False))
-        session.run(tf.global_variables_initializer())
+        session = ours.initialized_session(graph)
     return session, [spec.loss, spec.train_op], ours.train_flops_per_example(config, SEQ, PREDS)
 
 

@@ -106,19 +106,30 @@ def build_training(config, precision, batch, seq, preds, seed=0, use_xla=False):
 
     The caller closes the session.
     """
-    data = synthetic_batch(batch, seq, preds, config.vocab_size, seed)
     graph = tf.Graph()
     with graph.as_default():
-        tf.set_random_seed(seed)
-        features = tf.data.make_one_shot_iterator(
-            tf.data.Dataset.from_tensors(data).repeat()).get_next()
+        features = repeated_batch_features(batch, seq, preds, config.vocab_size, seed)
         outputs = pretraining_losses(config, features, True, True,
                                      compute_type=mixed_precision.compute_dtype(precision))
         train = optimization.build_train_op(outputs["loss"], 1e-4, 10000, 100)
         tvars = tf.trainable_variables()
-        session = tf.Session(graph=graph, config=mixed_precision.session_config(use_xla))
-        session.run(tf.global_variables_initializer())
+        session = initialized_session(graph, use_xla)
     return session, [outputs["loss"], train.train_op], tvars
+
+
+def repeated_batch_features(batch, seq, preds, vocab, seed):
+    """In the default graph: seeds it and returns the features of one synthetic batch, repeated."""
+    tf.set_random_seed(seed)
+    data = synthetic_batch(batch, seq, preds, vocab, seed)
+    return tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensors(data).repeat()).get_next()
+
+
+def initialized_session(graph, use_xla=False):
+    """A session on `graph` (the bench's session config) with its variables initialized."""
+    session = tf.Session(graph=graph, config=mixed_precision.session_config(use_xla))
+    with graph.as_default():
+        session.run(tf.global_variables_initializer())
+    return session
 
 
 def run_training(config, precision, batch, seq, preds, steps, warmup_steps, seed=0,
