@@ -1,0 +1,52 @@
+"""Loads data_gen's optional C accelerators (built by `make setup`, see setup.py).
+
+Every accelerated function has a pure-Python twin that produces the same
+words, ids and bytes; tests run both and compare. The Python path is used
+when a module was not built (no C compiler at install time) or when the
+environment sets ZH_PRETRAIN_PURE_PYTHON=1.
+
+    python -m data_gen.native     # prints which modules are in use
+"""
+import importlib
+import os
+import sys
+
+MODULES = ("_native_jieba", "_native_tokenize", "_native_records")
+DISABLE_VARIABLE = "ZH_PRETRAIN_PURE_PYTHON"
+
+
+def disabled():
+    """True when the environment asks for the pure-Python path."""
+    return os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
+
+
+def load(name):
+    """The C module data_gen.<name>, or None (not built, or disabled)."""
+    if name not in MODULES:
+        raise ValueError(f"unknown native module {name!r}; known: {', '.join(MODULES)}")
+    if disabled():
+        return None
+    try:
+        return importlib.import_module(f"data_gen.{name}")
+    except ImportError:
+        return None
+
+
+def status():
+    """{module name: True if it is built and in use}."""
+    return {name: load(name) is not None for name in MODULES}
+
+
+def main():
+    states = status()
+    for name, in_use in states.items():
+        print(f"{name}: {'C' if in_use else 'pure Python'}")
+    if disabled():
+        print(f"({DISABLE_VARIABLE} is set: the C modules are ignored)")
+    elif not all(states.values()):
+        print("rebuild with `make setup` (needs gcc and the Python headers) for the C path")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
