@@ -10,6 +10,7 @@ import random
 
 from data_gen import instances as instance_lib
 from data_gen import masking
+from data_gen import native
 from data_gen.example_proto import InstanceEncoder
 from data_gen.segmentation import make_segmenter
 from data_gen.tfrecord_writer import frame_records
@@ -37,9 +38,15 @@ class ChunkResult:
 
 
 class ChunkProcessor:
-    """Holds the per-process state: tokenizer, segmenter, masking, encoder."""
+    """Holds the per-process state: tokenizer, segmenter, masking, encoder.
 
-    def __init__(self, config):
+    use_native: None tokenizes with the C extension data_gen._native_tokenize
+    when data_gen.native.load() provides it, False always in Python, True
+    requires the C extension even if ZH_PRETRAIN_PURE_PYTHON is set
+    (ImportError if it is not built). Both give the same ids and starts.
+    """
+
+    def __init__(self, config, use_native=None):
         self.config = config
         self.tokenizer = FullTokenizer(config.vocab_file, config.do_lower_case,
                                        config.full_width_to_half)
@@ -55,8 +62,30 @@ class ChunkProcessor:
             masking.replacement_ids(vocab), config.do_whole_word_mask,
             config.ngram_for_mode())
         self._word_entries = {}
+        self._native = self._native_tokenizer(use_native)
         self.encoder = InstanceEncoder(config.max_seq_length, config.max_predictions_per_seq,
                                        len(vocab), with_token_boundary=config.mode == "albert")
+
+    def _native_tokenizer(self, use_native):
+        """The C tokenizer over this processor's caches, or None for the Python path."""
+        if use_native is False:
+            return None
+        if use_native:
+            try:
+                import data_gen._native_tokenize as module
+            except ImportError as error:
+                raise ImportError(
+                    "use_native=True but the C extension data_gen._native_tokenize is not "
+                    f"built ({error}); build it with `make setup` (needs gcc and the Python "
+                    "headers) or pass use_native=None/False") from error
+        else:
+            module = native.load("_native_tokenize")
+            if module is None:
+                return None
+        basic = self.tokenizer.basic_tokenizer
+        # The C object keeps the dict itself: _word_entries must not be rebound.
+        return module.Tokenizer(basic.normalize_entry, basic.class_entry,
+                                self._word_entries, self._word_entry)
 
     def _word_entry(self, word):
         """(ids, starts, is_one_cjk_char) of one basic word, cached."""
@@ -78,8 +107,14 @@ class ChunkProcessor:
         A CJK character that does not begin a jieba word (by character
         position in the normalized text) continues the unit before it; other
         tokens follow WordPiece ("##" continues). Ids are always the plain
-        token's id.
+        token's id. Runs in C when the extension is in use (same result).
         """
+        if self._native is not None:
+            return self._native.tokenize(sentence, self.segmenter)
+        return self._tokenize_sentence_python(sentence)
+
+    def _tokenize_sentence_python(self, sentence):
+        """The pure-Python tokenize_sentence (the reference the C path matches)."""
         normalized, words, word_offsets = self.tokenizer.basic_tokenizer.split_with_offsets(
             sentence)
         if not words:

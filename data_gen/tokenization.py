@@ -152,6 +152,20 @@ class BasicTokenizer:
             return "p"
         return "o"
 
+    def normalize_entry(self, cp):
+        """normalize()'s replacement for chr(cp), filled into its table when missing."""
+        text = self._normalize_table.get(cp)
+        if text is None:
+            text = self._normalize_table[cp] = self._normalize_char(chr(cp))
+        return text
+
+    def class_entry(self, cp):
+        """The class letter of the normalized character chr(cp), filled when missing."""
+        letter = self._class_table.get(cp)
+        if letter is None:
+            letter = self._class_table[cp] = self._classify(chr(cp))
+        return letter
+
     def normalize(self, text):
         """Returns the cleaned/normalized text the tokens and offsets refer to."""
         table = self._normalize_table
