@@ -78,8 +78,12 @@ def test_one_step_matches_numpy_reference(kind):
     assert step == 1
     assert norm > 1.0  # clipping is active in this reference
     expected = _np_reference_step(init, grads, lr, kind)
+    # AdamW runs TensorFlow's fused Adam kernel, which forms 1 - beta_2 in
+    # float32 (0.00099998713 instead of 0.001): the step (~0.3 here) differs
+    # by ~1e-5 of itself.
+    atol = 5e-6 if kind == "adamw" else 1e-6
     for name in names:
-        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=atol)
         assert not np.allclose(got[name], init[name])
 
 
