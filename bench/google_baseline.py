@@ -2,6 +2,7 @@
 
     python bench/google_baseline.py                          # data_gen + pretrain
     python bench/google_baseline.py --bench=data_gen [EXTRA_CORPUS.txt ...] [--max_mb=0.2]
+        [--paired --rounds=3]
     python bench/google_baseline.py --bench=pretrain --models tiny,base [--quick]
         [--steps N --warmup N] [--onednn=tf_default|on|off] [--paired]
 
@@ -31,6 +32,9 @@ its modules are run unmodified through the shim below.
     not oneDNN; TensorFlow loads here before our `pretrain` helpers, whose
     oneDNN default therefore does not apply); `on` / `off` force one of them.
     Each line says which ran.
+  - `--paired` with data_gen (bench `paired_data_gen`): Google's script and
+    ours (bench/data_gen_bench.py: bert mode, whole-word, 2 workers) run in
+    turn `--rounds` times on the same corpus; prints each run and the ratios.
   - `--paired` (bench `paired_pretrain`): ours (bench/pretrain_bench.py's
     graph) and Google's are built in this one process, with the same kernels,
     and their steps alternate one by one, so a drift in machine speed hits
@@ -235,7 +239,30 @@ def bench_data_gen(args):
             emit({"bench": "google_data_gen", "skipped": f"{corpus} not present"})
             continue
         with tempfile.TemporaryDirectory(prefix="google_data_gen_") as out_dir:
-            emit(google_data_gen(corpus, out_dir, args.max_mb))
+            if args.paired:
+                emit(paired_data_gen(corpus, out_dir, args.max_mb, args.rounds))
+            else:
+                emit(google_data_gen(corpus, out_dir, args.max_mb))
+
+
+def paired_data_gen(corpus, out_dir, max_mb, rounds):
+    """Google's script and ours (bert mode, whole-word, 2 workers), run in turn `rounds` times."""
+    import data_gen_bench  # pylint: disable=import-outside-toplevel
+    source = truncate_corpus(corpus, max_mb, out_dir) if max_mb else corpus
+    ratios, google_rates, our_rates = [], [], []
+    for _ in range(rounds):
+        google = google_data_gen(source, out_dir)
+        ours = data_gen_bench.run_once(source, "bert", 2, out_dir)
+        emit(google)
+        emit(ours)
+        google_rates.append(google["input_mb_per_s"])
+        our_rates.append(ours["input_mb_per_s"])
+        ratios.append(round(ours["input_mb_per_s"] / google["input_mb_per_s"], 2))
+    return {"bench": "paired_data_gen", "corpus": corpus, "max_mb": max_mb, "rounds": rounds,
+            "google_mb_per_s": google_rates, "ours_mb_per_s": our_rates,
+            "ours_over_google": ratios, "median_ratio": sorted(ratios)[len(ratios) // 2],
+            "ours": "mode bert, whole-word (jieba), 2 workers",
+            "google": "bert/create_pretraining_data.py, per-character masking, 1 process"}
 
 
 def build_google_step(name, batch, seed=0):
@@ -348,6 +375,8 @@ def main(argv):
     parser.add_argument("--quick", action="store_true", help="fewer steps, as pretrain_bench")
     parser.add_argument("--onednn", default="tf_default", choices=["tf_default", "on", "off"],
                         help="pretrain: CPU kernels of this process (see the docstring)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="data_gen --paired: Google/ours run pairs per corpus")
     parser.add_argument("--paired", action="store_true",
                         help="pretrain: also alternate Google's and our steps in this process")
     args = parser.parse_args(argv)
