@@ -7,9 +7,18 @@ its HMM (finalseg). Here the DAG and the route are computed in one backward
 pass without intermediate dicts and generators; the block splitting, the
 buffer rules and the HMM are jieba's own. tests/test_segmentation.py checks
 that the words equal jieba.lcut's on real text.
+
+The same algorithm is written in C (data_gen/_native_jieba.c, built by
+`make setup`); FastJiebaCutter uses it when it is built, unless use_native=False
+or ZH_PRETRAIN_PURE_PYTHON=1 (data_gen.native). The Python code below stays
+the reference: tests/test_native_jieba.py checks both give the same words.
+The C cutter keeps FREQ as a trie that it rebuilds when FREQ changes (on
+CPython 3.11 any change; on later versions only words added or removed).
 """
 import re
 from math import log
+
+from data_gen import native
 
 # jieba 0.42.1's block patterns (jieba/__init__.py: re_han_default, re_skip_default, re_eng).
 _RE_HAN = re.compile("([\u4E00-\u9FD5a-zA-Z0-9+#&\\._%\\-]+)", re.U)
@@ -20,13 +29,30 @@ _RE_ENG = re.compile("[a-zA-Z0-9]", re.U)
 class FastJiebaCutter:
     """Cuts text into jieba's words using an initialized jieba.Tokenizer's dictionary."""
 
-    def __init__(self, jieba_tokenizer, use_hmm=True):
+    def __init__(self, jieba_tokenizer, use_hmm=True, use_native=None):
+        """use_native: None = the C cutter when it is built and not disabled,
+        False = always the Python code, True = the C cutter or ImportError."""
         jieba_tokenizer.check_initialized()
         self._freq = jieba_tokenizer.FREQ
         self._logtotal = log(jieba_tokenizer.total)
         self._hmm = _HmmCutter()
         self._hmm_cut = self._hmm.cut
         self.use_hmm = use_hmm
+        self._native = None
+        module = None if use_native is False else native.load("_native_jieba")
+        if module is None and use_native:
+            why = (f"{native.DISABLE_VARIABLE} is set" if native.disabled()
+                   else "it is not built (run `make setup`; needs gcc and the Python headers)")
+            raise ImportError(f"FastJiebaCutter(use_native=True): the C cutter "
+                              f"data_gen._native_jieba is unavailable: {why}")
+        if module is not None:
+            hmm = self._hmm
+            # emission by character as _states reads it: table.get(char, MIN_FLOAT)
+            emit = {char: tuple(table.get(char, hmm._min) for table in hmm._emit)
+                    for char in set().union(*hmm._emit)}
+            self._native = module.Cutter(self._freq, self._logtotal, hmm._start, hmm._trans,
+                                         emit, hmm._min, hmm._finalseg.Force_Split_Words)
+        self.native = self._native is not None  # True: cut() runs the C code
 
     def _route(self, block):
         """best_end[i]: end (exclusive) of the word starting at i on the best route."""
@@ -106,6 +132,12 @@ class FastJiebaCutter:
 
     def cut(self, text):
         """Returns the list of words jieba.lcut(text, HMM=use_hmm) returns."""
+        if self._native is not None:
+            return self._native.cut(text, self.use_hmm)
+        return self._cut_python(text)
+
+    def _cut_python(self, text):
+        """The reference implementation of cut()."""
         words = []
         cut_block = self._cut_block_hmm if self.use_hmm else self._cut_block_no_hmm
         for block in _RE_HAN.split(text):
