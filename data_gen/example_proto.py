@@ -8,8 +8,25 @@ varint length, payload):
   Int64List { repeated int64 value = 1 [packed]; }   varints
   FloatList { repeated float value = 1 [packed]; }   little-endian float32
 Map entries are written in sorted key order, so output bytes are stable.
+
+The C module data_gen._native_records (when built) encodes the same bytes;
+`use_native` arguments here and in masking.py pick it: None = when available
+(NATIVE below, resolved at import; ZH_PRETRAIN_PURE_PYTHON=1 disables it),
+True = the C module (ImportError if not built), False = pure Python.
 """
+import importlib
 import struct
+
+from data_gen import native
+
+NATIVE = native.load("_native_records")
+
+
+def records_module(use_native=None):
+    """The C module to use, or None for pure Python (see the module doc)."""
+    if use_native is None:
+        return NATIVE
+    return importlib.import_module("data_gen._native_records") if use_native else None
 
 
 def encode_varint(value):
@@ -77,7 +94,8 @@ class InstanceEncoder:
     """
 
     def __init__(self, max_seq_length, max_predictions_per_seq, vocab_size,
-                 with_token_boundary=False):
+                 with_token_boundary=False, use_native=None):
+        self._native = records_module(use_native)
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
         self.with_token_boundary = with_token_boundary
@@ -96,6 +114,12 @@ class InstanceEncoder:
     def encode(self, input_ids, segment_ids, masked_positions, masked_ids, label,
                boundary=None):
         """Returns the serialized Example of one instance (lists of int, unpadded)."""
+        if self._native is not None:
+            record = self._native.encode(input_ids, segment_ids, masked_positions, masked_ids,
+                                         label, boundary, self.max_seq_length,
+                                         self.max_predictions_per_seq, self.with_token_boundary)
+            if record is not NotImplemented:  # else inputs the C path does not take
+                return record
         seq_len = len(input_ids)
         if seq_len > self.max_seq_length:
             raise ValueError(f"instance of {seq_len} tokens exceeds max_seq_length "

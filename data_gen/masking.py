@@ -8,10 +8,18 @@ A sequence arrives as token ids plus a parallel list `starts`:
   -1  special token ([CLS], [SEP]): never chosen.
 The "continuation" mark only decides grouping: ids are always the plain
 token's id, so `masked_lm_ids` never hold a "##X" id for Chinese text.
+
+The functions below take `use_native` (None = the C module when built, True,
+False = pure Python; see example_proto.records_module). The C code makes the
+same rng.random() calls and returns the same values; the Python code is the
+reference and the fallback.
 """
 import bisect
+import functools
 import itertools
 import re
+
+from data_gen.example_proto import records_module
 
 # Tokens that must never be drawn as a random replacement.
 _BRACKETED = re.compile(r"^\[[^\[\]]+\]$|^<[^<>]+>$")
@@ -64,12 +72,17 @@ class MaskingConfig:
         self.ngram_cumulative[-1] = 1.0
 
 
-def whole_word_units(starts, do_whole_word_mask=True):
+def whole_word_units(starts, do_whole_word_mask=True, use_native=None):
     """Groups positions into units: a list of (begin, end) ranges, in order.
 
     Special positions (-1) belong to no unit. Without whole-word masking every
     non-special position is a unit of its own.
     """
+    module = records_module(use_native)
+    if module is not None:
+        units = module.whole_word_units(starts, do_whole_word_mask)
+        if units is not NotImplemented:
+            return units
     if not do_whole_word_mask:
         return [(position, position + 1) for position, start in enumerate(starts) if start >= 0]
     # Every non-zero entry opens a range; ranges opened by -1 (specials) are dropped.
@@ -152,7 +165,7 @@ def _select_ngrams(units, num_to_predict, rng, cumulative):
     return chosen
 
 
-def create_masked_lm_predictions(ids, starts, rng, config, units=None):
+def create_masked_lm_predictions(ids, starts, rng, config, units=None, use_native=None):
     """Chooses and corrupts MLM positions.
 
     Args:
@@ -169,8 +182,16 @@ def create_masked_lm_predictions(ids, starts, rng, config, units=None):
     """
     num_to_predict = min(config.max_predictions_per_seq,
                          max(1, int(round(len(ids) * config.masked_lm_prob))))
+    module = records_module(use_native)
+    if module is not None:
+        result = module.create_masked_lm_predictions(
+            ids, starts, rng.random, num_to_predict, units, config.do_whole_word_mask,
+            config.ngram_cumulative if config.ngram > 1 else None, config.mask_id,
+            config.replacement_ids)
+        if result is not NotImplemented:  # else inputs the C path does not take, no draw made
+            return result
     if units is None:
-        units = whole_word_units(starts, config.do_whole_word_mask)
+        units = whole_word_units(starts, config.do_whole_word_mask, use_native=False)
     if config.ngram > 1:
         chosen = _select_ngrams(units, num_to_predict, rng, config.ngram_cumulative)
     else:
@@ -190,6 +211,48 @@ def create_masked_lm_predictions(ids, starts, rng, config, units=None):
     return output_ids, chosen, labels
 
 
-def token_boundary(starts):
+def token_boundary(starts, use_native=None):
     """ALBERT's token_boundary: 1 at [CLS]/[SEP] and at each unit's first token."""
+    module = records_module(use_native)
+    if module is not None:
+        boundary = module.token_boundary(starts)
+        if boundary is not NotImplemented:
+            return boundary
     return [0 if start == 0 else 1 for start in starts]
+
+
+def mask_and_encode(ids, starts, segment_ids, label, units, rng, config, encoder,
+                    use_native=None):
+    """One instance of ChunkProcessor.process: mask, then serialize.
+
+    Returns (record, num_masked, max_id): the Example bytes of
+    encoder.encode(...), len(positions), and the largest id in the output ids
+    and labels. The reference of make_mask_and_encode(), which is faster.
+    """
+    output_ids, positions, labels = create_masked_lm_predictions(
+        ids, starts, rng, config, units, use_native=use_native)
+    boundary = token_boundary(starts, use_native) if encoder.with_token_boundary else None
+    record = encoder.encode(output_ids, segment_ids, positions, labels, label, boundary)
+    return record, len(positions), max(max(output_ids), max(labels, default=0))
+
+
+def make_mask_and_encode(config, encoder, use_native=None):
+    """fn(ids, starts, segment_ids, label, units, rng) -> mask_and_encode(...).
+
+    With the C module it is one C call per instance; it reads config and
+    encoder once, here (build a new one if they change). Inputs the C path
+    does not take (no draw made yet) go to the Python mask_and_encode.
+    """
+    python = functools.partial(mask_and_encode, config=config, encoder=encoder,
+                               use_native=False)
+    module = records_module(use_native)
+    if module is None or type(config.masked_lm_prob) not in (float, int):
+        return python
+    try:
+        return module.MaskEncoder(
+            config.max_predictions_per_seq, config.masked_lm_prob, config.mask_id,
+            config.replacement_ids, config.do_whole_word_mask,
+            config.ngram_cumulative if config.ngram > 1 else None, encoder.max_seq_length,
+            encoder.max_predictions_per_seq, encoder.with_token_boundary, python)
+    except (TypeError, ValueError, OverflowError):  # parameters the C path does not take
+        return python
