@@ -11,7 +11,7 @@ import random
 from data_gen import instances as instance_lib
 from data_gen import masking
 from data_gen import native
-from data_gen.example_proto import InstanceEncoder
+from data_gen.example_proto import InstanceEncoder, records_module
 from data_gen.segmentation import make_segmenter
 from data_gen.tfrecord_writer import frame_records
 from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
@@ -64,7 +64,14 @@ class ChunkProcessor:
         self._word_entries = {}
         self._native = self._native_tokenizer(use_native)
         self.encoder = InstanceEncoder(config.max_seq_length, config.max_predictions_per_seq,
-                                       len(vocab), with_token_boundary=config.mode == "albert")
+                                       len(vocab), with_token_boundary=config.mode == "albert",
+                                       use_native=use_native)
+        # One call per instance: masking, token_boundary (albert), encoding.
+        self._mask_and_encode = masking.make_mask_and_encode(
+            self.masking_config, self.encoder, use_native=use_native)
+        # The Python path reuses whole-word units across roberta's dupes; the
+        # C path recomputes them inside its call, cheaper than holding tuples.
+        self._precompute_units = records_module(use_native) is None
 
     def _native_tokenizer(self, use_native):
         """The C tokenizer over this processor's caches, or None for the Python path."""
@@ -165,8 +172,12 @@ class ChunkProcessor:
         if config.mode == "roberta":
             packed = instance_lib.create_roberta_instances(
                 documents, config.max_seq_length, self.special, config.pack_within_document)
-            built = [instance + (masking.whole_word_units(instance[1], whole_word),)
-                     for instance in packed] * config.dupe_factor
+            if self._precompute_units:
+                built = [instance + (masking.whole_word_units(instance[1], whole_word),)
+                         for instance in packed]
+            else:
+                built = [instance + (None,) for instance in packed]
+            built *= config.dupe_factor
         else:
             task = "sop" if config.mode == "albert" else "nsp"
             built = []
@@ -175,7 +186,9 @@ class ChunkProcessor:
                     for instance in instance_lib.create_pair_instances(
                             documents, document_index, config.max_seq_length,
                             config.short_seq_prob, self.special, rng, task, counts):
-                        built.append(instance + (masking.whole_word_units(instance[1], whole_word),))
+                        units = (masking.whole_word_units(instance[1], whole_word)
+                                 if self._precompute_units else None)
+                        built.append(instance + (units,))
         rng.shuffle(built)
         return built
 
@@ -185,17 +198,19 @@ class ChunkProcessor:
         counts = result.counts
         rng = chunk_rng(self.config.random_seed, chunk_index)
         tokenized = self.tokenize_documents(documents, counts)
-        with_boundary = self.config.mode == "albert"
-        encode = self.encoder.encode
-        masking_config = self.masking_config
-        for ids, starts, segment_ids, label, units in self.build_instances(tokenized, rng, counts):
-            output_ids, positions, labels = masking.create_masked_lm_predictions(
-                ids, starts, rng, masking_config, units)
-            boundary = masking.token_boundary(starts) if with_boundary else None
-            result.records.append(
-                encode(output_ids, segment_ids, positions, labels, label, boundary))
-            result.masked.append(len(positions))
-            result.max_ids.append(max(max(output_ids), max(labels, default=0)))
-            counts["labels_1" if label else "labels_0"] += 1
+        mask_and_encode = self._mask_and_encode
+        records, masked, max_ids = result.records, result.masked, result.max_ids
+        labels_1 = 0
+        built = self.build_instances(tokenized, rng, counts)
+        for ids, starts, segment_ids, label, units in built:
+            record, num_masked, max_id = mask_and_encode(ids, starts, segment_ids, label, units,
+                                                         rng)
+            records.append(record)
+            masked.append(num_masked)
+            max_ids.append(max_id)
+            labels_1 += label
+        for key, value in (("labels_1", labels_1), ("labels_0", len(built) - labels_1)):
+            if value:
+                counts[key] += value
         result.records = frame_records(result.records)
         return result

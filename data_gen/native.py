@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-MODULES = ("_native_jieba", "_native_tokenize", "_native_records")
+MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances")
 DISABLE_VARIABLE = "ZH_PRETRAIN_PURE_PYTHON"
 
 
