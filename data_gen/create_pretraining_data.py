@@ -104,15 +104,17 @@ def run(config):
 
         results = process_chunks(config, chunks(), num_workers)
         record_index = 0
+        num_shards = len(writers)
         for result in results:
-            for record, masked, max_id in zip(result.records, result.masked, result.max_ids):
-                shard = record_index % len(writers)
-                writers[shard].write_framed(record)
-                file_counts[shard]["instances"] += 1
+            # Record i of the run goes to shard i % num_shards.
+            for shard, writer in enumerate(writers):
+                data, instances, masked, max_id = result.select(
+                    (shard - record_index) % num_shards, num_shards)
+                writer.write_framed(data, instances)
+                file_counts[shard]["instances"] += instances
                 file_counts[shard]["masked_tokens"] += masked
-                if max_id > file_max_ids[shard]:
-                    file_max_ids[shard] = max_id
-                record_index += 1
+                file_max_ids[shard] = max(file_max_ids[shard], max_id)
+            record_index += len(result)
             work_counts.update(result.counts)
             progress.update(chunk_end_positions.pop(result.chunk_index), record_index)
         progress.update(total_bytes, record_index, force=True)

@@ -100,10 +100,10 @@ class TFRecordWriter:
         self._stream.write(frame_record(data))
         self.records += 1
 
-    def write_framed(self, framed):
-        """Appends one record already framed by frame_record()."""
+    def write_framed(self, framed, count=1):
+        """Appends `count` records already framed by frame_record(), back to back."""
         self._stream.write(framed)
-        self.records += 1
+        self.records += count
 
     def close(self):
         """Finishes the file and gives it its final name."""
