@@ -7,7 +7,8 @@ gets a warning at install time and the slower Python path at run time
 """
 from setuptools import Extension, setup
 
-NATIVE_MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances")
+NATIVE_MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances",
+                  "_native_tfrecord")
 
 setup(ext_modules=[
     Extension(f"data_gen.{name}", [f"data_gen/{name}.c"], optional=True,

@@ -14,7 +14,7 @@ from data_gen import masking
 from data_gen import native
 from data_gen.example_proto import InstanceEncoder, records_module
 from data_gen.segmentation import make_segmenter
-from data_gen.tfrecord_writer import frame_records
+from data_gen.tfrecord_writer import frame_records_joined
 from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
 
 
@@ -35,9 +35,10 @@ class ChunkResult:
 
     def __init__(self, chunk_index, records=(), masked=(), max_ids=(), counts=None):
         self.chunk_index = chunk_index
-        framed = frame_records(list(records))
-        self.framed = b"".join(framed)
-        self.ends = array.array("q", itertools.accumulate(map(len, framed)))
+        records = list(records)
+        self.framed = frame_records_joined(records)
+        # Framing adds 16 bytes per record (length, its CRC, the data's CRC).
+        self.ends = array.array("q", itertools.accumulate(len(data) + 16 for data in records))
         self.masked = array.array("q", masked)
         self.max_ids = array.array("q", max_ids)
         self.counts = counts if counts is not None else collections.Counter()

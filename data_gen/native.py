@@ -11,7 +11,8 @@ import importlib
 import os
 import sys
 
-MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances")
+MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances",
+           "_native_tfrecord")
 DISABLE_VARIABLE = "ZH_PRETRAIN_PURE_PYTHON"
 
 
