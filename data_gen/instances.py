@@ -8,6 +8,12 @@ A sentence is a pair (ids, starts) of equal-length lists (see masking.py for
   albert   sentence-order prediction: label 1 = A and B swapped.
   bert     next-sentence prediction: label 1 = B is random (google-research/bert).
 """
+import collections
+import importlib
+import random as random_module
+
+from data_gen import native
+
 MODES = ("roberta", "albert", "bert")
 
 
@@ -250,3 +256,82 @@ def _other_document(documents, document_index, rng):
     if index >= document_index:
         index += 1
     return documents[index]
+
+
+def create_all_pair_instances(documents, dupe_factor, max_seq_length, short_seq_prob, special,
+                              rng, task, account, use_native=None):
+    """All dupe passes of a chunk's pair instances, in build order (not shuffled).
+
+    The same list as calling create_pair_instances for every document index
+    in each of dupe_factor passes. use_native: None runs the C extension
+    data_gen._native_instances when data_gen.native.load() provides it, False
+    always the Python loop, True requires the C extension even if
+    ZH_PRETRAIN_PURE_PYTHON is set (ImportError if it is not built). Both give
+    the same instances, account counts and generator state; inputs the C path
+    does not take (see _native_arguments) run in Python.
+    """
+    module = _instances_module(use_native)
+    if module is not None:
+        arguments = _native_arguments(documents, dupe_factor, max_seq_length, short_seq_prob,
+                                      special, rng, task, account)
+        if arguments is not None:
+            built = module.build_pair_instances(*arguments)
+            if built is not NotImplemented:
+                return built
+    built = []
+    for _ in range(dupe_factor):
+        for document_index in range(len(documents)):
+            built.extend(create_pair_instances(documents, document_index, max_seq_length,
+                                               short_seq_prob, special, rng, task, account))
+    return built
+
+
+def _instances_module(use_native):
+    """data_gen._native_instances, or None for the Python path."""
+    if use_native is False:
+        return None
+    if not use_native:
+        return native.load("_native_instances")
+    try:
+        return importlib.import_module("data_gen._native_instances")
+    except ImportError as error:
+        raise ImportError(
+            "use_native=True but the C extension data_gen._native_instances is not built "
+            f"({error}); build it with `make setup` (needs gcc and the Python headers) or "
+            "pass use_native=None/False") from error
+
+
+_RNG_METHODS = ("random", "getrandbits", "_randbelow", "randrange", "randint")
+
+
+def _plain_random(rng):
+    """True if rng draws exactly as random.Random (no method overridden)."""
+    if not isinstance(rng, random_module.Random):
+        return False
+    cls = type(rng)
+    if any(getattr(cls, name, None) is not getattr(random_module.Random, name)
+           for name in _RNG_METHODS):
+        return False
+    return not any(name in getattr(rng, "__dict__", ()) for name in _RNG_METHODS)
+
+
+def _native_arguments(documents, dupe_factor, max_seq_length, short_seq_prob, special, rng,
+                      task, account):
+    """The C call's arguments, or None when the Python path must run.
+
+    The C path reads the documents itself and declines (NotImplemented,
+    before any draw) what it does not take; here are the other arguments.
+    """
+    exact_prob = type(short_seq_prob) is float or (
+        type(short_seq_prob) in (int, bool) and abs(short_seq_prob) <= 1 << 53)
+    if (task not in ("sop", "nsp") or type(dupe_factor) is not int
+            or not 0 <= dupe_factor < 1 << 31 or type(max_seq_length) is not int
+            or not 4 <= max_seq_length < 1 << 31 or not exact_prob
+            or type(account) not in (collections.Counter, dict) or not _plain_random(rng)):
+        return None
+    try:
+        cls_id, sep_id = special.cls_id, special.sep_id
+    except AttributeError:
+        return None
+    return (documents, dupe_factor, max_seq_length, float(short_seq_prob), cls_id, sep_id, rng,
+            task == "nsp", account)
