@@ -430,7 +430,37 @@ done:
     return out;
 }
 
+/* shuffle(items: list, rng): random.py's Random.shuffle, same draws. */
+static PyObject *py_shuffle(PyObject *module, PyObject *args)
+{
+    PyObject *items;
+    Rng r = {NULL, NULL, NULL};
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &items, &r.rng)) return NULL;
+    if ((r.getrandbits = PyObject_GetAttr(r.rng, str_getrandbits)) == NULL) return NULL;
+    /* The draws may run Python code that resizes the list: re-read its size. */
+    for (Py_ssize_t i = PyList_GET_SIZE(items) - 1; i >= 1; i--) {
+        Py_ssize_t j;
+        if (below(&r, i + 1, &j) < 0) {
+            Py_DECREF(r.getrandbits);
+            return NULL;
+        }
+        if (i >= PyList_GET_SIZE(items)) {
+            Py_DECREF(r.getrandbits);
+            PyErr_SetString(PyExc_RuntimeError, "shuffle(): list changed size");
+            return NULL;
+        }
+        PyObject *swap = PyList_GET_ITEM(items, i);
+        PyList_SET_ITEM(items, i, PyList_GET_ITEM(items, j));
+        PyList_SET_ITEM(items, j, swap);
+    }
+    Py_DECREF(r.getrandbits);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"shuffle", py_shuffle, METH_VARARGS,
+     "shuffle(items, rng): shuffles the list in place with rng's draws, as rng.shuffle(items)"},
     {"build_pair_instances", py_build_pair_instances, METH_VARARGS,
      "build_pair_instances(documents, dupe_factor, max_seq_length, short_seq_prob, cls_id,"
      " sep_id, rng, nsp, account) -> list of (ids, starts, segment_ids, label), or"

@@ -6,6 +6,7 @@ output does not depend on how many workers share the chunks.
 """
 import array
 import collections
+import gc
 import itertools
 import random
 
@@ -83,6 +84,7 @@ class ChunkProcessor:
             masking.replacement_ids(vocab), config.do_whole_word_mask,
             config.ngram_for_mode())
         self._word_entries = {}
+        self._use_native = use_native
         self._native = self._native_tokenizer(use_native)
         self.encoder = InstanceEncoder(config.max_seq_length, config.max_predictions_per_seq,
                                        len(vocab), with_token_boundary=config.mode == "albert",
@@ -201,20 +203,34 @@ class ChunkProcessor:
             built *= config.dupe_factor
         else:
             task = "sop" if config.mode == "albert" else "nsp"
-            built = []
-            for _ in range(config.dupe_factor):
-                for document_index in range(len(documents)):
-                    for instance in instance_lib.create_pair_instances(
-                            documents, document_index, config.max_seq_length,
-                            config.short_seq_prob, self.special, rng, task, counts):
-                        units = (masking.whole_word_units(instance[1], whole_word)
-                                 if self._precompute_units else None)
-                        built.append(instance + (units,))
-        rng.shuffle(built)
+            built = instance_lib.create_all_pair_instances(
+                documents, config.dupe_factor, config.max_seq_length, config.short_seq_prob,
+                self.special, rng, task, counts, use_native=self._use_native)
+            if self._precompute_units:  # whole_word_units draws nothing: order is free
+                built = [instance + (masking.whole_word_units(instance[1], whole_word),)
+                         for instance in built]
+            else:
+                built = [instance + (None,) for instance in built]
+        instance_lib.shuffle(built, rng, use_native=self._use_native)
         return built
 
     def process(self, chunk_index, documents):
-        """Tokenize, build, mask, serialize and frame one chunk -> ChunkResult."""
+        """Tokenize, build, mask, serialize and frame one chunk -> ChunkResult.
+
+        The cyclic garbage collector is paused meanwhile: a chunk allocates
+        hundreds of thousands of lists and tuples, none of them in a cycle
+        (reference counting frees them), and every collection would walk all
+        of them again.
+        """
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._process(chunk_index, documents)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _process(self, chunk_index, documents):
         counts = collections.Counter()
         rng = chunk_rng(self.config.random_seed, chunk_index)
         tokenized = self.tokenize_documents(documents, counts)

@@ -286,6 +286,15 @@ def create_all_pair_instances(documents, dupe_factor, max_seq_length, short_seq_
     return built
 
 
+def shuffle(items, rng, use_native=None):
+    """rng.shuffle(items) (same draws, same order), in C for a list and a plain random.Random."""
+    module = _instances_module(use_native)
+    if module is not None and type(items) is list and _plain_random(rng):
+        module.shuffle(items, rng)
+    else:
+        rng.shuffle(items)
+
+
 def _instances_module(use_native):
     """data_gen._native_instances, or None for the Python path."""
     if use_native is False:

@@ -105,6 +105,36 @@ def test_c_and_python_build_the_same_instances_with_the_same_draws(task, dupe_fa
 
 
 @needs_c
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 10, 1000, 70000])
+def test_c_shuffle_equals_random_shuffle(size):
+    for seed in (0, 1, 12345):
+        expected, got = list(range(size)), list(range(size))
+        rng_python, rng_c = random.Random(seed), random.Random(seed)
+        rng_python.shuffle(expected)
+        NATIVE.shuffle(got, rng_c)
+        assert got == expected
+        assert rng_c.getstate() == rng_python.getstate()
+    # The dispatcher: C for a list and a plain Random, Python otherwise.
+    class Custom(random.Random):
+        def _randbelow(self, n):
+            return 0
+
+    for rng_factory in (random.Random, Custom):
+        for use_native in (None, False):
+            items = list(range(50))
+            reference = list(range(50))
+            rng_factory(3).shuffle(reference)
+            inst.shuffle(items, rng_factory(3), use_native=use_native)
+            assert items == reference
+
+
+@needs_c
+def test_c_shuffle_refuses_non_lists():
+    with pytest.raises(TypeError):
+        NATIVE.shuffle((1, 2, 3), random.Random(0))
+
+
+@needs_c
 @pytest.mark.parametrize("task", ["sop", "nsp"])
 def test_edge_chunks_agree(task):
     data = random.Random(5)
