@@ -29,7 +29,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 DEFAULT_CORPUS = os.path.join(SHARED, "corpus", "clue_small_sample.txt")
 VOCAB = os.path.join(SHARED, "vocab", "bert_chinese_vocab.txt")
-TARGET_MB_PER_S = 0.4
+# 10x google-research/bert's create_pretraining_data.py on the CLUE sample, as
+# bench/google_baseline.py measures it on this machine class (0.08-0.108 MB/s;
+# `--bench=data_gen --paired` gives the ratio with both runs side by side).
+TARGET_MB_PER_S = 1.08
 TARGET_PEAK_MB = 500
 
 
