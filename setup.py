@@ -10,8 +10,23 @@ from setuptools import Extension, setup
 NATIVE_MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances",
                   "_native_tfrecord")
 
-setup(ext_modules=[
-    Extension(f"data_gen.{name}", [f"data_gen/{name}.c"], optional=True,
-              extra_compile_args=["-O2", "-std=c99", "-Wall"])
-    for name in NATIVE_MODULES
-])
+# Modules built from several translation units: data_gen/<name>.c (the Python
+# side and module init) plus these parts and their private header.
+NATIVE_SRC = "data_gen/native_src"
+NATIVE_PARTS = {
+    "_native_jieba": (["jieba_dict.c", "jieba_route.c", "jieba_hmm.c"], ["jieba.h"]),
+    "_native_records": (["records_input.c", "records_mask.c", "records_encode.c"],
+                        ["records.h"]),
+}
+
+
+def native_extension(name):
+    parts, headers = NATIVE_PARTS.get(name, ([], []))
+    return Extension(f"data_gen.{name}",
+                     [f"data_gen/{name}.c"] + [f"{NATIVE_SRC}/{part}" for part in parts],
+                     include_dirs=[NATIVE_SRC] if parts else [],
+                     depends=[f"{NATIVE_SRC}/{header}" for header in headers],
+                     optional=True, extra_compile_args=["-O2", "-std=c99", "-Wall"])
+
+
+setup(ext_modules=[native_extension(name) for name in NATIVE_MODULES])

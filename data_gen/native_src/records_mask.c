@@ -1,0 +1,112 @@
+/* data_gen._native_records, masking: the choice of positions (_select_units /
+   _select_ngrams) and the corruption draws of create_masked_lm_predictions,
+   with the same rng.random() calls in the same order as data_gen.masking. */
+#include "records.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int draw(PyObject *random, double *out)
+{
+    PyObject *r = PyObject_CallNoArgs(random);
+    if (r == NULL) return -1;
+    int is_float = PyFloat_Check(r);
+    if (is_float) *out = PyFloat_AS_DOUBLE(r);
+    else PyErr_SetString(PyExc_TypeError, "rng.random() must return a float");
+    Py_DECREF(r);
+    return is_float ? 0 : -1;
+}
+
+/* int(random() * size), used as an index into `size` items. */
+static int draw_index(PyObject *random, i64 size, i64 *out)
+{
+    double d;
+    if (draw(random, &d) < 0) return -1;
+    double x = d * (double)size;  /* the IEEE product, truncated as int() does */
+    if (!(x >= 0.0) || x >= (double)size) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return -1;
+    }
+    *out = (i64)x;
+    return 0;
+}
+
+/* config.ngram_cumulative (a list/tuple of at most 64 floats) into out; 1 or 0. */
+int zr_read_cumulative(PyObject *cumulative, double *out, Py_ssize_t *ngram)
+{
+    if (!is_seq(cumulative) || (*ngram = SIZE(cumulative)) > 64) return 0;
+    for (Py_ssize_t k = 0; k < *ngram; k++) {
+        if (!PyFloat_CheckExact(ITEMS(cumulative)[k])) return 0;
+        out[k] = PyFloat_AS_DOUBLE(ITEMS(cumulative)[k]);
+    }
+    return 1;
+}
+
+/* One zeroed block for `count` units and `cap` chosen positions. */
+int zr_work_alloc(Work *w, const i64 *u, Py_ssize_t count, i64 cap)
+{
+    i64 cover = count ? u[2 * count - 1] : 0;
+    w->order = zr_alloc(count + 2 * cap + cover / (i64)sizeof(i64) + 1, sizeof(i64));
+    if (w->order == NULL) return -1;
+    w->chosen = w->order + count;
+    w->action = w->chosen + cap;
+    w->covered = (char *)(w->action + cap);
+    return 0;
+}
+
+static int compare_i64(const void *a, const void *b)
+{
+    i64 x = *(const i64 *)a, y = *(const i64 *)b;
+    return (x > y) - (x < y);
+}
+
+/* _select_units or _select_ngrams, the sort, then the corruption draws of
+   create_masked_lm_predictions. Fills w->chosen (sorted) and w->action (-2
+   keep, -1 [MASK], r >= 0 replacements[r]); returns the count or -1. */
+Py_ssize_t zr_mask_core(const i64 *u, Py_ssize_t size, const MaskParams *mp,
+                        PyObject *random, Work *w)
+{
+    i64 num = mp->num_to_predict, count = 0, *order = w->order, *chosen = w->chosen, j;
+    for (Py_ssize_t i = 0; i < size; i++) order[i] = i;  /* lazily shuffled (Fisher-Yates) */
+    for (Py_ssize_t i = 0; i < size && count < num; i++) {
+        if (draw_index(random, size - i, &j) < 0) return -1;
+        i64 first = order[i + j], span_begin, span_end;
+        order[i + j] = order[i];
+        order[i] = first;
+        span_begin = u[2 * first];
+        if (mp->cumulative == NULL) {  /* whole units while they fit */
+            span_end = u[2 * first + 1];
+            if (count + span_end - span_begin > num) continue;
+        } else {
+            double d;
+            Py_ssize_t n = mp->ngram;
+            if (w->covered[span_begin]) continue;
+            if (draw(random, &d) < 0) return -1;
+            for (Py_ssize_t k = mp->ngram - 1; k >= 0; k--)  /* _draw_n: the first bound > d */
+                if (d < mp->cumulative[k]) n = k + 1;
+            span_end = span_begin;
+            for (i64 index = first; index < first + n && index < size; index++) {
+                i64 begin = u[2 * index], end = u[2 * index + 1];
+                if (begin != span_end && index != first) break;  /* do not cross [SEP] */
+                if (w->covered[begin] || count + (end - span_begin) > num) break;
+                span_end = end;
+            }
+            if (span_end == span_begin) continue;
+            memset(w->covered + span_begin, 1, (size_t)(span_end - span_begin));
+        }
+        for (i64 p = span_begin; p < span_end; p++) chosen[count++] = p;
+    }
+    if (count > 64)
+        qsort(chosen, (size_t)count, sizeof(i64), compare_i64);
+    for (i64 k = 1; k < count && count <= 64; k++)  /* insertion sort: no malloc */
+        for (i64 m = k, x = chosen[k]; m > 0 && chosen[m - 1] > x; m--) {
+            chosen[m] = chosen[m - 1];
+            chosen[m - 1] = x;
+        }
+    for (i64 k = 0; k < count; k++) {
+        double d;
+        if (draw(random, &d) < 0) return -1;
+        w->action[k] = d < 0.8 ? -1 : -2;
+        if (d >= 0.9 && draw_index(random, mp->n_replacements, &w->action[k]) < 0) return -1;
+    }
+    return count;
+}
