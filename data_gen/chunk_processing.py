@@ -98,20 +98,9 @@ class ChunkProcessor:
 
     def _native_tokenizer(self, use_native):
         """The C tokenizer over this processor's caches, or None for the Python path."""
-        if use_native is False:
+        module = native.resolve("_native_tokenize", use_native)
+        if module is None:
             return None
-        if use_native:
-            try:
-                import data_gen._native_tokenize as module
-            except ImportError as error:
-                raise ImportError(
-                    "use_native=True but the C extension data_gen._native_tokenize is not "
-                    f"built ({error}); build it with `make setup` (needs gcc and the Python "
-                    "headers) or pass use_native=None/False") from error
-        else:
-            module = native.load("_native_tokenize")
-            if module is None:
-                return None
         basic = self.tokenizer.basic_tokenizer
         # The C object keeps the dict itself: _word_entries must not be rebound.
         return module.Tokenizer(basic.normalize_entry, basic.class_entry,

@@ -14,7 +14,6 @@ The C module data_gen._native_records (when built) encodes the same bytes;
 (NATIVE below, resolved at import; ZH_PRETRAIN_PURE_PYTHON=1 disables it),
 True = the C module (ImportError if not built), False = pure Python.
 """
-import importlib
 import struct
 
 from data_gen import native
@@ -26,7 +25,7 @@ def records_module(use_native=None):
     """The C module to use, or None for pure Python (see the module doc)."""
     if use_native is None:
         return NATIVE
-    return importlib.import_module("data_gen._native_records") if use_native else None
+    return native.resolve("_native_records", use_native)
 
 
 def encode_varint(value):

@@ -9,7 +9,6 @@ A sentence is a pair (ids, starts) of equal-length lists (see masking.py for
   bert     next-sentence prediction: label 1 = B is random (google-research/bert).
 """
 import collections
-import importlib
 import random as random_module
 
 from data_gen import native
@@ -296,18 +295,8 @@ def shuffle(items, rng, use_native=None):
 
 
 def _instances_module(use_native):
-    """data_gen._native_instances, or None for the Python path."""
-    if use_native is False:
-        return None
-    if not use_native:
-        return native.load("_native_instances")
-    try:
-        return importlib.import_module("data_gen._native_instances")
-    except ImportError as error:
-        raise ImportError(
-            "use_native=True but the C extension data_gen._native_instances is not built "
-            f"({error}); build it with `make setup` (needs gcc and the Python headers) or "
-            "pass use_native=None/False") from error
+    """data_gen._native_instances, or None for the Python path (see native.resolve)."""
+    return native.resolve("_native_instances", use_native)
 
 
 _RNG_METHODS = ("random", "getrandbits", "_randbelow", "randrange", "randint")

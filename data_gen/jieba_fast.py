@@ -31,7 +31,8 @@ class FastJiebaCutter:
 
     def __init__(self, jieba_tokenizer, use_hmm=True, use_native=None):
         """use_native: None = the C cutter when it is built and not disabled,
-        False = always the Python code, True = the C cutter or ImportError."""
+        False = always the Python code, True = the C cutter or ImportError
+        (see data_gen.native.resolve)."""
         jieba_tokenizer.check_initialized()
         self._freq = jieba_tokenizer.FREQ
         self._logtotal = log(jieba_tokenizer.total)
@@ -39,12 +40,7 @@ class FastJiebaCutter:
         self._hmm_cut = self._hmm.cut
         self.use_hmm = use_hmm
         self._native = None
-        module = None if use_native is False else native.load("_native_jieba")
-        if module is None and use_native:
-            why = (f"{native.DISABLE_VARIABLE} is set" if native.disabled()
-                   else "it is not built (run `make setup`; needs gcc and the Python headers)")
-            raise ImportError(f"FastJiebaCutter(use_native=True): the C cutter "
-                              f"data_gen._native_jieba is unavailable: {why}")
+        module = native.resolve("_native_jieba", use_native)
         if module is not None:
             hmm = self._hmm
             # emission by character as _states reads it: table.get(char, MIN_FLOAT)

@@ -33,6 +33,28 @@ def load(name):
         return None
 
 
+def resolve(name, use_native=None):
+    """The module for a `use_native` argument, as every accelerated API takes it.
+
+    None: load(name) (the C module when built and not disabled, else None);
+    False: None (pure Python); True: the C module even when the environment
+    disables it, ImportError saying how to build it when it is not built.
+    """
+    if use_native is False:
+        return None
+    if use_native is None:
+        return load(name)
+    if name not in MODULES:
+        raise ValueError(f"unknown native module {name!r}; known: {', '.join(MODULES)}")
+    try:
+        return importlib.import_module(f"data_gen.{name}")
+    except ImportError as error:
+        raise ImportError(
+            f"use_native=True but the C extension data_gen.{name} is not built ({error}); "
+            "build it with `make setup` (needs gcc and the Python headers) or pass "
+            "use_native=None/False") from error
+
+
 def status():
     """{module name: True if it is built and in use}."""
     return {name: load(name) is not None for name in MODULES}

@@ -53,9 +53,9 @@ def frame_records_joined(records, use_native=None):
     """b"".join(frame_records(records)), in one C call when data_gen._native_tfrecord is built.
 
     use_native: None = C when available (not with ZH_PRETRAIN_PURE_PYTHON=1),
-    False = Python.
+    False = Python, True = C required (see data_gen.native.resolve).
     """
-    module = native.load("_native_tfrecord") if use_native is not False else None
+    module = native.resolve("_native_tfrecord", use_native)
     if module is not None and isinstance(records, list):
         return module.frame_records(records)
     return b"".join(frame_records(records))
