@@ -1,5 +1,8 @@
 """Tiny vocab and corpus builders shared by the data_gen tests."""
+import os
 import pathlib
+
+import pytest
 
 SPECIALS = ["[PAD]", "[unused1]", "[unused2]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<S>"]
 ENGLISH = ["hello", "world", "play", "##ing", "##ed", "un", "##want", "run", "##n",
@@ -92,3 +95,11 @@ def read_records(path, max_seq_length, max_predictions_per_seq, token_boundary=F
     dataset = tf.data.TFRecordDataset(str(path), compression_type=compression)
     dataset = dataset.map(lambda record: tf.io.parse_single_example(record, spec))
     return [{key: value.numpy() for key, value in example.items()} for example in dataset]
+
+
+def resident_bytes():
+    """This process's resident memory (Linux /proc; skips the test elsewhere)."""
+    if not os.path.exists("/proc/self/statm"):
+        pytest.skip("needs Linux /proc/self/statm to read the resident memory")
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -286,13 +286,7 @@ def test_use_native_true_without_the_module_raises(monkeypatch):
     assert rng_all.getstate() == rng.getstate() and account_all == account
 
 
-def _rss_bytes():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 @needs_c
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")
 def test_no_leaks():
     data = random.Random(0)
     documents = _chunk(data, 12)
@@ -319,9 +313,9 @@ def test_no_leaks():
     run(200)
     watched = [documents[0][0][0][0], rng, CLS, SEP] + [document[0][0] for document in documents]
     references = [sys.getrefcount(value) for value in watched]
-    before = _rss_bytes()
+    before = util.resident_bytes()
     run(5000)
-    assert _rss_bytes() - before < 3 << 20
+    assert util.resident_bytes() - before < 3 << 20
     assert [sys.getrefcount(value) for value in watched] == references
 
 

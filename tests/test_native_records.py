@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+import datagen_testutil as util
+
 from data_gen import example_proto, masking
 from data_gen.example_proto import InstanceEncoder
 
@@ -222,7 +224,7 @@ def test_inputs_left_to_python_give_python_results():
 
 def test_pure_python_switch():
     code = ("from data_gen import example_proto, masking\n"
-            "assert example_proto.NATIVE is None\n"
+            "assert example_proto.records_module() is None\n"
             "config = masking.MaskingConfig(0.15, 20, 4, [100])\n"
             "encoder = example_proto.InstanceEncoder(8, 2, 200)\n"
             "assert encoder._native is None\n"
@@ -233,13 +235,7 @@ def test_pure_python_switch():
                    cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _rss_bytes():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 @needs_c
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")
 def test_no_leaks():
     data = random.Random(0)
     config = masking.MaskingConfig(0.15, 20, 1 << 40, REPLACEMENTS, True, 3)  # uncached ints
@@ -270,7 +266,7 @@ def test_no_leaks():
     run(2000)
     watched = [value for value in ids if value > 256] + [config.mask_id, rng] + REPLACEMENTS[-3:]
     references = [sys.getrefcount(value) for value in watched]
-    before = _rss_bytes()
+    before = util.resident_bytes()
     run(20000)
-    assert _rss_bytes() - before < 3 << 20
+    assert util.resident_bytes() - before < 3 << 20
     assert [sys.getrefcount(value) for value in watched] == references
