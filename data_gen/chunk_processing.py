@@ -62,10 +62,11 @@ class ChunkResult:
 class ChunkProcessor:
     """Holds the per-process state: tokenizer, segmenter, masking, encoder.
 
-    use_native: None tokenizes with the C extension data_gen._native_tokenize
-    when data_gen.native.load() provides it, False always in Python, True
-    requires the C extension even if ZH_PRETRAIN_PURE_PYTHON is set
-    (ImportError if it is not built). Both give the same ids and starts.
+    use_native applies to every C accelerator the processor uses (jieba,
+    tokenizer, pair instances, masking + encoding): None = each when built and
+    not disabled, False = pure Python, True = required, even if
+    ZH_PRETRAIN_PURE_PYTHON is set (ImportError if not built); see
+    data_gen.native.resolve. Both paths give the same records.
     """
 
     def __init__(self, config, use_native=None):
@@ -78,7 +79,7 @@ class ChunkProcessor:
         self.segmenter = None
         if config.do_whole_word_mask:
             self.segmenter = make_segmenter(config.segmenter, config.jieba_user_dict or None,
-                                            config.jieba_hmm)
+                                            config.jieba_hmm, use_native=use_native)
         self.masking_config = masking.MaskingConfig(
             config.masked_lm_prob, config.max_predictions_per_seq, vocab["[MASK]"],
             masking.replacement_ids(vocab), config.do_whole_word_mask,

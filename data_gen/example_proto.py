@@ -11,20 +11,16 @@ Map entries are written in sorted key order, so output bytes are stable.
 
 The C module data_gen._native_records (when built) encodes the same bytes;
 `use_native` arguments here and in masking.py pick it: None = when available
-(NATIVE below, resolved at import; ZH_PRETRAIN_PURE_PYTHON=1 disables it),
+(see data_gen.native.resolve; ZH_PRETRAIN_PURE_PYTHON=1 disables it),
 True = the C module (ImportError if not built), False = pure Python.
 """
 import struct
 
 from data_gen import native
 
-NATIVE = native.load("_native_records")
-
 
 def records_module(use_native=None):
     """The C module to use, or None for pure Python (see the module doc)."""
-    if use_native is None:
-        return NATIVE
     return native.resolve("_native_records", use_native)
 
 

@@ -24,7 +24,7 @@ class SegmenterError(ValueError):
 class JiebaSegmenter:
     """Wraps a private jieba.Tokenizer (optionally with a user dictionary)."""
 
-    def __init__(self, user_dict=None, use_hmm=True, fast=True):
+    def __init__(self, user_dict=None, use_hmm=True, fast=True, use_native=None):
         import jieba  # imported lazily: ~90 MB once its dictionary is loaded
         jieba.setLogLevel(logging.WARNING)
         self.use_hmm = use_hmm
@@ -42,7 +42,7 @@ class JiebaSegmenter:
         self._fast = None
         if fast:
             from data_gen.jieba_fast import FastJiebaCutter
-            self._fast = FastJiebaCutter(self._tokenizer, use_hmm)
+            self._fast = FastJiebaCutter(self._tokenizer, use_hmm, use_native=use_native)
 
     def words(self, text):
         """Returns jieba's words of `text`; their concatenation equals `text`."""
@@ -72,10 +72,11 @@ class NoSegmenter:
         return list(range(len(text)))
 
 
-def make_segmenter(name, user_dict=None, use_hmm=True):
-    """Builds the segmenter selected by --segmenter."""
+def make_segmenter(name, user_dict=None, use_hmm=True, use_native=None):
+    """Builds the segmenter selected by --segmenter (use_native: see data_gen.native.resolve)."""
     if name in ("jieba", "jieba_reference"):
-        return JiebaSegmenter(user_dict=user_dict, use_hmm=use_hmm, fast=name == "jieba")
+        return JiebaSegmenter(user_dict=user_dict, use_hmm=use_hmm, fast=name == "jieba",
+                              use_native=use_native)
     if name == "none":
         return NoSegmenter()
     raise SegmenterError(f"--segmenter={name!r}: unknown; choose one of {', '.join(SEGMENTERS)}")

@@ -1,4 +1,5 @@
 """data_gen._native_tokenize: the C tokenize_sentence gives the Python path's ids and starts."""
+import functools
 import gc
 import itertools
 import os
@@ -188,14 +189,11 @@ def test_no_reference_or_memory_leaks(small_vocab):
     tracked = [native.tokenizer.vocab[token] for token in ("中", "华", "hello", "[UNK]")]
     before = [sys.getrefcount(obj) for obj in tracked + [words_list, sentences[5]]]
 
-    def rss():
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-    start = rss()
+    start = util.resident_bytes()
     for index in range(20000):
         tokenize(sentences[index % len(sentences)], native.segmenter)
-    assert rss() - start < 4 << 20
+    assert util.resident_bytes() - start < 4 << 20
     after = [sys.getrefcount(obj) for obj in tracked + [words_list, sentences[5]]]
     assert after == before
 
@@ -242,3 +240,22 @@ def test_cli_output_is_byte_identical_with_and_without_c(tmp_path):
         outputs[pure] = out.read_bytes()
     assert len(outputs[""]) > 1000
     assert outputs["1"] == outputs[""]
+
+
+@needs_c
+@pytest.mark.parametrize("mode", ["roberta", "albert", "bert"])
+def test_whole_chunk_is_identical_on_the_c_and_python_paths(small_vocab, mode):
+    config = make_config(small_vocab, mode=mode, max_seq_length=32, max_predictions_per_seq=5,
+                         dupe_factor=3)
+    python, c_path = processors(config)
+    # use_native=False reaches every accelerator, the jieba cutter included.
+    assert python._native is None and not python.segmenter._fast.native
+    assert isinstance(python._mask_and_encode, functools.partial)
+    assert c_path.segmenter._fast.native
+    documents = [list(util.SENTENCES[i:i + 1 + i % 4]) for i in range(len(util.SENTENCES))]
+    documents += [[line] for line in synthetic_sentences(40, seed=5) if line.strip()]
+    expected, got = python.process(3, documents), c_path.process(3, documents)
+    assert len(got) > 40 and got.framed == expected.framed
+    assert (got.ends, got.masked, got.max_ids) == (expected.ends, expected.masked,
+                                                    expected.max_ids)
+    assert got.counts == expected.counts
