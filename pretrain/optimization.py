@@ -29,6 +29,8 @@ import tensorflow.compat.v1 as tf
 from pretrain import gradient_accumulation
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+# Checkpoint names of the moment slots, `<variable>/<name>`, as Google writes them.
+SLOT_NAMES = {"m": "adam_m", "v": "adam_v"}
 
 
 def learning_rate_schedule(init_lr, global_step, num_train_steps, num_warmup_steps,
@@ -80,9 +82,12 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         self._update_mask = mask
 
     def _create_slots(self, var_list):
+        # Named as Google's BERT/ALBERT optimizers name them (`<var>/adam_m`,
+        # `<var>/adam_v`), so their tools and transformers' TF loader, which
+        # skip these names, read our checkpoints unchanged.
         for var in var_list:
-            self._zeros_slot(var, "m", self._name)
-            self._zeros_slot(var, "v", self._name)
+            self._zeros_slot(var, "m", SLOT_NAMES["m"])
+            self._zeros_slot(var, "v", SLOT_NAMES["v"])
 
     def _prepare(self):
         self._lr_t = tf.convert_to_tensor(self.learning_rate, name="learning_rate")

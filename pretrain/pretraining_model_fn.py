@@ -7,8 +7,8 @@ strategy) and `TPUEstimator` (TPU or `use_tpu=False`): it returns a
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-from pretrain import (checkpoint_loading, heads, mixed_precision, modeling, optimization,
-                      training_hooks)
+from pretrain import (checkpoint_compat, checkpoint_loading, heads, mixed_precision, modeling,
+                      optimization, training_hooks)
 
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -86,7 +86,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
     """
     compute_type = mixed_precision.compute_dtype(precision)
 
-    def model_fn(features, labels, mode, params):
+    def model_fn(features, labels, mode, params, config=None):
         del labels
         params = params or {}
         on_tpu_estimator = params.get("strategy") == "tpu"
@@ -101,6 +101,10 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
             scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu)
 
         if mode == tf.estimator.ModeKeys.TRAIN:
+            if config is not None:  # resuming from a checkpoint with the old slot names
+                checkpoint_compat.install_legacy_slot_saver(
+                    config.model_dir, config.keep_checkpoint_max,
+                    config.keep_checkpoint_every_n_hours)
             scaler = None
             if mixed_precision.needs_loss_scaling(precision):
                 scaler = mixed_precision.DynamicLossScale()

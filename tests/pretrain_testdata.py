@@ -1,5 +1,7 @@
 """Tiny pretraining TFRecords (+ data_gen-style sidecars) written by the tests themselves."""
+import glob
 import json
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -84,3 +86,27 @@ def tiny_config(path, vocab_size=50, hidden=32, layers=2, max_position=32, dropo
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f)
     return str(path)
+
+
+def rename_slots_to_legacy(output_dir, legacy="AdamWeightDecay"):
+    """Rewrites the latest checkpoint with the optimizer slots under the pre-0.2 names."""
+    prefix = tf.compat.v1.train.latest_checkpoint(output_dir)
+    reader = tf.compat.v1.train.load_checkpoint(prefix)
+    suffixes = {"/adam_m": f"/{legacy}", "/adam_v": f"/{legacy}_1"}
+    renamed = {}
+    for name in reader.get_variable_to_shape_map():
+        new = name
+        for suffix, old in suffixes.items():
+            if name.endswith(suffix):
+                new = name[:-len(suffix)] + old
+        renamed[new] = reader.get_tensor(name)
+    for path in glob.glob(prefix + ".*"):
+        os.remove(path)
+    with tf.Graph().as_default():
+        variables = {n: tf.compat.v1.Variable(v, name="v%d" % i) for i, (n, v) in enumerate(renamed.items())}
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver(variables).save(sess, prefix, write_meta_graph=False,
+                                           write_state=False)
+    return sorted(renamed)
+

@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain import data_checks, run_pretraining, training_hooks
-from pretrain_testdata import make_examples, tiny_config, write_records
+from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
 
@@ -72,7 +72,7 @@ def test_overfits_fixed_batch_writes_summaries_eval_and_resumes_with_optimizer_s
         "global_step"] == 60
     a, b = _ckpt(str(straight)), _ckpt(str(resumed))
     names = [n for n in a.get_variable_to_shape_map() if n.startswith(("bert/", "cls/"))]
-    slots = [n for n in names if n.endswith("/AdamWeightDecay")]
+    slots = [n for n in names if n.endswith("/adam_m")]
     assert slots, "optimizer slots are checkpointed"
     for name in names:  # identical only if Adam's m and v were restored, not restarted
         np.testing.assert_allclose(b.get_tensor(name), a.get_tensor(name), rtol=1e-3,
@@ -106,7 +106,7 @@ def test_mixed_precision_and_accumulation_train(data, tmp_path, precision, accum
     reader = _ckpt(str(out))
     kernel = reader.get_tensor("bert/encoder/layer_0/attention/self/query/kernel")
     assert kernel.dtype == np.float32 and np.all(np.isfinite(kernel))  # fp32 master weights
-    m_slot = reader.get_tensor("bert/encoder/layer_0/attention/self/query/kernel/Lamb")
+    m_slot = reader.get_tensor("bert/encoder/layer_0/attention/self/query/kernel/adam_m")
     assert np.abs(m_slot).max() > 0  # updates were applied
     names = reader.get_variable_to_shape_map()
     assert ("loss_scale/scale" in names) == (precision == "fp16")
@@ -129,3 +129,24 @@ def test_bad_options_are_refused():
         run_pretraining.options_from({"no_such_flag": 1})
     with pytest.raises(ValueError, match="--do_train and/or --do_eval"):
         run_pretraining.run({"bert_config_file": "c", "output_dir": "o", "input_file": "i"})
+
+
+def test_resumes_from_checkpoint_with_old_slot_names(data, tmp_path):
+    # LAMB's old names (`/Lamb`, `/Lamb_1`) map the same way (test_checkpoint_compat.py).
+    legacy = "AdamWeightDecay"
+    const = dict(num_warmup_steps=0, poly_power=0.0)
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    run_pretraining.run(_opts(data, straight, num_train_steps=6, **const))
+    run_pretraining.run(_opts(data, resumed, num_train_steps=3, **const))
+    old_names = rename_slots_to_legacy(str(resumed), legacy)
+    assert f"bert/pooler/dense/kernel/{legacy}_1" in old_names
+    assert run_pretraining.run(_opts(data, resumed, num_train_steps=6, **const))[
+        "global_step"] == 6
+    a, b = _ckpt(str(straight)), _ckpt(str(resumed))
+    names = b.get_variable_to_shape_map()
+    assert "bert/pooler/dense/kernel/adam_v" in names  # written back under Google's names
+    assert not [n for n in names if n.endswith((f"/{legacy}", f"/{legacy}_1"))]
+    for name in a.get_variable_to_shape_map():  # equal only if m and v were restored
+        if name.startswith(("bert/", "cls/")):
+            np.testing.assert_allclose(b.get_tensor(name), a.get_tensor(name), rtol=1e-5,
+                                       atol=1e-6, err_msg=name)

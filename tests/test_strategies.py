@@ -13,7 +13,7 @@ import tensorflow.compat.v1 as tf
 
 from pretrain import input_pipeline, modeling, pretraining_model_fn, run_pretraining
 from pretrain import strategy as strategy_lib
-from pretrain_testdata import make_examples, tiny_config, write_records
+from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, "tests")
@@ -141,6 +141,20 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
     moved = np.abs(single.get_tensor("bert/pooler/dense/kernel")
                    - initial.get_tensor("bert/pooler/dense/kernel")).max()
     assert moved > 1e-3  # the comparison is between trained weights
+
+    # A mirrored run resumes from a checkpoint whose slots have the old names
+    # (<var>/AdamWeightDecay, _1): restored through the mapping, written back as adam_m/v.
+    rename_slots_to_legacy(str(tmp_path / "mirrored"))
+    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(dict(mirrored_opts, num_train_steps=4))))
+    run_pretraining.run(dict(base, strategy="cpu", output_dir=str(tmp_path / "cpu"),
+                             num_train_steps=4))
+    assert _result(proc)["global_step"] == 4
+    mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored"))
+    single = tf.train.load_checkpoint(str(tmp_path / "cpu"))
+    assert "bert/pooler/dense/kernel/adam_v" in mirrored.get_variable_to_shape_map()
+    for name in names + ["bert/pooler/dense/kernel/adam_m"]:
+        np.testing.assert_allclose(mirrored.get_tensor(name), single.get_tensor(name),
+                                   rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 WORKER_SCRIPT = """
