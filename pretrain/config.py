@@ -13,7 +13,11 @@ MODEL_TYPES = ("bert", "albert")
 ALBERT_LAYOUTS = ("google", "brightmart")
 SHARING_MODES = ("all", "attention", "ffn", "none")
 LAYER_NORM_POSITIONS = ("post", "pre")
-ACTIVATIONS = ("gelu", "gelu_exact", "relu", "swish", "tanh", "linear")
+# "gelu" keeps google-research/bert's meaning, the tanh approximation, also
+# accepted under transformers' names for it ("gelu_new", "gelu_pytorch_tanh");
+# "gelu_exact" is the erf GELU, which transformers calls "gelu".
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_exact", "relu", "swish", "tanh",
+               "linear")
 
 # Fields with their defaults (google-research/bert defaults where they exist).
 _DEFAULTS = {
@@ -201,6 +205,11 @@ class BertConfig(object):
         require(isinstance(self.hidden_act, str)
                 and self.hidden_act.lower() in ACTIVATIONS, "hidden_act",
                 "unknown activation; use one of %s" % ", ".join(ACTIVATIONS))
+        require(not ("transformers_version" in self.extra and self.hidden_act.lower() == "gelu"),
+                "hidden_act", "this is a transformers config.json, where \"gelu\" means the "
+                "exact erf GELU, but in bert_config.json it means Google's tanh approximation. "
+                "Convert the model with `python -m pretrain.import_hf`, or set hidden_act to "
+                "\"gelu_exact\" (erf) or \"gelu_new\" (tanh)")
         for field in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, field)
             require(isinstance(value, (int, float)) and 0.0 <= value < 1.0,

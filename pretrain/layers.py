@@ -101,6 +101,8 @@ def swish(x):
 
 _ACTIVATIONS = {
     "gelu": gelu,
+    "gelu_new": gelu,
+    "gelu_pytorch_tanh": gelu,
     "gelu_exact": gelu_exact,
     "relu": tf.nn.relu,
     "swish": swish,

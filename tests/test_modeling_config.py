@@ -33,6 +33,7 @@ def test_albert_inferred_from_embedding_size_and_layout_from_ln_type():
 @pytest.mark.parametrize("overrides, field", [
     (dict(hidden_size=30, num_attention_heads=4), "hidden_size"),
     (dict(hidden_act="gelu_fast"), "hidden_act"),
+    (dict(hidden_act="gelu", transformers_version="4.57.6"), "hidden_act"),
     (dict(embedding_size=8, sharing="layers"), "sharing"),
     (dict(embedding_size=8, albert_layout="huggingface"), "albert_layout"),
     (dict(embedding_size=8, num_hidden_layers=3, num_hidden_groups=2), "num_hidden_groups"),
@@ -98,3 +99,19 @@ def test_shipped_configs_have_the_documented_sizes(name):
         assert config.max_position_embeddings == 128
     if name.startswith("test"):
         assert config.max_position_embeddings == 64
+
+
+@pytest.mark.parametrize("name, expected", [
+    # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) at x = 1 and x = -2
+    ("gelu", (0.8411920, -0.0454023)), ("gelu_new", (0.8411920, -0.0454023)),
+    ("gelu_pytorch_tanh", (0.8411920, -0.0454023)),
+    # 0.5 x (1 + erf(x / sqrt 2)) at x = 1 and x = -2
+    ("gelu_exact", (0.8413447, -0.0455003)),
+])
+def test_gelu_names_keep_googles_meaning_and_accept_transformers_names(name, expected):
+    import tensorflow.compat.v1 as tf
+    from pretrain import layers
+    config = BertConfig.from_dict(tiny_config(hidden_act=name))
+    with tf.Graph().as_default(), tf.Session() as sess:
+        values = sess.run(layers.get_activation(config.hidden_act)(tf.constant([1.0, -2.0])))
+    assert values == pytest.approx(expected, abs=2e-7)
