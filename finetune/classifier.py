@@ -3,7 +3,7 @@
 Graph: encoder (`pretrain.modeling.create_model`, BERT/RoBERTa or ALBERT by
 config) -> pooled output [B, H] -> dropout (training only) -> logits [B, 2]
 from `classifier/output_weights` [2, H] and `classifier/output_bias` [2]
--> softmax cross-entropy. The encoder's variables keep their pretraining
+(`pretrain.heads.get_classifier_output`) -> softmax cross-entropy. The encoder's variables keep their pretraining
 names, so a starting point is any of: nothing (random initialisation), a
 released Google / brightmart / ymcui checkpoint, or a `run_pretraining` output
 directory (its latest checkpoint), loaded through
@@ -13,10 +13,9 @@ and decay (`pretrain.optimization.create_optimizer`).
 """
 import tensorflow.compat.v1 as tf
 
+from pretrain import heads
 from pretrain import modeling
 from pretrain import optimization
-
-CLASSIFIER_SCOPE = "classifier"
 
 
 def create_classifier(bert_config, is_training, input_ids, input_mask, segment_ids, labels,
@@ -32,24 +31,14 @@ def create_classifier(bert_config, is_training, input_ids, input_mask, segment_i
     """
     model = modeling.create_model(bert_config, is_training, input_ids,
                                   input_mask=input_mask, token_type_ids=segment_ids)
-    pooled = tf.cast(model.get_pooled_output(), tf.float32)  # [B, H]
-    hidden_size = pooled.shape[-1]
-    with tf.variable_scope(CLASSIFIER_SCOPE):
-        output_weights = tf.get_variable(
-            "output_weights", [num_labels, hidden_size],
-            initializer=tf.truncated_normal_initializer(stddev=bert_config.initializer_range))
-        output_bias = tf.get_variable("output_bias", [num_labels],
-                                      initializer=tf.zeros_initializer())
-        if is_training:
-            pooled = tf.nn.dropout(pooled, rate=bert_config.hidden_dropout_prob)
-        logits = tf.nn.bias_add(tf.matmul(pooled, output_weights, transpose_b=True), output_bias)
-        probabilities = tf.nn.softmax(logits, axis=-1)
-        if labels is None:
-            return None, None, logits, probabilities
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
-        one_hot = tf.one_hot(labels, depth=num_labels, dtype=tf.float32)
-        per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)  # [B]
-        loss = tf.reduce_mean(per_example_loss)
+    logits, probabilities = heads.get_classifier_output(
+        bert_config, model.get_pooled_output(), num_labels, is_training)
+    if labels is None:
+        return None, None, logits, probabilities
+    log_probs = tf.nn.log_softmax(logits, axis=-1)
+    one_hot = tf.one_hot(labels, depth=num_labels, dtype=tf.float32)
+    per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)  # [B]
+    loss = tf.reduce_mean(per_example_loss)
     return loss, per_example_loss, logits, probabilities
 
 
