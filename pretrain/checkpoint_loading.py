@@ -30,6 +30,8 @@ import tempfile
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from pretrain import checkpoint_io
+
 SURGERY_VARIABLES = ("bert/embeddings/word_embeddings", "cls/predictions/output_bias")
 WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
 _WRAPPER_PREFIXES = ("module/",)
@@ -155,17 +157,7 @@ def _write_temporary_checkpoint(tensors, surgery_dir):
         atexit.register(shutil.rmtree, surgery_dir, True)
     os.makedirs(surgery_dir, exist_ok=True)
     prefix = os.path.join(surgery_dir, "surgery.ckpt")
-    with tf.Graph().as_default():
-        variables = {}
-        for index, (name, value) in enumerate(sorted(tensors.items())):
-            placeholder = tf.placeholder(tf.as_dtype(value.dtype), value.shape)
-            variables[name] = (tf.Variable(placeholder, name="surgery_%d" % index),
-                               placeholder, value)
-        saver = tf.train.Saver({name: v for name, (v, _, _) in variables.items()})
-        with tf.Session() as session:
-            for variable, placeholder, value in variables.values():
-                session.run(variable.initializer, {placeholder: value})
-            saver.save(session, prefix, write_meta_graph=False, write_state=False)
+    checkpoint_io.write_checkpoint(tensors, prefix)
     return prefix
 
 
