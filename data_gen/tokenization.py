@@ -14,6 +14,7 @@ character in `normalize(text)`; whole-word masking uses it to align tokens
 with jieba's words.
 """
 import collections
+import json
 import re
 import unicodedata
 
@@ -56,6 +57,40 @@ def load_vocab(vocab_file):
     if not vocab:
         raise VocabError(f"{vocab_file}: vocab file is empty")
     return vocab
+
+
+def load_tokenizer_json_vocab(tokenizer_file):
+    """Reads the vocab of a transformers `tokenizer.json` (WordPiece model).
+
+    Returns the same OrderedDict token -> id as `load_vocab`, in id order:
+    `model.vocab`, then any `added_tokens` whose ids follow it. The ids must
+    be exactly 0..V-1 (each once), as the lines of a vocab.txt are.
+    """
+    try:
+        with open(tokenizer_file, "r", encoding="utf-8") as reader:
+            data = json.load(reader)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise VocabError(f"{tokenizer_file}: cannot read tokenizer.json ({error})") from None
+    model = data.get("model") if isinstance(data, dict) else None
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    if not isinstance(vocab, dict) or model.get("type", "WordPiece") != "WordPiece":
+        kind = model.get("type") if isinstance(model, dict) else None
+        raise VocabError(f"{tokenizer_file}: the tokenizer model is {kind!r}, not WordPiece; "
+                         "only a BERT-style WordPiece vocab can become a vocab.txt")
+    entries = dict(vocab)
+    for added in data.get("added_tokens") or []:
+        if added.get("content") not in entries and added.get("id", -1) >= len(vocab):
+            entries[added["content"]] = added["id"]
+    by_id = collections.OrderedDict()
+    for token, token_id in sorted(entries.items(), key=lambda item: item[1]):
+        if not isinstance(token_id, int) or token_id != len(by_id):
+            raise VocabError(
+                f"{tokenizer_file}: vocab ids must be 0..{len(entries) - 1}, each once; "
+                f"token {token!r} has id {token_id!r} where {len(by_id)} was expected")
+        by_id[token] = token_id
+    if not by_id:
+        raise VocabError(f"{tokenizer_file}: the WordPiece vocab is empty")
+    return by_id
 
 
 def check_special_tokens(vocab, vocab_file="<vocab>"):

@@ -1,0 +1,119 @@
+"""Export a checkpoint of this toolkit as a transformers model directory.
+
+    python -m pretrain.export_hf --init_checkpoint=output/pretrain \
+        --bert_config_file=bert_config.json --vocab_file=vocab.txt --output_dir=hf_model
+
+writes config.json, model.safetensors, vocab.txt, tokenizer_config.json and
+special_tokens_map.json, so that in PyTorch
+
+    AutoModelForPreTraining.from_pretrained("hf_model")   # or AutoModelForMaskedLM
+    AutoTokenizer.from_pretrained("hf_model")
+    pipeline("fill-mask", model="hf_model")
+
+work. The architecture follows the checkpoint: classifier/* variables (a
+fine-tuned LCQMC model) -> BertForSequenceClassification (labels "0".."N-1",
+as in the data files); else BertForPreTraining, or AlbertForPreTraining for
+the Google ALBERT layout. A brightmart ALBERT exports as the equivalent BERT.
+Heads or pooler missing from the checkpoint (e.g. no sentence head after
+roberta-mode training) are listed and will be initialised randomly by
+transformers. Optimizer slots, global_step and other training state are
+ignored; any other tensor the config does not explain is an error.
+
+--format=saved_model writes a TF Serving SavedModel instead
+(pretrain.export_saved_model). The output directory appears complete or not
+at all; a non-empty one needs --overwrite.
+"""
+import dataclasses
+import os
+
+from pretrain import cli_options, hf_config, hf_files
+from pretrain.config import BertConfig, ConfigError
+
+FORMATS = ("hf", "saved_model")
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    init_checkpoint: str = cli_options.required(
+        "Checkpoint prefix, or a directory (its latest checkpoint).")
+    bert_config_file: str = cli_options.required("The model's bert_config.json.")
+    output_dir: str = cli_options.required("Directory to write.")
+    vocab_file: str = cli_options.option(None, "The model's vocab.txt (needed for --format=hf).")
+    format: str = cli_options.option("hf", "hf (transformers directory) | saved_model "
+                                           "(TF Serving).")
+    do_lower_case: bool = cli_options.option(True, "Recorded in tokenizer_config.json.")
+    overwrite: bool = cli_options.option(False, "Replace a non-empty output_dir.")
+
+
+def _convert_checkpoint(init_checkpoint, config):
+    """(prefix, training-state names, hf_weights.google_to_hf(...) result).
+
+    TensorFlow is imported here, so bad flags are answered without loading it.
+    """
+    # pylint: disable=import-outside-toplevel,protected-access
+    import tensorflow.compat.v1 as tf
+    from pretrain import checkpoint_io, checkpoint_loading, hf_weights
+    try:
+        prefix = checkpoint_loading.resolve_checkpoint(init_checkpoint)
+    except FileNotFoundError as err:
+        raise cli_options.UserError("--init_checkpoint: %s" % err) from None
+    names = [name for name, _ in tf.train.list_variables(prefix)]
+    state = [name for name in names if checkpoint_loading._TRAINING_STATE.search(name)]
+    tensors = checkpoint_io.read_checkpoint(prefix, sorted(set(names) - set(state)))
+    return prefix, state, hf_weights.google_to_hf(tensors, config)
+
+
+def export_model(init_checkpoint, bert_config_file, output_dir, vocab_file=None,
+                 format="hf", do_lower_case=True, overwrite=False, log_fn=print):
+    """Writes the transformers directory (or SavedModel) described above; returns output_dir."""
+    if format not in FORMATS:
+        raise cli_options.UserError("--format=%s: use one of %s" % (format, ", ".join(FORMATS)))
+    if format == "saved_model":
+        from pretrain import export_saved_model  # pylint: disable=import-outside-toplevel
+        return export_saved_model.export_saved_model(
+            init_checkpoint=init_checkpoint, bert_config_file=bert_config_file,
+            output_dir=output_dir, overwrite=overwrite)
+    if not vocab_file:
+        raise cli_options.UserError("--vocab_file is required for --format=hf")
+    try:
+        config = BertConfig.from_json_file(bert_config_file)
+    except ConfigError as err:
+        raise cli_options.UserError("--bert_config_file: %s" % err) from None
+    hf_config.exported_model_type(config)  # refuses pre-LN before reading any weights
+    output_dir = hf_files.check_output_dir(output_dir, overwrite)
+    prefix, training_state, converted = _convert_checkpoint(init_checkpoint, config)
+    hf = hf_config.hf_config_from_bert(converted.config, converted.task, converted.num_labels)
+    with hf_files.output_directory(output_dir, overwrite) as temporary:
+        vocab = hf_files.write_tokenizer_files(temporary, vocab_file, do_lower_case,
+                                               config.max_position_embeddings)
+        if len(vocab) > config.vocab_size:
+            raise cli_options.UserError("--vocab_file %s has %d tokens but the config has "
+                                        "vocab_size=%d" % (vocab_file, len(vocab),
+                                                           config.vocab_size))
+        hf["pad_token_id"] = vocab["[PAD]"]
+        if hf["model_type"] == "albert":  # AlbertConfig's defaults (2, 3) assume its own vocab
+            hf.update(bos_token_id=vocab["[CLS]"], eos_token_id=vocab["[SEP]"])
+        hf_files.write_json(os.path.join(temporary, hf_files.CONFIG), hf)
+        hf_files.write_safetensors(converted.state_dict,
+                                   os.path.join(temporary, hf_files.SAFETENSORS))
+    if log_fn is not None:
+        from pretrain.hf_weights import format_report  # pylint: disable=import-outside-toplevel
+        log_fn(format_report(converted.report, "Exported %s -> %s (%s)" % (
+            prefix, output_dir, hf["architectures"][0])))
+        log_fn("ignored %d optimizer/step tensors; config.json hidden_act %s" % (
+            len(training_state), hf["hidden_act"]))
+        for caveat in hf_config.transformers_caveats(converted.config):
+            log_fn("WARNING: " + caveat)
+    return output_dir
+
+
+def _run(options):
+    export_model(**dataclasses.asdict(options))
+
+
+def main(argv=None):
+    cli_options.run_main(ExportOptions, _run, argv)
+
+
+if __name__ == "__main__":
+    main()

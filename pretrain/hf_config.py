@@ -1,0 +1,157 @@
+"""Model configs both ways: our `bert_config.json` <-> transformers' `config.json`.
+
+    ours = bert_config_from_hf(json.load(open("hf_model/config.json")))   # BertConfig
+    hf = hf_config_from_bert(ours, task="pretraining")                   # dict
+
+Activations keep their meaning on both sides: our "gelu" is Google's tanh
+approximation (transformers' "gelu_new"), our "gelu_exact" is the erf GELU
+(transformers' "gelu", which the hfl models use). A brightmart ALBERT exports
+as BERT (see hf_weights); pre-LN models and anything our model cannot compute
+exactly (relative position embeddings, another LayerNorm epsilon) are
+refused with a message.
+"""
+import math
+
+from pretrain.cli_options import UserError
+from pretrain.config import BertConfig, ConfigError
+
+LAYER_NORM_EPS = 1e-12  # fixed in pretrain.layers.layer_norm
+
+# transformers' hidden_act -> ours.
+_ACTIVATIONS_FROM_HF = {
+    "gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
+    "relu": "relu", "tanh": "tanh", "swish": "swish", "silu": "swish", "linear": "linear",
+}
+# ours (lower case) -> transformers'.
+_ACTIVATIONS_TO_HF = {
+    "gelu": "gelu_new", "gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_new",
+    "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "swish": "swish", "linear": "linear",
+}
+
+# Values transformers assumes when a field is absent (BertConfig / AlbertConfig defaults).
+_HF_DEFAULTS = {
+    "bert": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+             "intermediate_size": 3072, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+             "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512,
+             "type_vocab_size": 2, "initializer_range": 0.02},
+    "albert": {"embedding_size": 128, "hidden_size": 4096, "num_hidden_layers": 12,
+               "num_hidden_groups": 1, "num_attention_heads": 64, "intermediate_size": 16384,
+               "inner_group_num": 1, "hidden_act": "gelu_new", "hidden_dropout_prob": 0.0,
+               "attention_probs_dropout_prob": 0.0, "max_position_embeddings": 512,
+               "type_vocab_size": 2, "initializer_range": 0.02},
+}
+_SHARED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
+                  "max_position_embeddings", "type_vocab_size", "initializer_range")
+_ALBERT_FIELDS = ("embedding_size", "num_hidden_groups", "inner_group_num")
+ARCHITECTURES = {  # (hf model_type, task) -> architectures entry
+    ("bert", "pretraining"): "BertForPreTraining",
+    ("bert", "sequence_classification"): "BertForSequenceClassification",
+    ("albert", "pretraining"): "AlbertForPreTraining",
+    ("albert", "sequence_classification"): "AlbertForSequenceClassification",
+}
+
+
+def hf_model_type(hf_config, source="config.json"):
+    """"bert" or "albert" from model_type (or architectures); else UserError."""
+    model_type = hf_config.get("model_type")
+    architectures = hf_config.get("architectures") or []
+    if model_type is None:
+        if any(str(name).startswith("Albert") for name in architectures):
+            model_type = "albert"
+        elif any(str(name).startswith("Bert") for name in architectures):
+            model_type = "bert"
+    if model_type == "roberta":
+        raise UserError(
+            "%s: model_type \"roberta\" is fairseq-style RoBERTa (byte-level BPE, positions "
+            "offset by padding_idx), which this toolkit cannot represent. The Chinese "
+            "RoBERTa-wwm checkpoints (e.g. hfl/chinese-roberta-wwm-ext) are published as BERT "
+            "(model_type \"bert\") and import as they are." % source)
+    if model_type not in _HF_DEFAULTS:
+        raise UserError("%s: model_type %r (architectures %s) is not supported; import a "
+                        "BERT (model_type \"bert\") or ALBERT (\"albert\") model"
+                        % (source, model_type, architectures))
+    return model_type
+
+
+def bert_config_from_hf(hf_config, source="config.json"):
+    """Our BertConfig for a transformers config dict (BERT or ALBERT)."""
+    model_type = hf_model_type(hf_config, source)
+    values = dict(_HF_DEFAULTS[model_type])
+    values.update({key: value for key, value in hf_config.items() if value is not None})
+    position_type = values.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise UserError("%s: position_embedding_type %r is not supported; our model has "
+                        "absolute position embeddings only" % (source, position_type))
+    eps = values.get("layer_norm_eps", LAYER_NORM_EPS)
+    if not math.isclose(float(eps), LAYER_NORM_EPS, rel_tol=1e-6):
+        raise UserError("%s: layer_norm_eps=%r, but our LayerNorm epsilon is fixed at 1e-12; "
+                        "the imported model would compute different outputs" % (source, eps))
+    act = str(values["hidden_act"])
+    if act not in _ACTIVATIONS_FROM_HF:
+        raise UserError("%s: hidden_act %r is not supported; use one of %s"
+                        % (source, act, ", ".join(sorted(_ACTIVATIONS_FROM_HF))))
+    if "vocab_size" not in hf_config:
+        raise UserError("%s: vocab_size is missing" % source)
+    ours = {field: values[field] for field in _SHARED_FIELDS}
+    ours["hidden_act"] = _ACTIVATIONS_FROM_HF[act]
+    ours["model_type"] = model_type
+    if model_type == "albert":
+        ours.update({field: values[field] for field in _ALBERT_FIELDS})
+        ours["albert_layout"] = "google"
+    try:
+        return BertConfig.from_dict(ours)
+    except ConfigError as err:
+        raise UserError("%s: %s" % (source, err)) from None
+
+
+def exported_model_type(config):
+    """transformers' model_type our config exports as: "bert" or "albert" (Google layout)."""
+    if config.layer_norm_position == "pre":
+        raise UserError(
+            "layer_norm_position \"pre\" (pre-LN) cannot be exported: transformers' BERT and "
+            "ALBERT apply LayerNorm after each sub-layer, so the model would compute "
+            "something else")
+    if config.is_albert and config.albert_layout == "google":
+        return "albert"
+    return "bert"  # BERT, and brightmart ALBERT exported as the equivalent BERT
+
+
+def hf_config_from_bert(config, task="pretraining", num_labels=2):
+    """transformers config dict for our BertConfig.
+
+    Args:
+      task: "pretraining" (BertForPreTraining / AlbertForPreTraining) or
+        "sequence_classification" (labels "0".."num_labels-1").
+    """
+    model_type = exported_model_type(config)
+    act = str(config.hidden_act).lower()
+    if act not in _ACTIVATIONS_TO_HF:
+        raise UserError("hidden_act %r has no transformers equivalent" % config.hidden_act)
+    hf = {"architectures": [ARCHITECTURES[(model_type, task)]], "model_type": model_type}
+    hf.update({field: getattr(config, field) for field in _SHARED_FIELDS})
+    hf.update(hidden_act=_ACTIVATIONS_TO_HF[act], layer_norm_eps=LAYER_NORM_EPS, pad_token_id=0,
+              position_embedding_type="absolute", tie_word_embeddings=True)
+    if model_type == "albert":
+        hf.update({field: getattr(config, field) for field in _ALBERT_FIELDS})
+        hf["classifier_dropout_prob"] = config.hidden_dropout_prob
+    else:
+        hf.update(classifier_dropout=None, use_cache=True)
+    if task == "sequence_classification":
+        labels = [str(index) for index in range(num_labels)]
+        hf.update(num_labels=num_labels, problem_type="single_label_classification",
+                  id2label={str(index): label for index, label in enumerate(labels)},
+                  label2id={label: index for index, label in enumerate(labels)})
+    return hf
+
+
+def transformers_caveats(config):
+    """Sentences about exported configs transformers 4.57 mishandles (empty if none)."""
+    if (config.is_albert and config.albert_layout == "google"
+            and config.inner_group_num > config.num_hidden_layers // config.num_hidden_groups):
+        return ["transformers' AlbertTransformer indexes its head mask per group and fails "
+                "with IndexError when inner_group_num (%d) > num_hidden_layers / "
+                "num_hidden_groups (%d); the exported weights are right, but transformers "
+                "cannot run this model" % (config.inner_group_num,
+                                           config.num_hidden_layers // config.num_hidden_groups)]
+    return []

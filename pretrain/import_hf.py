@@ -1,0 +1,107 @@
+"""Import a transformers BERT or ALBERT model as a checkpoint of this toolkit.
+
+    python -m pretrain.import_hf --model_dir=chinese-roberta-wwm-ext --output_dir=hfl_roberta
+
+reads the transformers model directory (config.json; model.safetensors,
+sharded safetensors, or pytorch_model.bin when torch is installed; vocab.txt
+or tokenizer.json) and writes
+
+    OUT/model.ckpt.{index,data-00000-of-00001}  Google variable names
+    OUT/checkpoint                               so OUT works as a directory too
+    OUT/bert_config.json
+    OUT/vocab.txt
+
+`OUT/model.ckpt` (or OUT) is a valid `--init_checkpoint` for
+`pretrain.run_pretraining` and `finetune.run_lcqmc` (which reads the
+bert_config.json beside it). A printed table lists every tensor converted
+(transformers key -> our name, shape) and what was not: buffers, tied
+decoder copies, unknown tensors, and a missing pooler / MLM head / sentence
+head, which is not written and so starts from a fresh initialisation.
+OUT appears complete or not at all; a non-empty OUT needs --overwrite.
+"""
+import dataclasses
+import os
+import shutil
+
+from pretrain import cli_options, hf_config, hf_files
+
+CHECKPOINT_NAME = "model.ckpt"
+
+
+
+@dataclasses.dataclass
+class ImportReport:
+    """What `import_model` wrote and from where."""
+    output_dir: str
+    checkpoint: str          # OUT/model.ckpt
+    config: object           # our BertConfig
+    weights: str             # which weights file(s) were read
+    vocab_source: str        # vocab.txt or tokenizer.json path
+    do_lower_case: object    # from tokenizer_config.json, or None
+    conversion: object       # hf_weights.Report
+
+
+@dataclasses.dataclass
+class ImportOptions:
+    model_dir: str = cli_options.required("transformers model directory (config.json + weights).")
+    output_dir: str = cli_options.required("Directory to write model.ckpt, bert_config.json, "
+                                           "vocab.txt to.")
+    overwrite: bool = cli_options.option(False, "Replace a non-empty output_dir.")
+
+
+def import_model(model_dir, output_dir, overwrite=False, log_fn=print):
+    """Converts `model_dir` into `output_dir`; returns an ImportReport.
+
+    Raises cli_options.UserError for input it cannot convert (nothing is written then).
+    """
+    model_dir = os.path.expanduser(str(model_dir))
+    output_dir = hf_files.check_output_dir(output_dir, overwrite)
+    raw_config = hf_files.read_config(model_dir)
+    config_path = os.path.join(model_dir, hf_files.CONFIG)
+    model_type = hf_config.hf_model_type(raw_config, config_path)
+    config = hf_config.bert_config_from_hf(raw_config, config_path)
+    hf_files.find_weights(model_dir)  # fail fast, before reading the vocab
+    vocab, vocab_source = hf_files.read_vocab(model_dir)
+    if len(vocab) > config.vocab_size:
+        raise cli_options.UserError(
+            "%s has %d tokens but config.json has vocab_size=%d"
+            % (vocab_source, len(vocab), config.vocab_size))
+    do_lower_case = hf_files.read_do_lower_case(model_dir)
+    state_dict, weights = hf_files.read_weights(model_dir)
+    # TensorFlow loads only now, so bad input is answered in a fraction of a second.
+    from pretrain import checkpoint_io, hf_weights  # pylint: disable=import-outside-toplevel
+    classifier = any(str(name).endswith("ForSequenceClassification")
+                     for name in raw_config.get("architectures") or [])
+    tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, classifier)
+    with hf_files.output_directory(output_dir, overwrite) as temporary:
+        checkpoint_io.write_checkpoint(tensors, os.path.join(temporary, CHECKPOINT_NAME),
+                                       write_state=True)
+        with open(os.path.join(temporary, "bert_config.json"), "w", encoding="utf-8") as writer:
+            writer.write(config.to_json_string())
+        vocab_path = os.path.join(temporary, hf_files.VOCAB)
+        if os.path.basename(vocab_source) == hf_files.VOCAB:
+            shutil.copyfile(vocab_source, vocab_path)
+        else:
+            hf_files.write_vocab(vocab, vocab_path)
+    report = ImportReport(output_dir, os.path.join(output_dir, CHECKPOINT_NAME), config,
+                          weights, vocab_source, do_lower_case, conversion)
+    if log_fn is not None:
+        log_fn(hf_weights.format_report(conversion, "Imported %s/%s (%s) -> %s" % (
+            model_dir, weights, model_type, report.checkpoint)))
+        log_fn("wrote %s, bert_config.json (hidden_act %s), vocab.txt (%d tokens from %s)%s" % (
+            report.checkpoint, config.hidden_act, len(vocab), vocab_source,
+            "" if report.do_lower_case is None
+            else "; the tokenizer has do_lower_case=%s" % report.do_lower_case))
+    return report
+
+
+def _run(options):
+    import_model(options.model_dir, options.output_dir, options.overwrite)
+
+
+def main(argv=None):
+    cli_options.run_main(ImportOptions, _run, argv)
+
+
+if __name__ == "__main__":
+    main()

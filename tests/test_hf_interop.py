@@ -1,0 +1,153 @@
+"""Hugging Face interop without torch: round trips, brightmart export, transformers' own fixture.
+
+The fixture under tests/fixtures/hf/ was written by transformers itself
+(see its README); its numbers are what transformers computes.
+"""
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+from safetensors import safe_open
+
+from finetune import run_lcqmc
+from hf_testutil import (mlm_and_sequence_output, model_outputs, random_checkpoint,
+                         sample_batch, write_tiny_vocab)
+from pretrain import checkpoint_io, checkpoint_loading, hf_files, run_pretraining
+from pretrain.config import BertConfig
+from pretrain.export_hf import export_model
+from pretrain.import_hf import import_model
+from pretrain_testdata import make_examples, tiny_config, write_records
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "hf"
+TRAINING_STATE = {  # ignored by the export, whatever the optimizer's naming
+    "global_step": np.array(7, np.int64),
+    "bert/pooler/dense/kernel/adam_m": np.zeros([32, 32], np.float32),
+    "bert/pooler/dense/kernel/AdamWeightDecay_1": np.zeros([32, 32], np.float32),
+}
+HF_FILES = ["config.json", "model.safetensors", "special_tokens_map.json",
+            "tokenizer_config.json", "vocab.txt"]
+ROUND_TRIPS = {  # kind: (config fields, num_labels, architecture, hidden_act in config.json)
+    "bert": ({}, None, "BertForPreTraining", "gelu_new"),
+    "albert": (dict(model_type="albert", embedding_size=16, num_hidden_groups=2,
+                    inner_group_num=2), None, "AlbertForPreTraining", "gelu_new"),
+    "classifier": (dict(hidden_act="gelu_exact"), 3, "BertForSequenceClassification", "gelu"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ROUND_TRIPS))
+def test_round_trip_tf_hf_tf_is_bit_identical(tmp_path, kind):
+    fields, num_labels, architecture, hf_act = ROUND_TRIPS[kind]
+    config_file = tiny_config(tmp_path / "bert_config.json", **fields)
+    vocab = write_tiny_vocab(tmp_path / "vocab.txt")
+    skip = ("cls/",) if num_labels else ()  # a fine-tuned classifier has no pretraining heads
+    original = random_checkpoint(config_file, str(tmp_path / "run" / "model.ckpt-7"),
+                                 num_labels=num_labels, skip=skip, extra=TRAINING_STATE)
+
+    export_model(str(tmp_path / "run"), config_file, tmp_path / "hf", vocab_file=vocab,
+                 log_fn=None)
+    assert sorted(os.listdir(tmp_path / "hf")) == HF_FILES
+    hf = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert hf["architectures"] == [architecture] and hf["hidden_act"] == hf_act
+    assert hf["layer_norm_eps"] == 1e-12 and hf["vocab_size"] == 50
+    if num_labels:
+        assert hf["id2label"] == {"0": "0", "1": "1", "2": "2"} and hf["num_labels"] == 3
+    with safe_open(str(tmp_path / "hf" / "model.safetensors"), "numpy") as weights:
+        assert weights.metadata() == {"format": "pt"}
+        assert not any("decoder" in key for key in weights.keys())  # tied, not stored
+    tokenizer = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
+    assert tokenizer["tokenizer_class"] == "BertTokenizer"
+    assert tokenizer["model_max_length"] == 32 and tokenizer["do_lower_case"] is True
+
+    report = import_model(tmp_path / "hf", tmp_path / "back", log_fn=None)
+    back = checkpoint_io.read_checkpoint(report.checkpoint)
+    assert sorted(back) == sorted(original)
+    for name, value in original.items():
+        assert back[name].dtype == np.float32 and np.array_equal(back[name], value), name
+    assert report.config.to_dict() == BertConfig.from_json_file(config_file).to_dict()
+    assert (tmp_path / "back" / "vocab.txt").read_bytes() == pathlib.Path(vocab).read_bytes()
+
+
+@pytest.mark.parametrize("sharing", ["all", "ffn"])
+def test_brightmart_albert_exports_as_the_bert_it_computes(tmp_path, sharing):
+    config_file = tiny_config(tmp_path / "brightmart.json", model_type="albert",
+                              albert_layout="brightmart", embedding_size=16, sharing=sharing)
+    checkpoint = str(tmp_path / "bm" / "model.ckpt")
+    random_checkpoint(config_file, checkpoint, seed=3)
+    export_model(checkpoint, config_file, tmp_path / "hf",
+                 vocab_file=write_tiny_vocab(tmp_path / "vocab.txt"), log_fn=None)
+    hf = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert hf["model_type"] == "bert" and hf["architectures"] == ["BertForPreTraining"]
+    assert "embedding_size" not in hf
+
+    report = import_model(tmp_path / "hf", tmp_path / "bert", log_fn=None)
+    assert report.config.model_type == "bert" and report.config.sharing == "none"
+    ours = model_outputs(config_file, checkpoint, *sample_batch())
+    bert = model_outputs(report.config, report.checkpoint, *sample_batch())
+    for key in ("mlm_log_probs", "pooled_output", "sequence_output"):
+        np.testing.assert_allclose(bert[key], ours[key], rtol=0, atol=1e-5, err_msg=key)
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """The transformers-written fixture models imported once: {"bert": report, "albert": ...}."""
+    root = tmp_path_factory.mktemp("imported")
+    return {name: import_model(FIXTURES / ("%s_mlm" % name), root / name, log_fn=None)
+            for name in ("bert", "albert")}
+
+
+@pytest.mark.parametrize("name,hidden_act,weights,key_bias", [
+    ("bert", "gelu_exact", "model.safetensors.index.json",
+     ("bert.encoder.layer.1.attention.self.key.bias",
+      "bert/encoder/layer_1/attention/self/key/bias")),
+    ("albert", "gelu", "model.safetensors",
+     ("albert.encoder.albert_layer_groups.0.albert_layers.0.attention.key.bias",
+      "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/key/bias")),
+])
+def test_transformers_fixture_imports_with_transformers_numbers(imported, name, hidden_act,
+                                                                 weights, key_bias):
+    report = imported[name]
+    expected = np.load(FIXTURES / "expected_outputs.npz")
+    assert report.config.hidden_act == hidden_act and report.weights == weights
+    log_probs, sequence = mlm_and_sequence_output(
+        report.config, report.checkpoint, expected[name + "_input_ids"],
+        expected[name + "_attention_mask"], expected[name + "_token_type_ids"])
+    np.testing.assert_allclose(log_probs, expected[name + "_mlm_log_probs"], rtol=0, atol=1e-4)
+    np.testing.assert_allclose(sequence, expected[name + "_sequence_output"], rtol=0, atol=1e-4)
+    # The attention key bias cannot show in any output: compare the tensor itself.
+    state, _ = hf_files.read_weights(str(FIXTURES / ("%s_mlm" % name)))
+    ours = checkpoint_io.read_checkpoint(report.checkpoint, [key_bias[1]])[key_bias[1]]
+    assert np.array_equal(ours, state[key_bias[0]])
+    # vocab.txt comes from vocab.txt (bert) or from tokenizer.json only (albert).
+    assert os.path.basename(report.vocab_source) == (
+        "vocab.txt" if name == "bert" else "tokenizer.json")
+    assert (pathlib.Path(report.output_dir) / "vocab.txt").read_bytes() == \
+        (FIXTURES / "vocab").read_bytes()
+    assert report.conversion.fresh == ["pooler (bert/pooler/dense)",
+                                       "sentence head (cls/seq_relationship/*)"]
+
+
+def test_imported_checkpoint_initialises_pretraining_and_finetuning(imported, tmp_path):
+    report = imported["bert"]
+    config_file = os.path.join(report.output_dir, "bert_config.json")
+    data = write_records(tmp_path / "train.tfrecord", make_examples(8, seed=3))
+    result = run_pretraining.run(dict(
+        bert_config_file=config_file, input_file=data, output_dir=str(tmp_path / "run"),
+        init_checkpoint=report.checkpoint, do_train=True, max_seq_length=16,
+        max_predictions_per_seq=4, train_batch_size=8, learning_rate=1e-6, num_train_steps=2,
+        num_warmup_steps=0, save_checkpoints_steps=1000, log_every_n_steps=1, random_seed=1,
+        shuffle_buffer=0))
+    assert result["global_step"] == 2
+    trained = tf.train.load_checkpoint(str(tmp_path / "run"))
+    for name, value in checkpoint_io.read_checkpoint(report.checkpoint).items():
+        # Two steps at lr 1e-6 move a weight by ~2e-6; a fresh init would be ~0.2 away.
+        np.testing.assert_allclose(trained.get_tensor(name), value, rtol=0, atol=1e-4,
+                                   err_msg=name)
+    # The sentence head the import did not have was created fresh.
+    assert "cls/seq_relationship/output_weights" in trained.get_variable_to_shape_map()
+    # OUT works as a directory, and run_lcqmc finds bert_config.json beside the checkpoint.
+    assert checkpoint_loading.resolve_checkpoint(report.output_dir) == report.checkpoint
+    settings = {"bert_config_file": None, "init_checkpoint": report.checkpoint}
+    assert run_lcqmc.resolve_bert_config(settings)[1] == config_file
