@@ -1,0 +1,274 @@
+"""pretrain.export_saved_model: the SavedModel computes what the Estimator computes.
+
+Checkpoints are written here with random weights (scaled up so the outputs
+vary), plus the training state a real run leaves (global_step, Adam slots, an
+MLM head), which the export must leave out. The export and the Estimators build
+their own graphs (`tf.Graph().as_default()`); the SavedModel is loaded back
+with TF2's eager `tf.saved_model.load` in the (eager) test process.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf2
+import tensorflow.compat.v1 as tf
+
+from finetune import classifier
+from pretrain import modeling
+from pretrain.config import BertConfig
+from pretrain.cli_options import UserError
+from pretrain.export_saved_model import export_saved_model
+
+from tests.conftest import REPO_ROOT
+
+SEQ_LENGTH = 12
+TINY_BERT = REPO_ROOT / "configs" / "test_tiny_bert.json"
+TINY_ALBERT = REPO_ROOT / "configs" / "test_tiny_albert.json"
+ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
+
+
+def write_checkpoint(folder, config_file, num_labels=0, seed=0):
+    """A checkpoint directory at step 7 holding the model and training state."""
+    config = BertConfig.from_json_file(config_file)
+    rng = np.random.default_rng(seed)
+    with tf.Graph().as_default():
+        ids = tf.placeholder(tf.int32, [None, None])
+        if num_labels:
+            classifier.create_classifier(config, False, ids, ids, ids, None, num_labels)
+        else:
+            modeling.create_model(config, False, ids)
+        with tf.variable_scope("cls/predictions"):  # not part of the serving graph
+            tf.get_variable("output_bias", [config.vocab_size])
+        for variable in list(tf.global_variables()):
+            for slot in ("adam_m", "adam_v"):
+                tf.get_variable(variable.op.name + "/" + slot, variable.shape)
+        global_step = tf.train.get_or_create_global_step()
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            for variable in tf.global_variables():
+                if variable is not global_step:
+                    shape = variable.shape.as_list()
+                    variable.load(rng.normal(0.0, 0.3, shape).astype(np.float32), session)
+            global_step.load(7, session)
+            return tf.train.Saver().save(session, str(folder / "model.ckpt"),
+                                         global_step=global_step)
+
+
+def make_inputs(batch, length, seed=1):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, 21128, size=(batch, length)).astype(np.int32)
+    mask = np.ones((batch, length), np.int32)
+    mask[0, length - 2:] = 0  # padding in the first example
+    segments = np.zeros((batch, length), np.int32)
+    segments[:, length // 2:] = 1
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+
+def estimator_predict(model_fn, model_dir, inputs):
+    """{output: [B, ...]} from an Estimator's PREDICT mode."""
+    with tf.Graph().as_default():
+        estimator = tf.estimator.Estimator(model_fn, model_dir=str(model_dir))
+        rows = list(estimator.predict(
+            lambda: tf.data.Dataset.from_tensor_slices(inputs).batch(2),
+            yield_single_examples=True))
+    return {key: np.stack([row[key] for row in rows]) for key in rows[0]}
+
+
+def encoder_model_fn(config, checkpoint):
+    def model_fn(features, labels, mode):  # pylint: disable=unused-argument
+        model = modeling.create_model(config, False, features["input_ids"],
+                                      input_mask=features["input_mask"],
+                                      token_type_ids=features["segment_ids"])
+        tf.train.init_from_checkpoint(checkpoint, {"bert/": "bert/"})
+        return tf.estimator.EstimatorSpec(mode, predictions={
+            "pooled_output": model.get_pooled_output(),
+            "sequence_output": model.get_sequence_output()})
+    return model_fn
+
+
+def serve(export_dir, inputs):
+    """Runs serving_default eagerly; returns {output: ndarray}."""
+    assert tf2.executing_eagerly()
+    signature = tf2.saved_model.load(str(export_dir)).signatures["serving_default"]
+    outputs = signature(**{name: tf2.constant(value) for name, value in inputs.items()})
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def assert_same_outputs(export_dir, model_fn, model_dir, batch, length):
+    inputs = make_inputs(batch, length)
+    expected = estimator_predict(model_fn, model_dir, inputs)
+    served = serve(export_dir, inputs)
+    for name, value in expected.items():
+        assert served[name].dtype == np.float32
+        assert served[name].shape == value.shape, name
+        np.testing.assert_allclose(served[name], value, atol=1e-5, rtol=0, err_msg=name)
+    return served
+
+
+@pytest.fixture(scope="module")
+def bert_export(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bert")
+    (folder / "ckpt").mkdir()
+    prefix = write_checkpoint(folder / "ckpt", TINY_BERT)
+    export_dir = export_saved_model(str(folder / "ckpt"), str(TINY_BERT), str(folder / "export"))
+    return prefix, pathlib.Path(export_dir)
+
+
+@pytest.fixture(scope="module")
+def classifier_export(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("classifier")
+    (folder / "ckpt").mkdir()
+    prefix = write_checkpoint(folder / "ckpt", TINY_BERT, num_labels=3, seed=5)
+    export_dir = export_saved_model(prefix, str(TINY_BERT), str(folder / "export"))
+    return prefix, pathlib.Path(export_dir)
+
+
+def test_saved_model_cli_lists_the_serving_signature(classifier_export):
+    _, export_dir = classifier_export
+    shown = subprocess.run(
+        [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show", "--all",
+         "--dir", str(export_dir)], capture_output=True, text=True, timeout=300, check=True)
+    text = shown.stdout
+    assert "signature_def['serving_default']" in text
+    assert "tensorflow/serving/predict" in text
+    for name in ("input_ids", "input_mask", "segment_ids"):
+        assert ("inputs['%s'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)"
+                % name) in text
+    for name, shape in (("pooled_output", "(-1, 32)"), ("sequence_output", "(-1, -1, 32)"),
+                        ("probabilities", "(-1, 3)")):
+        assert ("outputs['%s'] tensor_info:\n        dtype: DT_FLOAT\n        shape: %s"
+                % (name, shape)) in text
+    # Only the model is saved: no optimizer slots, step or MLM head.
+    saved = dict(tf.train.list_variables(str(export_dir / "variables" / "variables")))
+    assert saved["classifier/output_weights"] == [3, 32]
+    assert not [name for name in saved if "adam" in name or name.startswith("cls/")
+                or name == "global_step"]
+
+
+def test_bert_export_equals_estimator(bert_export, tmp_path):
+    prefix, export_dir = bert_export
+    model_fn = encoder_model_fn(BertConfig.from_json_file(TINY_BERT), prefix)
+    served = assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, SEQ_LENGTH)
+    assert sorted(served) == sorted(ENCODER_OUTPUTS)
+    assert served["sequence_output"].std() > 0.1  # the random weights were loaded
+    # A shorter sequence and a single example, through the same signature.
+    assert_same_outputs(export_dir, model_fn, tmp_path / "est_short", 1, 5)
+
+
+def test_google_albert_export_equals_estimator(tmp_path):
+    prefix = write_checkpoint(tmp_path, TINY_ALBERT, seed=3)
+    export_dir = export_saved_model(prefix, str(TINY_ALBERT), str(tmp_path / "export"))
+    saved = dict(tf.train.list_variables(os.path.join(export_dir, "variables", "variables")))
+    assert saved["bert/encoder/embedding_hidden_mapping_in/kernel"] == [16, 32]
+    model_fn = encoder_model_fn(BertConfig.from_json_file(TINY_ALBERT), prefix)
+    assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, 7)
+
+
+def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_path, capsys):
+    """An import of transformers' BertForMaskedLM fixture (no pooler) exports without
+    pooled_output, and its sequence_output is the one transformers computed."""
+    from pretrain.import_hf import import_model
+    fixture = REPO_ROOT / "tests" / "fixtures" / "hf"
+    imported = import_model(str(fixture / "bert_mlm"), str(tmp_path / "imported"), log_fn=None)
+    export_dir = export_saved_model(str(tmp_path / "imported"),
+                                    str(tmp_path / "imported" / "bert_config.json"),
+                                    str(tmp_path / "export"))
+    assert "leaves pooled_output out" in capsys.readouterr().out
+    expected = np.load(fixture / "expected_outputs.npz")
+    signature = tf2.saved_model.load(export_dir).signatures["serving_default"]
+    served = signature(input_ids=tf2.constant(expected["bert_input_ids"]),
+                       input_mask=tf2.constant(expected["bert_attention_mask"]),
+                       segment_ids=tf2.constant(expected["bert_token_type_ids"]))
+    assert sorted(served) == ["sequence_output"]
+    real = expected["bert_attention_mask"] == 1
+    np.testing.assert_allclose(served["sequence_output"].numpy()[real],
+                               expected["bert_sequence_output"][real], atol=1e-4)
+    assert imported.config.hidden_act == "gelu_exact"
+
+
+def test_classifier_export_returns_the_estimators_probabilities(classifier_export):
+    prefix, export_dir = classifier_export
+    model_fn = classifier.model_fn_builder(BertConfig.from_json_file(TINY_BERT), None, 1e-3,
+                                           10, 1, num_labels=3, log_fn=None)
+    # model_dir = the checkpoint's directory: PREDICT restores its latest checkpoint.
+    for batch, length in ((3, SEQ_LENGTH), (1, 6)):
+        inputs = make_inputs(batch, length, seed=batch)
+        expected = estimator_predict(model_fn, os.path.dirname(prefix), inputs)
+        served = serve(export_dir, inputs)
+        assert sorted(served) == sorted(ENCODER_OUTPUTS + ("probabilities",))
+        assert served["probabilities"].shape == (batch, 3)
+        np.testing.assert_allclose(served["probabilities"], expected["probabilities"],
+                                   atol=1e-5, rtol=0)
+        assert served["sequence_output"].shape == (batch, length, 32)
+    np.testing.assert_allclose(served["probabilities"].sum(axis=-1), 1.0, atol=1e-6)
+
+
+def test_unwritable_or_self_destructive_output_is_refused(bert_export, tmp_path):
+    prefix, _ = bert_export
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(UserError, match="cannot write --output_dir .*a_file/export"):
+        export_saved_model(prefix, str(TINY_BERT), str(tmp_path / "a_file" / "export"))
+    holder = os.path.dirname(os.path.dirname(prefix))  # would be deleted by the rename
+    with pytest.raises(UserError, match="holds the checkpoint"):
+        export_saved_model(prefix, str(TINY_BERT), holder, overwrite=True)
+    assert os.path.exists(prefix + ".index")
+    assert os.listdir(tmp_path) == ["a_file"]
+
+
+def run_cli(*flags):
+    return subprocess.run([sys.executable, "-m", "pretrain.export_saved_model", *flags],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+
+
+def assert_clean_failure(result, *phrases):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    for phrase in phrases:
+        assert phrase in errors[0]
+
+
+def test_cli_fails_cleanly_on_missing_checkpoint(tmp_path):
+    result = run_cli("--init_checkpoint=%s" % (tmp_path / "nothing" / "model.ckpt"),
+                     "--bert_config_file=%s" % TINY_BERT,
+                     "--output_dir=%s" % (tmp_path / "export"))
+    assert_clean_failure(result, "--init_checkpoint", "no checkpoint found")
+    assert os.listdir(tmp_path) == []
+
+
+def test_cli_fails_cleanly_when_config_does_not_fit(bert_export, tmp_path):
+    prefix, _ = bert_export
+    wider = json.loads(TINY_BERT.read_text())
+    wider["hidden_size"] = 64
+    config_file = tmp_path / "wide.json"
+    config_file.write_text(json.dumps(wider))
+    result = run_cli("--init_checkpoint=%s" % prefix, "--bert_config_file=%s" % config_file,
+                     "--output_dir=%s" % (tmp_path / "export"))
+    assert_clean_failure(result, "does not fit checkpoint",
+                         "bert/embeddings/LayerNorm/beta: config [64], checkpoint [32]")
+    assert os.listdir(tmp_path) == ["wide.json"]  # no export, no temporary left
+
+
+def test_cli_refuses_a_non_empty_output_dir_unless_overwrite(bert_export, tmp_path):
+    prefix, reference = bert_export
+    output_dir = tmp_path / "export"
+    output_dir.mkdir()
+    (output_dir / "keep.txt").write_text("old")
+    flags = ("--init_checkpoint=%s" % prefix, "--bert_config_file=%s" % TINY_BERT,
+             "--output_dir=%s" % output_dir)
+    assert_clean_failure(run_cli(*flags), "not empty", "--overwrite")
+    assert os.listdir(tmp_path) == ["export"]
+    assert os.listdir(output_dir) == ["keep.txt"]
+
+    result = run_cli(*flags, "--overwrite")
+    assert result.returncode == 0, result.stderr
+    assert os.listdir(tmp_path) == ["export"]  # replaced in place, no temporaries left
+    assert sorted(os.listdir(output_dir)) == ["saved_model.pb", "variables"]
+    inputs = make_inputs(3, SEQ_LENGTH)
+    for name, value in serve(reference, inputs).items():
+        np.testing.assert_array_equal(serve(output_dir, inputs)[name], value)
