@@ -25,7 +25,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml $(wildcard data_gen/*.c) $(wildcard 
 	  || { echo "set PYTHON=/path/to/python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[cpu,dev]'
+	$(PY) -m pip install --quiet -e '.[cpu,dev,plots]'
 	@touch $(STAMP)
 
 test: setup

@@ -26,10 +26,9 @@ import collections
 import heapq
 import sys
 
-from absl import app
 from absl import flags
 
-from data_gen import tokenization
+from data_gen import cli_options, tokenization
 from data_gen.corpus_reader import CorpusError, CorpusReader, expand_input_patterns
 from data_gen.file_utils import write_text_atomically
 
@@ -248,7 +247,7 @@ def main_with_argv(argv):
 
 def main():
     define_flags()
-    app.run(main_with_argv)
+    cli_options.run_app(main_with_argv, flag_module=__name__)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Did pretraining help? Fine-tune from several starting points, one table.
+r"""Did pretraining help? Fine-tune from several starting points, one table.
 
     python -m finetune.compare --data_dir=LCQMC --vocab_file=vocab.txt \
         --bert_config_file=configs/x.json --output_dir=results/lcqmc \
@@ -16,18 +16,25 @@ checkpoint run that has one, so both train the same architecture.
 
 Outputs: the Markdown table on screen and in `OUTPUT_DIR/results.md`, every
 run's numbers in `OUTPUT_DIR/results.json`, and `OUTPUT_DIR/dev_curve.png`
-(dev accuracy per evaluation step, one colour per run).
+(dev accuracy per evaluation step, one line per run; needs matplotlib, the
+`plots` extra: without it the table says why there is no picture).
 """
+import dataclasses
 import json
 import os
 import re
+import sys
 
 import tensorflow.compat.v1 as tf
-from absl import app, flags
 
-from data_gen.file_utils import write_json_atomically
-from finetune import png_plot
-from finetune import run_lcqmc
+from data_gen.file_utils import atomic_output, write_json_atomically
+from finetune import dev_curve_plot, lcqmc_data, run_lcqmc
+from data_gen import cli_options
+from data_gen.cli_options import UserError, option
+
+PLOT_NAME = "dev_curve.png"
+RUN_HELP = ("LABEL=CHECKPOINT starting point (repeat; empty CHECKPOINT = random init). The first "
+            "row is the baseline.")
 
 # Settings that must be equal for two runs to be compared (or one to be reused).
 COMPARED_SETTINGS = ("data_dir", "vocab_file", "do_lower_case", "max_seq_length",
@@ -40,8 +47,8 @@ def parse_run(spec):
     """'LABEL=PATH' -> (label, path or None)."""
     label, sep, path = spec.partition("=")
     if not sep or not label.strip():
-        raise ValueError(f"--run={spec!r}: expected LABEL=CHECKPOINT (empty CHECKPOINT for "
-                         "random initialisation), e.g. --run='after pretraining=output/pretrain'")
+        raise UserError(f"--run={spec!r}: expected LABEL=CHECKPOINT (empty CHECKPOINT for "
+                        "random initialisation), e.g. --run='after pretraining=output/pretrain'")
     return label.strip(), path.strip() or None
 
 
@@ -63,17 +70,17 @@ def plan_runs(run_specs, common, out_dir):
     """Returns [{label, init_checkpoint, bert_config_file, run_dir}] in the given order."""
     runs = [parse_run(spec) for spec in run_specs]
     if not runs:
-        raise ValueError("give at least one --run=LABEL=CHECKPOINT")
+        raise UserError("give at least one --run=LABEL=CHECKPOINT")
     if len({label for label, _ in runs}) != len(runs):
-        raise ValueError(f"run labels must differ: {[label for label, _ in runs]}")
+        raise UserError(f"run labels must differ: {[label for label, _ in runs]}")
     shared_config = next((config_beside(path) for _, path in runs if config_beside(path)), None)
     plans = []
     for index, (label, checkpoint) in enumerate(runs, start=1):
         config = config_beside(checkpoint) or (shared_config if not checkpoint else None)
         config = config or common.get("bert_config_file")
         if not config:
-            raise ValueError(f"run {label!r}: no bert_config.json beside {checkpoint!r} and no "
-                             "--bert_config_file (CONFIG=) given")
+            raise UserError(f"run {label!r}: no bert_config.json beside {checkpoint!r} and no "
+                            "--bert_config_file (CONFIG=) given")
         slug = re.sub(r"[^0-9A-Za-z\u4e00-\u9fff]+", "_", label).strip("_") or "run"
         plans.append({"label": label, "init_checkpoint": checkpoint,
                       "bert_config_file": os.path.abspath(config),
@@ -132,15 +139,24 @@ def summarise(plans, results_per_run):
     return rows
 
 
+def write_plot(rows, out_dir):
+    """Draws dev_curve.png beside results.md; returns (path or None, its line for results.md)."""
+    path = os.path.join(out_dir, PLOT_NAME)
+    series = [(row["label"], [p["step"] for p in row["dev_curve"]],
+               [p["accuracy"] for p in row["dev_curve"]]) for row in rows]
+    try:
+        dev_curve_plot.write_dev_curve(path, series)
+    except dev_curve_plot.PlotUnavailable as why:
+        if os.path.exists(path):  # a previous comparison's picture would not match the table
+            os.remove(path)
+        return None, f"No {PLOT_NAME}: {why}."
+    return path, f"Dev accuracy per evaluation step, one line per starting point: {PLOT_NAME}."
+
+
 def write_outputs(rows, common, out_dir, log_fn=print):
     """Prints the table; writes results.md, results.json, dev_curve.png. Returns the table."""
     table = markdown_table(rows)
-    plot_path = os.path.join(out_dir, "dev_curve.png")
-    colours = png_plot.line_plot(
-        plot_path, [(row["label"], [p["step"] for p in row["dev_curve"]],
-                     [p["accuracy"] for p in row["dev_curve"]]) for row in rows])
-    legend = ", ".join(f"{i} {colour} = {row['label']}"
-                       for i, (colour, row) in enumerate(zip(colours, rows), start=1))
+    plot_path, plot_line = write_plot(rows, out_dir)
     settings_line = ", ".join(f"{name}={common.get(name)}" for name in COMPARED_SETTINGS)
     differs = len({row["model"] for row in rows}) > 1
     note = ("\n\nWARNING: the runs use different model architectures; the comparison is not "
@@ -148,12 +164,13 @@ def write_outputs(rows, common, out_dir, log_fn=print):
     markdown = (f"# LCQMC fine-tuning: does pretraining help?\n\n{table}\n\n"
                 f"Accuracies in %, best-on-dev checkpoint; Δ = difference to the first row in "
                 f"points. Same seed and settings for every run: {settings_line}.\n\n"
-                f"Dev accuracy per evaluation step: dev_curve.png ({legend}).{note}\n")
-    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
-        f.write(markdown)
+                f"{plot_line}{note}\n")
+    with atomic_output(os.path.join(out_dir, "results.md")) as temporary:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(markdown)
     write_json_atomically(os.path.join(out_dir, "results.json"), {
         "runs": rows, "settings": {name: common.get(name) for name in COMPARED_SETTINGS},
-        "table_markdown": table, "plot": plot_path, "plot_legend": legend})
+        "table_markdown": table, "plot": plot_path, "plot_note": plot_line})
     log_fn(markdown)
     return table
 
@@ -173,8 +190,8 @@ def compare(run_specs, common, out_dir, rerun=False, collect_only=False, log_fn=
             results_per_run.append(previous)
             continue
         if collect_only:
-            raise ValueError(f"run {plan['label']!r}: no finished run with these settings in "
-                             f"{plan['run_dir']} (drop --collect_only to train it)")
+            raise UserError(f"run {plan['label']!r}: no finished run with these settings in "
+                            f"{plan['run_dir']} (drop --collect_only to train it)")
         log_fn(f"== {plan['label']}: fine-tuning from "
                f"{plan['init_checkpoint'] or 'random initialisation'} "
                f"(config {plan['bert_config_file']}) into {plan['run_dir']}")
@@ -187,25 +204,31 @@ def compare(run_specs, common, out_dir, rerun=False, collect_only=False, log_fn=
     return rows
 
 
+@dataclasses.dataclass
+class CompareOptions(run_lcqmc.FinetuneSettings):
+    """The flags of `python -m finetune.compare`: run_lcqmc's settings, starting points, output."""
+    run: tuple = option((), RUN_HELP)
+    output_dir: str = option("results/lcqmc", "Where runs/, results.md, results.json and "
+                                              "dev_curve.png go.")
+    rerun: bool = option(False, "Train every run even if a finished one matches.")
+    collect_only: bool = option(False, "Only collect finished runs; never train.")
+
+
+def _compare_from_flags(options):
+    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from run_lcqmc's log lines
+    settings = dataclasses.asdict(options)
+    run_specs, out_dir = settings.pop("run"), settings.pop("output_dir")
+    rerun, collect_only = settings.pop("rerun"), settings.pop("collect_only")
+    compare(run_specs or [], settings, out_dir, rerun=rerun, collect_only=collect_only)
+
+
 def main(argv=None):
-    del argv
-    settings = {name: flags.FLAGS[name].value for name in run_lcqmc.DEFAULTS}
-    if settings.pop("init_checkpoint"):
-        raise SystemExit("error: compare takes starting points as --run=LABEL=CHECKPOINT, "
-                         "not --init_checkpoint")
-    out_dir = settings.pop("output_dir") or "results/lcqmc"
-    try:
-        compare(flags.FLAGS.run or [], settings, out_dir, rerun=flags.FLAGS.rerun,
-                collect_only=flags.FLAGS.collect_only)
-    except (ValueError, run_lcqmc.SettingsError) as error:
-        raise SystemExit(f"error: {error}")
+    from absl import flags  # pylint: disable=import-outside-toplevel
+    if "run" not in flags.FLAGS:  # repeatable, so defined here (cli_options skips it)
+        flags.DEFINE_multi_string("run", [], RUN_HELP, module_name=sys.argv[0])
+    cli_options.run_main(CompareOptions, _compare_from_flags, argv,
+                         expected=(lcqmc_data.DataError, OSError))
 
 
 if __name__ == "__main__":
-    run_lcqmc.define_flags()
-    flags.DEFINE_multi_string("run", [], "LABEL=CHECKPOINT starting point (repeat; empty "
-                              "CHECKPOINT = random init). The first row is the baseline.")
-    flags.DEFINE_bool("rerun", False, "Train every run even if a finished one matches.")
-    flags.DEFINE_bool("collect_only", False, "Only collect finished runs; never train.")
-    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from run_lcqmc log lines
-    app.run(main)
+    main()

@@ -1,4 +1,4 @@
-"""Fine-tune a pretrained (or randomly initialised) encoder on LCQMC-format pairs.
+r"""Fine-tune a pretrained (or randomly initialised) encoder on LCQMC-format pairs.
 
     python -m finetune.run_lcqmc --data_dir=DIR --vocab_file=vocab.txt \
         --init_checkpoint=output/pretrain --output_dir=runs/after
@@ -11,8 +11,9 @@ checkpoint in `OUTPUT_DIR/best/`, scores test with it, and writes
 
 The model config comes from `--bert_config_file`, else from a
 `bert_config.json` beside the init checkpoint. `run(settings)` is the
-plain-Python entry (a dict of the flag names below).
+plain-Python entry (a dict of the flag names of `FinetuneOptions`).
 """
+import dataclasses
 import math
 import os
 import shutil
@@ -20,29 +21,60 @@ import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
-from absl import app, flags
 
-from data_gen.file_utils import write_json_atomically
+from data_gen.file_utils import write_json_atomically, write_text_atomically
 from finetune import lcqmc_data
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.classifier import model_fn_builder
 from finetune.progress import ProgressHook
+from data_gen import cli_options
 from pretrain import strategy as strategies
+from data_gen.cli_options import option, required
 from pretrain.modeling import BertConfig
 
-DEFAULTS = {
-    "data_dir": None, "vocab_file": None, "bert_config_file": None, "init_checkpoint": None,
-    "output_dir": None, "cache_dir": None, "do_lower_case": True, "max_seq_length": 64,
-    "train_batch_size": 32, "eval_batch_size": 128, "learning_rate": 5e-5,
-    "num_train_epochs": 3.0, "max_train_examples": 0, "max_dev_examples": 0,
-    "eval_every_steps": 500, "warmup_proportion": 0.1, "random_seed": 12345,
-    "strategy": "cpu", "keep_checkpoint_max": 2, "overwrite_output_dir": False,
-    "log_every_n_steps": 100,
-}
 SPLITS = ("train", "dev", "test")
+STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker")
 
 
-class SettingsError(ValueError):
+@dataclasses.dataclass
+class FinetuneSettings:
+    """Data, model and training settings; shared with finetune.compare (one flag each)."""
+    data_dir: str = required("Folder with train.txt, dev.txt, test.txt "
+                             "(text_a<TAB>text_b<TAB>label).")
+    vocab_file: str = required("The vocab the model was pretrained with.")
+    bert_config_file: str = option(None, "Model config JSON; default: the bert_config.json "
+                                         "beside the starting checkpoint.")
+    cache_dir: str = option(None, "Feature cache folder (default OUTPUT_DIR/feature_cache).")
+    do_lower_case: bool = option(True, "Lower-case input (match the pretraining data).")
+    max_seq_length: int = option(64, "Tokens per pair incl. [CLS] and 2 [SEP].")
+    train_batch_size: int = option(32, "Global training batch size.")
+    eval_batch_size: int = option(128, "Batch size for dev/test.")
+    learning_rate: float = option(5e-5, "Peak AdamW learning rate.")
+    num_train_epochs: float = option(3.0, "Epochs over the (limited) training set.")
+    max_train_examples: int = option(0, "Use only the first N train pairs (0 = all).")
+    max_dev_examples: int = option(0, "Use only the first N dev pairs (0 = all).")
+    eval_every_steps: int = option(500, "Save and evaluate on dev every N steps.")
+    warmup_proportion: float = option(0.1, "Fraction of steps with linear warmup.")
+    random_seed: int = option(12345, "Seed for initialisation, dropout, shuffling.")
+    strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)
+                           + ".")
+    keep_checkpoint_max: int = option(2, "Recent checkpoints kept (best/ is separate).")
+    log_every_n_steps: int = option(100, "Loss logging interval.")
+
+
+@dataclasses.dataclass
+class FinetuneOptions(FinetuneSettings):
+    """The flags of `python -m finetune.run_lcqmc`."""
+    init_checkpoint: str = option(None, "Checkpoint prefix or directory (latest checkpoint); "
+                                        "empty = random initialisation.")
+    output_dir: str = required("Where checkpoints, best/, results.json go.")
+    overwrite_output_dir: bool = option(False, "Delete a previous run in --output_dir.")
+
+
+DEFAULTS = {field.name: field.default for field in dataclasses.fields(FinetuneOptions)}
+
+
+class SettingsError(cli_options.UserError):
     """A fine-tuning setting that cannot work (missing file, mismatch)."""
 
 
@@ -89,8 +121,6 @@ def check_settings(settings, bert_config, tokenizer):
 def build_estimator(model_fn, settings, save_checkpoints_steps):
     """Estimator for --strategy through pretraining's strategy module (TPU not supported here)."""
     name = strategies.resolve_strategy(settings["strategy"])
-    if name == "tpu":
-        raise SettingsError("fine-tuning does not support --strategy=tpu; use cpu, gpu or mirrored")
     run_config = strategies.make_run_config(
         name, settings["output_dir"], save_checkpoints_steps=save_checkpoints_steps,
         keep_checkpoint_max=settings["keep_checkpoint_max"],
@@ -131,10 +161,10 @@ def score_test(estimator, record_path, examples, checkpoint, settings):
 
 def run(settings, log_fn=print):
     """Fine-tunes and tests; returns the results dict also written to results.json."""
-    settings = dict(DEFAULTS, **settings)
-    for name in ("data_dir", "vocab_file", "output_dir"):
-        if not settings[name]:
-            raise SettingsError(f"--{name} is required")
+    settings = dataclasses.asdict(cli_options.make_options(FinetuneOptions, settings))
+    if settings["strategy"] not in STRATEGIES:
+        raise SettingsError(f"--strategy={settings['strategy']!r}: use one of "
+                            + ", ".join(STRATEGIES))
     started = time.time()
     bert_config, config_path = resolve_bert_config(settings)
     tokenizer = lcqmc_data.load_tokenizer(settings["vocab_file"], settings["do_lower_case"])
@@ -182,10 +212,10 @@ def run(settings, log_fn=print):
                                              log_fn=lambda message: None)
     test_accuracy, test_loss, rows = score_test(estimator, records["test"], test_examples,
                                                 listener.best["checkpoint"], settings)
-    with open(os.path.join(settings["output_dir"], "test_predictions.tsv"), "w",
-              encoding="utf-8") as f:
-        f.write("guid\ttext_a\ttext_b\tlabel\tprediction\tprob_paraphrase\n")
-        f.writelines(f"{g}\t{a}\t{b}\t{y}\t{p}\t{q:.6f}\n" for g, a, b, y, p, q in rows)
+    write_text_atomically(
+        os.path.join(settings["output_dir"], "test_predictions.tsv"),
+        ["guid\ttext_a\ttext_b\tlabel\tprediction\tprob_paraphrase"]
+        + [f"{g}\t{a}\t{b}\t{y}\t{p}\t{q:.6f}" for g, a, b, y, p, q in rows])
 
     results = {
         "dev_accuracy": listener.best["accuracy"], "dev_loss": listener.best["loss"],
@@ -212,44 +242,15 @@ def run(settings, log_fn=print):
     return results
 
 
-def define_flags():
-    flags.DEFINE_string("data_dir", None, "Folder with train.txt, dev.txt, test.txt "
-                        "(text_a<TAB>text_b<TAB>label).")
-    flags.DEFINE_string("vocab_file", None, "The vocab the model was pretrained with.")
-    flags.DEFINE_string("bert_config_file", None, "Model config JSON; default: bert_config.json "
-                        "beside --init_checkpoint.")
-    flags.DEFINE_string("init_checkpoint", None, "Checkpoint prefix or directory (latest "
-                        "checkpoint); empty = random initialisation.")
-    flags.DEFINE_string("output_dir", None, "Where checkpoints, best/, results.json go.")
-    flags.DEFINE_string("cache_dir", None, "Feature cache folder (default OUTPUT_DIR/feature_cache).")
-    flags.DEFINE_bool("do_lower_case", True, "Lower-case input (match the pretraining data).")
-    flags.DEFINE_integer("max_seq_length", 64, "Tokens per pair incl. [CLS] and 2 [SEP].")
-    flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
-    flags.DEFINE_integer("eval_batch_size", 128, "Batch size for dev/test.")
-    flags.DEFINE_float("learning_rate", 5e-5, "Peak AdamW learning rate.")
-    flags.DEFINE_float("num_train_epochs", 3.0, "Epochs over the (limited) training set.")
-    flags.DEFINE_integer("max_train_examples", 0, "Use only the first N train pairs (0 = all).")
-    flags.DEFINE_integer("max_dev_examples", 0, "Use only the first N dev pairs (0 = all).")
-    flags.DEFINE_integer("eval_every_steps", 500, "Save and evaluate on dev every N steps.")
-    flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of steps with linear warmup.")
-    flags.DEFINE_integer("random_seed", 12345, "Seed for initialisation, dropout, shuffling.")
-    flags.DEFINE_enum("strategy", "cpu", ["auto", "cpu", "gpu", "mirrored", "multi_worker"],
-                      "Device strategy, as in pretraining.")
-    flags.DEFINE_integer("keep_checkpoint_max", 2, "Recent checkpoints kept (best/ is separate).")
-    flags.DEFINE_bool("overwrite_output_dir", False, "Delete a previous run in --output_dir.")
-    flags.DEFINE_integer("log_every_n_steps", 100, "Loss logging interval.")
+def _run_from_flags(options):
+    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from our own log lines
+    run(dataclasses.asdict(options))
 
 
 def main(argv=None):
-    del argv
-    settings = {name: flags.FLAGS[name].value for name in DEFAULTS}
-    try:
-        run(settings)
-    except (SettingsError, lcqmc_data.DataError) as error:
-        raise SystemExit(f"error: {error}")
+    cli_options.run_main(FinetuneOptions, _run_from_flags, argv,
+                         expected=(lcqmc_data.DataError, OSError))
 
 
 if __name__ == "__main__":
-    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from our own log lines
-    define_flags()
-    app.run(main)
+    main()

@@ -26,7 +26,8 @@ at all; a non-empty one needs --overwrite.
 import dataclasses
 import os
 
-from pretrain import cli_options, hf_config, hf_files
+from data_gen import cli_options
+from pretrain import hf_config, hf_files
 from pretrain.config import BertConfig, ConfigError
 
 FORMATS = ("hf", "saved_model")

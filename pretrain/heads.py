@@ -163,8 +163,10 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     """Eval metrics (tf.metrics pairs) for Estimator.
 
     Returns a dict with masked_lm_accuracy and masked_lm_loss (weighted by
-    masked_lm_weights), plus sentence_accuracy and sentence_loss when the
-    sentence head's tensors are given.
+    masked_lm_weights), plus, when the sentence head's tensors are given,
+    next_sentence_accuracy and next_sentence_loss (google-research/bert's
+    names, also for SOP) and the same two metrics as sentence_accuracy and
+    sentence_loss.
     """
     vocab_size = masked_lm_log_probs.shape[-1]
     masked_lm_log_probs = tf.reshape(masked_lm_log_probs, [-1, vocab_size])
@@ -180,10 +182,12 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     if sentence_log_probs is not None:
         sentence_predictions = tf.argmax(tf.reshape(sentence_log_probs, [-1, 2]),
                                          axis=-1, output_type=tf.int32)
-        metrics["sentence_accuracy"] = tf.metrics.accuracy(
+        metrics["next_sentence_accuracy"] = tf.metrics.accuracy(
             labels=tf.reshape(sentence_labels, [-1]), predictions=sentence_predictions)
-        metrics["sentence_loss"] = tf.metrics.mean(
+        metrics["next_sentence_loss"] = tf.metrics.mean(
             values=tf.reshape(sentence_example_loss, [-1]))
+        metrics["sentence_accuracy"] = metrics["next_sentence_accuracy"]
+        metrics["sentence_loss"] = metrics["next_sentence_loss"]
     return metrics
 
 

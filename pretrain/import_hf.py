@@ -23,7 +23,8 @@ import dataclasses
 import os
 import shutil
 
-from pretrain import cli_options, hf_config, hf_files
+from data_gen import cli_options
+from pretrain import hf_config, hf_files
 
 CHECKPOINT_NAME = "model.ckpt"
 

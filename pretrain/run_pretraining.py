@@ -12,8 +12,9 @@ import os
 import types
 
 import tensorflow.compat.v1 as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
+from data_gen import cli_options
 from pretrain import data_checks, input_pipeline, mixed_precision, modeling
 from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib
@@ -245,7 +246,7 @@ def main(argv=None):
             raise SystemExit(f"error: {err}") from None
         logging.info("done: %s", json.dumps(result, default=str))
 
-    app.run(_main, argv=argv)
+    cli_options.run_app(_main, argv, flag_module=__name__)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Shrinks a vocab to the tokens a corpus uses, for `keep_tokens` loading.
+r"""Shrinks a vocab to the tokens a corpus uses, for `keep_tokens` loading.
 
     python -m pretrain.vocab_surgery --vocab_file=chinese_L-12/vocab.txt \
         --corpus_files='data/*.txt' --output_vocab_file=out/vocab.txt \
@@ -12,24 +12,28 @@ Kept ids stay in their original order, so [PAD] stays id 0; the special
 tokens are always kept.
 """
 import collections
+import dataclasses
 import glob
 import json
-import os
 
-from absl import app
-from absl import flags
+from data_gen.file_utils import atomic_output, write_text_atomically
+from data_gen import cli_options
+from data_gen.cli_options import UserError, option, required
 
 ALWAYS_KEEP = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def read_vocab_tokens(vocab_file):
-    """Tokens of a vocab file in id order (id = line number)."""
-    with open(vocab_file, "r", encoding="utf-8") as reader:
-        tokens = [line.rstrip("\r\n").strip(" \t") for line in reader]
-    for line_number, token in enumerate(tokens, 1):
-        if not token:
-            raise ValueError("%s:%d: empty line in vocab file (ids are line numbers)"
-                             % (vocab_file, line_number))
+    """Tokens of a vocab file in id order (id = line number), read by data_gen's `load_vocab`.
+
+    A repeated token keeps its first id; the later line's id becomes None
+    (the tokenizer never produces it, so it is never kept).
+    """
+    from data_gen import tokenization  # pylint: disable=import-outside-toplevel
+    vocab = tokenization.load_vocab(vocab_file)
+    tokens = [None] * (max(vocab.values()) + 1)
+    for token, token_id in vocab.items():
+        tokens[token_id] = token
     return tokens
 
 
@@ -44,6 +48,8 @@ def select_keep_tokens(vocab_tokens, token_counts, min_count=1, always_keep=ALWA
     """
     keep = []
     for token_id, token in enumerate(vocab_tokens):
+        if token is None:  # a repeated line (see read_vocab_tokens)
+            continue
         if token in always_keep or token_counts.get(token, 0) >= min_count:
             keep.append(token_id)
     return keep
@@ -78,13 +84,10 @@ def write_reduced_vocab(vocab_file, output_vocab_file, output_keep_tokens_file,
     else:
         counts = collections.Counter(tokens)
     keep = select_keep_tokens(vocab_tokens, counts, min_count)
-    for path in (output_vocab_file, output_keep_tokens_file):
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-    with open(output_vocab_file, "w", encoding="utf-8") as writer:
-        writer.write("".join(vocab_tokens[i] + "\n" for i in keep))
-    with open(output_keep_tokens_file, "w", encoding="utf-8") as writer:
-        json.dump(keep, writer)
+    write_text_atomically(output_vocab_file, (vocab_tokens[i] for i in keep))
+    with atomic_output(output_keep_tokens_file) as temporary:
+        with open(temporary, "w", encoding="utf-8") as writer:
+            json.dump(keep, writer)
     return keep
 
 
@@ -97,42 +100,43 @@ def load_keep_tokens(path):
     return keep
 
 
-FLAGS = flags.FLAGS
+@dataclasses.dataclass
+class ReduceVocabOptions:
+    """The flags of `python -m pretrain.vocab_surgery`."""
+    vocab_file: str = required("Full vocab (e.g. Google's 21128 tokens).")
+    corpus_files: str = option(None, "Comma-separated globs of text files.")
+    token_file: str = option(None, "Alternative: file with one token per line.")
+    output_vocab_file: str = required("Where to write the reduced vocab.")
+    output_keep_tokens_file: str = required("Where to write the kept ids (JSON).")
+    min_count: int = option(1, "Keep tokens seen at least this often.")
+    do_lower_case: bool = option(True, "Lower-case before tokenizing.")
 
 
-def _define_flags():
-    flags.DEFINE_string("vocab_file", None, "Full vocab (e.g. Google's 21128 tokens).")
-    flags.DEFINE_string("corpus_files", None, "Comma-separated globs of text files.")
-    flags.DEFINE_string("token_file", None, "Alternative: file with one token per line.")
-    flags.DEFINE_string("output_vocab_file", None, "Where to write the reduced vocab.")
-    flags.DEFINE_string("output_keep_tokens_file", None, "Where to write the kept ids (JSON).")
-    flags.DEFINE_integer("min_count", 1, "Keep tokens seen at least this often.")
-    flags.DEFINE_bool("do_lower_case", True, "Lower-case before tokenizing.")
-
-
-def main(argv):
-    del argv
-    for name in ("vocab_file", "output_vocab_file", "output_keep_tokens_file"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError("--%s is required" % name)
+def reduce_vocab(options):
+    """Runs the reduction the flags describe and prints what to put in the model config."""
     corpus_files, tokens = None, None
-    if FLAGS.corpus_files:
-        corpus_files = sorted(p for pattern in FLAGS.corpus_files.split(",")
+    if options.corpus_files:
+        corpus_files = sorted(p for pattern in options.corpus_files.split(",")
                               for p in glob.glob(pattern.strip()))
         if not corpus_files:
-            raise app.UsageError("--corpus_files=%s matched no file" % FLAGS.corpus_files)
-    elif FLAGS.token_file:
-        with open(FLAGS.token_file, "r", encoding="utf-8") as reader:
+            raise UserError(f"--corpus_files={options.corpus_files} matched no file")
+    elif options.token_file:
+        with open(options.token_file, "r", encoding="utf-8") as reader:
             tokens = [line.strip() for line in reader if line.strip()]
     else:
-        raise app.UsageError("pass --corpus_files or --token_file")
-    keep = write_reduced_vocab(FLAGS.vocab_file, FLAGS.output_vocab_file,
-                               FLAGS.output_keep_tokens_file, corpus_files, tokens,
-                               FLAGS.min_count, FLAGS.do_lower_case)
-    print("kept %d of %d tokens; set vocab_size=%d in the model config"
-          % (len(keep), len(read_vocab_tokens(FLAGS.vocab_file)), len(keep)))
+        raise UserError("pass --corpus_files or --token_file")
+    keep = write_reduced_vocab(options.vocab_file, options.output_vocab_file,
+                               options.output_keep_tokens_file, corpus_files, tokens,
+                               options.min_count, options.do_lower_case)
+    full_size = sum(token is not None for token in read_vocab_tokens(options.vocab_file))
+    print(f"kept {len(keep)} of {full_size} tokens; set vocab_size={len(keep)} in the model config")
+
+
+def main(argv=None):
+    from data_gen.tokenization import VocabError  # pylint: disable=import-outside-toplevel
+    cli_options.run_main(ReduceVocabOptions, reduce_vocab, argv,
+                         expected=(VocabError, OSError, UnicodeDecodeError))
 
 
 if __name__ == "__main__":
-    _define_flags()
-    app.run(main)
+    main()

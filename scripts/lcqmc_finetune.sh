@@ -13,20 +13,17 @@ BEFORE="${BEFORE:-}"
 AFTER="${AFTER:-${REPO_ROOT}/output/pretrain}"
 CONFIG="${CONFIG:-}"
 VOCAB="${VOCAB:-}"
-MAX_TRAIN_EXAMPLES="${MAX_TRAIN_EXAMPLES:-0}"
-MAX_DEV_EXAMPLES="${MAX_DEV_EXAMPLES:-0}"
-EPOCHS="${EPOCHS:-2}"
 OUT="${OUT:-${REPO_ROOT}/results/lcqmc}"
-MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
-BATCH_SIZE="${BATCH_SIZE:-32}"
-LEARNING_RATE="${LEARNING_RATE:-5e-5}"
-WARMUP="${WARMUP:-0.1}"
-EVAL_EVERY="${EVAL_EVERY:-1000}"
-SEED="${SEED:-12345}"
-STRATEGY="${STRATEGY:-cpu}"
 BEFORE_LABEL="${BEFORE_LABEL:-}"
 AFTER_LABEL="${AFTER_LABEL:-after pretraining}"
 RERUN="${RERUN:-0}"
+# Training settings, VARIABLE:flag of finetune.compare. Unset or empty = that flag's default
+# in finetune/run_lcqmc.py, so this script holds no second copy of the defaults.
+TRAINING_SETTINGS=(MAX_TRAIN_EXAMPLES:max_train_examples MAX_DEV_EXAMPLES:max_dev_examples
+  EPOCHS:num_train_epochs MAX_SEQ_LENGTH:max_seq_length BATCH_SIZE:train_batch_size
+  LEARNING_RATE:learning_rate WARMUP:warmup_proportion EVAL_EVERY:eval_every_steps
+  SEED:random_seed STRATEGY:strategy)
+for pair in "${TRAINING_SETTINGS[@]}"; do variable="${pair%%:*}"; declare "${variable}=${!variable:-}"; done
 
 usage() {
   cat <<EOF
@@ -52,22 +49,26 @@ Every setting is an option or an environment variable (the option wins):
   --config F             CONFIG              model config for a starting point without
                                              bert_config.json beside it    [${CONFIG:-<none>}]
   --vocab F              VOCAB               the pretraining vocab; empty = AFTER/vocab.txt [${VOCAB:-<auto>}]
-  --max_train_examples N MAX_TRAIN_EXAMPLES  first N train pairs, 0 = all   [${MAX_TRAIN_EXAMPLES}]
-  --max_dev_examples N   MAX_DEV_EXAMPLES    first N dev pairs, 0 = all     [${MAX_DEV_EXAMPLES}]
-  --epochs E             EPOCHS              training epochs                [${EPOCHS}]
   --out D                OUT                 results folder                 [${OUT}]
-  --max_seq_length N     MAX_SEQ_LENGTH      tokens per pair                [${MAX_SEQ_LENGTH}]
-  --batch_size N         BATCH_SIZE          training batch                 [${BATCH_SIZE}]
-  --learning_rate R      LEARNING_RATE       peak AdamW learning rate       [${LEARNING_RATE}]
-  --warmup P             WARMUP              warmup proportion              [${WARMUP}]
-  --eval_every N         EVAL_EVERY          dev evaluation interval (steps) [${EVAL_EVERY}]
-  --seed N               SEED                one seed for every run         [${SEED}]
-  --strategy S           STRATEGY            cpu | gpu | mirrored | auto    [${STRATEGY}]
   --before_label L       BEFORE_LABEL        table label of the first row   [${BEFORE_LABEL:-<auto>}]
   --after_label L        AFTER_LABEL         table label of the AFTER row   [${AFTER_LABEL}]
   --rerun                RERUN=1             retrain even finished runs
   --python P             PYTHON              interpreter; default .venv/bin/python, else python3
   -h, --help                                 this text
+
+Training settings; unset = the default of the finetune.compare flag in
+parentheses (python -m finetune.compare --help lists them):
+
+  --max_train_examples N MAX_TRAIN_EXAMPLES  first N train pairs, 0 = all   (--max_train_examples)${MAX_TRAIN_EXAMPLES:+ [${MAX_TRAIN_EXAMPLES}]}
+  --max_dev_examples N   MAX_DEV_EXAMPLES    first N dev pairs, 0 = all     (--max_dev_examples)${MAX_DEV_EXAMPLES:+ [${MAX_DEV_EXAMPLES}]}
+  --epochs E             EPOCHS              training epochs                (--num_train_epochs)${EPOCHS:+ [${EPOCHS}]}
+  --max_seq_length N     MAX_SEQ_LENGTH      tokens per pair                (--max_seq_length)${MAX_SEQ_LENGTH:+ [${MAX_SEQ_LENGTH}]}
+  --batch_size N         BATCH_SIZE          training batch                 (--train_batch_size)${BATCH_SIZE:+ [${BATCH_SIZE}]}
+  --learning_rate R      LEARNING_RATE       peak AdamW learning rate       (--learning_rate)${LEARNING_RATE:+ [${LEARNING_RATE}]}
+  --warmup P             WARMUP              warmup proportion              (--warmup_proportion)${WARMUP:+ [${WARMUP}]}
+  --eval_every N         EVAL_EVERY          dev evaluation interval (steps) (--eval_every_steps)${EVAL_EVERY:+ [${EVAL_EVERY}]}
+  --seed N               SEED                one seed for every run         (--random_seed)${SEED:+ [${SEED}]}
+  --strategy S           STRATEGY            cpu | gpu | mirrored | auto    (--strategy)${STRATEGY:+ [${STRATEGY}]}
 
 LCQMC format: one pair per line, text_a<TAB>text_b<TAB>label (label 1 =
 same meaning, 0 = not), UTF-8, files train.txt, dev.txt and test.txt.
@@ -120,9 +121,9 @@ done
 for pair in "MAX_TRAIN_EXAMPLES=${MAX_TRAIN_EXAMPLES}" "MAX_DEV_EXAMPLES=${MAX_DEV_EXAMPLES}" \
             "MAX_SEQ_LENGTH=${MAX_SEQ_LENGTH}" "BATCH_SIZE=${BATCH_SIZE}" "EVAL_EVERY=${EVAL_EVERY}" \
             "SEED=${SEED}"; do
-  [[ "${pair#*=}" =~ ^[0-9]+$ ]] || die "${pair%%=*} must be a non-negative integer, not '${pair#*=}'"
+  [[ "${pair#*=}" =~ ^[0-9]*$ ]] || die "${pair%%=*} must be a non-negative integer, not '${pair#*=}'"
 done
-[[ "${EPOCHS}" =~ ^[0-9]*\.?[0-9]+$ ]] || die "EPOCHS must be a positive number, not '${EPOCHS}'"
+[[ -z "${EPOCHS}" || "${EPOCHS}" =~ ^[0-9]*\.?[0-9]+$ ]] || die "EPOCHS must be a positive number, not '${EPOCHS}'"
 
 # Absolute paths (relative ones are taken from the caller's directory).
 absolute() { [[ -z "$1" ]] && return 0; if [[ "$1" = /* ]]; then echo "$1"; else echo "${PWD}/$1"; fi; }
@@ -177,6 +178,11 @@ else
   FIRST_RUN="${BEFORE_LABEL:-random init}="
 fi
 RERUN_FLAG="--norerun"; [[ "${RERUN}" == "1" ]] && RERUN_FLAG="--rerun"
+SETTING_ARGS=()
+for pair in "${TRAINING_SETTINGS[@]}"; do
+  variable="${pair%%:*}"
+  if [[ -n "${!variable}" ]]; then SETTING_ARGS+=("--${pair#*:}=${!variable}"); fi
+done
 CONFIG_ARGS=(); [[ -n "${CONFIG}" ]] && CONFIG_ARGS=(--bert_config_file="${CONFIG}")
 
 echo "== LCQMC fine-tuning comparison: ${LCQMC_DIR} -> ${OUT}"
@@ -189,16 +195,8 @@ mkdir -p "${OUT}"
   --output_dir="${OUT}" \
   --run="${FIRST_RUN}" \
   --run="${AFTER_LABEL}=${AFTER}" \
-  --max_seq_length="${MAX_SEQ_LENGTH}" \
-  --train_batch_size="${BATCH_SIZE}" \
-  --learning_rate="${LEARNING_RATE}" \
-  --num_train_epochs="${EPOCHS}" \
-  --max_train_examples="${MAX_TRAIN_EXAMPLES}" \
-  --max_dev_examples="${MAX_DEV_EXAMPLES}" \
-  --eval_every_steps="${EVAL_EVERY}" \
-  --warmup_proportion="${WARMUP}" \
-  --random_seed="${SEED}" \
-  --strategy="${STRATEGY}" \
+  ${SETTING_ARGS[@]+"${SETTING_ARGS[@]}"} \
   "${RERUN_FLAG}" \
   ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
-echo "== table: ${OUT}/results.md   numbers: ${OUT}/results.json   plot: ${OUT}/dev_curve.png"
+PLOT="${OUT}/dev_curve.png"; [[ -f "${PLOT}" ]] || PLOT="none (results.md says why)"
+echo "== table: ${OUT}/results.md   numbers: ${OUT}/results.json   plot: ${PLOT}"

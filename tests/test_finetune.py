@@ -2,6 +2,8 @@
 import csv
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import tensorflow.compat.v1 as tf
@@ -121,3 +123,22 @@ def test_settings_errors_name_the_problem(tmp_path):
     os.remove(tmp_path / "task" / "test.txt")
     with pytest.raises(run_lcqmc.SettingsError, match="test.txt not found"):
         run_lcqmc.run(fast_settings(task, tmp_path / "d"))
+
+
+def test_cli_errors_are_one_line_with_exit_code_2(repo_root, tmp_path):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(repo_root))
+    commands = {
+        "error: missing required flag(s): --data_dir, --vocab_file, --output_dir": [],
+        f"error: --bert_config_file='{tmp_path}/missing.json' does not exist": [
+            f"--data_dir={tmp_path}", f"--vocab_file={tmp_path}/vocab.txt",
+            f"--output_dir={tmp_path}/out", f"--bert_config_file={tmp_path}/missing.json"],
+    }
+    processes = {message: subprocess.Popen(
+        [sys.executable, "-m", "finetune.run_lcqmc", *flags], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for message, flags in commands.items()}
+    for message, process in processes.items():
+        _, stderr = process.communicate(timeout=240)
+        assert process.returncode == 2 and "Traceback" not in stderr, stderr
+        assert stderr.strip().splitlines()[-1] == message
+    assert os.listdir(tmp_path) == []  # nothing written

@@ -15,12 +15,15 @@ the field's default and help text. `run_main` defines the flags inside
 the parsed flags, calls the function, and turns the expected failures
 (`UserError` and the classes in `expected`) into one `error: ...` line and
 exit code 2, without a traceback. Unexpected errors keep their traceback.
+Tools that define their own absl flags call `run_app` for the same `--help`.
+It lives in data_gen, the bottom layer, like file_utils, so every stage can use it.
 """
 import dataclasses
 import sys
 
 _HELP = "help"
 _REQUIRED = "required"
+_HELP_FLAGS = ("help", "?", "helpshort", "helpfull", "helpxml")  # absl's, all exit with code 1
 
 
 class UserError(ValueError):
@@ -86,9 +89,20 @@ def make_options(options_class, values):
     return options
 
 
+def asks_for_help(args):
+    """True when `args` (without the program name) hold absl's --help, -?, --helpshort,
+    --helpfull or --helpxml before any `--`."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg.startswith("-") and arg.lstrip("-").split("=")[0] in _HELP_FLAGS:
+            return True
+    return False
+
+
 def run_main(options_class, function, argv=None, expected=()):
     """Console-script body: define flags, parse, run `function(options)`, fail cleanly."""
-    from absl import app, logging  # pylint: disable=import-outside-toplevel
+    from absl import logging  # pylint: disable=import-outside-toplevel
     define_flags(options_class)
     expected = (UserError,) + tuple(expected)
 
@@ -100,4 +114,25 @@ def run_main(options_class, function, argv=None, expected=()):
             print(f"error: {err}", file=sys.stderr)
             sys.exit(2)
 
-    app.run(_main, argv=argv)
+    run_app(_main, argv)
+
+
+def run_app(main_function, argv=None, flag_module=None):
+    """absl's `app.run` for every tool: `--help` lists the tool's flags and exits 0.
+
+    flag_module: name of the module that defined the tool's own absl flags
+    (outside `define_flags`); they are listed by `--help` as the program's own
+    (absl lists only the flags of the module named sys.argv[0], which a
+    console-script wrapper is not).
+    """
+    from absl import app, flags  # pylint: disable=import-outside-toplevel
+    if flag_module:
+        for flag in flags.FLAGS.flags_by_module_dict().get(flag_module, []):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    try:
+        app.run(main_function, argv=argv)
+    except SystemExit as stop:
+        # absl ends the help it prints with exit code 1; help that was asked for is a success.
+        if stop.code == 1 and asks_for_help(list(sys.argv if argv is None else argv)[1:]):
+            sys.exit(0)
+        raise

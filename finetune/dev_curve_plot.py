@@ -1,0 +1,100 @@
+"""The dev-accuracy curves of a comparison as a PNG, drawn by matplotlib (Agg).
+
+    write_dev_curve("results/lcqmc/dev_curve.png",
+                    [("random init", [0, 1000, 2000], [0.50, 0.53, 0.55]),
+                     ("after pretraining", [0, 1000, 2000], [0.50, 0.59, 0.61])])
+
+One line per starting point (its name and best dev accuracy in the legend),
+x = fine-tuning step, y = dev accuracy in %. matplotlib is optional (the
+`plots` extra): without it `write_dev_curve` raises `PlotUnavailable`, whose
+message is the one line that says why there is no picture, and writes nothing.
+"""
+import warnings
+
+from data_gen.file_utils import atomic_output
+
+TITLE = "Dev accuracy during fine-tuning"
+X_TITLE = "fine-tuning step"
+Y_TITLE = "dev accuracy (%)"
+MIN_Y_SPAN = 2.0  # percentage points: a flat curve still gets a readable y axis
+FIGURE_INCHES, DPI = (7.5, 4.5), 110
+LINE_STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"))  # told apart without colour
+# Tried in order for labels in Chinese (DejaVu Sans, matplotlib's default, has no CJK glyphs).
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Zen Hei",
+             "WenQuanYi Micro Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC")
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib cannot be imported; the message says so and how to install it."""
+
+
+def _matplotlib():
+    try:
+        import matplotlib  # pylint: disable=import-outside-toplevel
+    except ImportError as error:
+        raise PlotUnavailable(
+            f"matplotlib cannot be imported ({error}); pip install 'matplotlib>=3.7', "
+            "or the plots extra: pip install -e '.[plots]'") from None
+    return matplotlib
+
+
+def _legend_font(labels):
+    """FontProperties with an installed CJK fallback when a label needs one, else None."""
+    if all(ord(char) < 0x2E80 for label in labels for char in label):
+        return None
+    from matplotlib import font_manager  # pylint: disable=import-outside-toplevel
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    fallbacks = [name for name in CJK_FONTS if name in installed]
+    if not fallbacks:
+        warnings.warn("no CJK font found (tried: " + ", ".join(CJK_FONTS) + "): Chinese run "
+                      "labels show as boxes in the plot; install one, e.g. fonts-noto-cjk")
+        return None
+    return font_manager.FontProperties(family=["DejaVu Sans"] + fallbacks)
+
+
+def legend_label(label, steps, accuracies):
+    """'NAME (best 61.40 at step 2000)'; the first step wins a tie, as in best-on-dev selection."""
+    if not accuracies:
+        return label
+    best = max(range(len(accuracies)), key=lambda i: (accuracies[i], -steps[i]))
+    return f"{label} (best {100 * accuracies[best]:.2f} at step {steps[best]})"
+
+
+def make_figure(series):
+    """A matplotlib Figure of series = [(label, steps, accuracies in [0, 1]), ...]."""
+    _matplotlib()
+    # pylint: disable=import-outside-toplevel
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    figure = Figure(figsize=FIGURE_INCHES, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for index, (label, steps, accuracies) in enumerate(series):
+        marker, line_style = LINE_STYLES[index % len(LINE_STYLES)]
+        axes.plot(list(steps), [100.0 * a for a in accuracies], marker=marker,
+                  linestyle=line_style, linewidth=1.8, markersize=5,
+                  label=legend_label(label, list(steps), list(accuracies)))
+    axes.set_title(TITLE)
+    axes.set_xlabel(X_TITLE)
+    axes.set_ylabel(Y_TITLE)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+    axes.ticklabel_format(axis="both", style="plain", useOffset=False)
+    low, high = axes.get_ylim()
+    if high - low < MIN_Y_SPAN:
+        middle = (low + high) / 2
+        axes.set_ylim(middle - MIN_Y_SPAN / 2, middle + MIN_Y_SPAN / 2)
+    axes.grid(True, alpha=0.3)
+    if series:
+        axes.legend(loc="best", prop=_legend_font([label for label, _, _ in series]))
+    return figure
+
+
+def write_dev_curve(path, series):
+    """Writes the PNG to `path` (atomically); raises PlotUnavailable without matplotlib."""
+    figure = make_figure(series)
+    with atomic_output(path) as temporary, warnings.catch_warnings():
+        # One warning about missing CJK fonts (in make_figure) instead of one per glyph.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+        figure.savefig(temporary, format="png")
