@@ -9,8 +9,9 @@ raise CorpusError naming file and byte offset, or with on_decode_error="skip"
 the line is skipped and counted.
 """
 import collections
-import glob
 import os
+
+from data_gen import file_utils
 
 DECODE_ERROR_POLICIES = ("error", "skip")
 _BOM = b"\xef\xbb\xbf"
@@ -21,25 +22,8 @@ class CorpusError(ValueError):
 
 
 def expand_input_patterns(patterns):
-    """Expands comma-separated globs into a sorted, de-duplicated file list.
-
-    `*.meta.json` sidecars are excluded. A pattern matching nothing is an error.
-    """
-    files = []
-    seen = set()
-    for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
-        matches = sorted(path for path in glob.glob(os.path.expanduser(pattern))
-                         if os.path.isfile(path) and not path.endswith(".meta.json"))
-        if not matches:
-            raise CorpusError(f"--input_file pattern {pattern!r} matches no file "
-                              f"(cwd {os.getcwd()}); check the path or quote the glob.")
-        for path in matches:
-            if path not in seen:
-                seen.add(path)
-                files.append(path)
-    if not files:
-        raise CorpusError("--input_file is empty; give comma-separated files or globs.")
-    return files
+    """data_gen.file_utils.expand_input_patterns, raising CorpusError (see there)."""
+    return file_utils.expand_input_patterns(patterns, error=CorpusError)
 
 
 class CorpusAccount:

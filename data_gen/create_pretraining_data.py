@@ -15,11 +15,11 @@ import time
 
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_reader import CorpusAccount, CorpusError, CorpusReader, expand_input_patterns
-from data_gen.file_utils import file_sha256
+from data_gen.file_utils import file_sha256, remove_all_temporaries
 from data_gen.metadata import build_metadata, write_metadata
 from data_gen.parallel import chunk_documents, process_chunks
 from data_gen.segmentation import SegmenterError
-from data_gen.tfrecord_writer import TFRecordWriter, remove_all_temporaries
+from data_gen.tfrecord_writer import TFRecordWriter
 from data_gen.tokenization import VocabError, load_vocab, check_special_tokens
 
 USER_ERRORS = (ConfigError, CorpusError, VocabError, SegmenterError, FileNotFoundError)

@@ -16,7 +16,7 @@ True = the C module (ImportError if not built), False = pure Python.
 """
 import struct
 
-from data_gen import native
+from data_gen import native, record_schema
 
 
 def records_module(use_native=None):
@@ -50,16 +50,6 @@ def _length_delimited(field_number, payload):
     return b"".join((_varint((field_number << 3) | 2), _varint(len(payload)), payload))
 
 
-def int64_feature(packed_varints):
-    """Feature bytes for an Int64List whose packed payload is given."""
-    return _length_delimited(3, _length_delimited(1, packed_varints))
-
-
-def float_feature(packed_floats):
-    """Feature bytes for a FloatList whose packed little-endian payload is given."""
-    return _length_delimited(2, _length_delimited(1, packed_floats))
-
-
 _KEY_FIELDS = {}
 
 
@@ -70,22 +60,11 @@ def _key_field(name):
     return field
 
 
-def encode_example(features):
-    """Serializes {name: feature_bytes} (from int64_feature/float_feature)."""
-    entries = []
-    for name in sorted(features):
-        entry = _key_field(name) + _length_delimited(2, features[name])
-        entries.append(_length_delimited(1, entry))
-    return _length_delimited(1, b"".join(entries))
-
-
 class InstanceEncoder:
     """Serializes pretraining instances to Example bytes, padded as BERT does.
 
-    Features: input_ids, input_mask, segment_ids [max_seq_length];
-    masked_lm_positions, masked_lm_ids [max_predictions_per_seq];
-    masked_lm_weights float [max_predictions_per_seq]; next_sentence_labels [1];
-    token_boundary [max_seq_length] when with_token_boundary.
+    The features, their dtypes and lengths are data_gen.record_schema's
+    (token_boundary, the optional one, when with_token_boundary).
     """
 
     def __init__(self, max_seq_length, max_predictions_per_seq, vocab_size,
@@ -94,6 +73,11 @@ class InstanceEncoder:
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
         self.with_token_boundary = with_token_boundary
+        # (name, Feature's list tag) in sorted key order, as protobuf's deterministic
+        # serialization writes a map.
+        features = record_schema.feature_lengths(max_seq_length, max_predictions_per_seq,
+                                                 with_optional=with_token_boundary)
+        self._layout = [(name, _LIST_TAGS[dtype]) for name, (dtype, _) in sorted(features.items())]
         table_size = max(vocab_size, max_seq_length, 2)
         self._varints = [encode_varint(value) for value in range(table_size)]
 
@@ -125,24 +109,25 @@ class InstanceEncoder:
         max_len = self.max_seq_length
         max_pred = self.max_predictions_per_seq
         num_masked = len(masked_positions)
-        # Entries in sorted key order (as encode_example writes them).
-        entries = [
-            _int64_entry("input_ids", self._packed(input_ids, max_len)),
-            _int64_entry("input_mask", b"\x01" * seq_len + b"\x00" * (max_len - seq_len)),
-            _int64_entry("masked_lm_ids", self._packed(masked_ids, max_pred)),
-            _int64_entry("masked_lm_positions", self._packed(masked_positions, max_pred)),
-            _float_entry("masked_lm_weights",
-                         _FLOAT_ONE * num_masked + b"\x00\x00\x00\x00" * (max_pred - num_masked)),
-            _int64_entry("next_sentence_labels", encode_varint(label)),
-            _int64_entry("segment_ids", self._packed(segment_ids, max_len)),
-        ]
+        payloads = {
+            "input_ids": self._packed(input_ids, max_len),
+            "input_mask": b"\x01" * seq_len + b"\x00" * (max_len - seq_len),
+            "segment_ids": self._packed(segment_ids, max_len),
+            "masked_lm_positions": self._packed(masked_positions, max_pred),
+            "masked_lm_ids": self._packed(masked_ids, max_pred),
+            "masked_lm_weights": (_FLOAT_ONE * num_masked
+                                  + b"\x00\x00\x00\x00" * (max_pred - num_masked)),
+            "next_sentence_labels": encode_varint(label),
+        }
         if self.with_token_boundary:
-            entries.append(_int64_entry("token_boundary", self._packed(boundary, max_len)))
+            payloads["token_boundary"] = self._packed(boundary, max_len)
+        entries = [_feature_entry(name, tag, payloads[name]) for name, tag in self._layout]
         body = b"".join(entries)
         return b"".join((b"\x0a", _varint(len(body)), body))
 
 
 _FLOAT_ONE = struct.pack("<f", 1.0)
+_LIST_TAGS = {"int64": b"\x1a", "float32": b"\x12"}  # Feature.int64_list = 3, float_list = 2
 
 
 def _feature_entry(name, list_tag, payload):
@@ -156,11 +141,3 @@ def _feature_entry(name, list_tag, payload):
     entry_length = len(key_field) + 1 + len(feature_prefix) + feature_length
     return b"".join((b"\x0a", _varint(entry_length), key_field, b"\x12", feature_prefix,
                      list_tag, list_prefix, b"\x0a", inner_prefix, payload))
-
-
-def _int64_entry(name, packed_varints):
-    return _feature_entry(name, b"\x1a", packed_varints)
-
-
-def _float_entry(name, packed_floats):
-    return _feature_entry(name, b"\x12", packed_floats)

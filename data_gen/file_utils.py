@@ -1,14 +1,25 @@
-"""Small file helpers shared by every stage: atomic writes and content hashes.
+"""File conventions shared by every stage: atomic writes, input globs, hashes.
 
-An output written through `atomic_output(path)` exists under its final name
-only once it is complete: it is written as the hidden sibling
-".NAME.incomplete-PID" (which `*` globs do not match) and renamed at the end;
-on any error the temporary file is removed.
+Atomic writes: an output exists under its final name only once it is
+complete. It is written as the hidden sibling ".NAME.incomplete-PID" (which
+`*` globs do not match), flushed to disk and renamed at the end; on any error
+the temporary file is removed, and `remove_all_temporaries()` removes those
+still open (the SIGTERM path of data_gen).
+
+Inputs: `expand_input_patterns` is the one glob expansion of every
+`--input_file`-like flag; `open_input` / `input_exists` read local paths and,
+through tf.io.gfile (imported only then), SCHEME:// paths such as gs://.
 """
 import contextlib
+import glob
 import hashlib
 import json
 import os
+import posixpath
+
+SIDECAR_SUFFIX = ".meta.json"  # F.meta.json describes data file F (data_gen.metadata)
+
+_live_temporaries = set()
 
 
 def temporary_path(path):
@@ -17,33 +28,106 @@ def temporary_path(path):
     return os.path.join(directory, f".{name}.incomplete-{os.getpid()}")
 
 
+def remove_all_temporaries():
+    """Deletes every temporary file this process still has open (signal/exit path)."""
+    for path in list(_live_temporaries):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        _live_temporaries.discard(path)
+
+
+class AtomicFile:
+    """A binary file (`handle`) that appears under its final name only after commit().
+
+    make_dirs: create the missing parent directories; otherwise a missing
+    directory is a FileNotFoundError naming it. Usable as a context manager
+    (commit on success, abort on an exception).
+    """
+
+    def __init__(self, path, make_dirs=False):
+        self.path = os.path.abspath(path)
+        directory = os.path.dirname(self.path)
+        if make_dirs:
+            os.makedirs(directory, exist_ok=True)
+        elif not os.path.isdir(directory):
+            raise FileNotFoundError(f"output directory {directory} does not exist "
+                                    f"(for {path}); create it first.")
+        self.temporary = temporary_path(self.path)
+        _live_temporaries.add(self.temporary)
+        try:
+            self.handle = open(self.temporary, "wb")
+        except BaseException:
+            _live_temporaries.discard(self.temporary)
+            raise
+
+    def commit(self):
+        """Flushes the data to disk and gives the file its final name."""
+        if not self.handle.closed:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+        else:  # written through the temporary path by another writer
+            with open(self.temporary, "rb") as reader:
+                os.fsync(reader.fileno())
+        os.replace(self.temporary, self.path)
+        _live_temporaries.discard(self.temporary)
+
+    def abort(self):
+        """Discards the temporary file."""
+        try:
+            if not self.handle.closed:
+                self.handle.close()
+        except OSError:
+            pass
+        try:
+            os.remove(self.temporary)
+        except OSError:
+            pass
+        _live_temporaries.discard(self.temporary)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, error_type, error, traceback):
+        if error_type is None:
+            self.commit()
+        else:
+            self.abort()
+        return False
+
+
 @contextlib.contextmanager
 def atomic_output(path):
-    """Yields a temporary path to write; renames it to `path` if the block succeeds."""
-    path = os.path.abspath(path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = temporary_path(path)
+    """Yields a temporary path for any writer (e.g. tf.io.TFRecordWriter); renames it to
+    `path` if the block succeeds, removes it otherwise. Parent directories are created."""
+    atomic = AtomicFile(path, make_dirs=True)
+    atomic.handle.close()
     try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+        yield atomic.temporary
+    except BaseException:
+        atomic.abort()
+        raise
+    try:
+        atomic.commit()
+    except BaseException:
+        atomic.abort()
+        raise
 
 
 def write_text_atomically(path, lines):
     """Writes an iterable of lines (each without its newline), UTF-8, "\\n" line ends."""
-    with atomic_output(path) as temporary:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as writer:
-            for line in lines:
-                writer.write(line + "\n")
+    with AtomicFile(path, make_dirs=True) as atomic:
+        for line in lines:
+            atomic.handle.write((line + "\n").encode("utf-8"))
 
 
 def write_json_atomically(path, obj):
     """Writes `obj` as indented UTF-8 JSON with sorted keys."""
-    with atomic_output(path) as temporary:
-        with open(temporary, "w", encoding="utf-8") as writer:
-            writer.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    with AtomicFile(path, make_dirs=True) as atomic:
+        atomic.handle.write(text.encode("utf-8"))
 
 
 def file_sha256(path):
@@ -53,3 +137,61 @@ def file_sha256(path):
         for block in iter(lambda: reader.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def is_remote(path):
+    """True for SCHEME://... paths (gs://, ram://, ...), which tf.io.gfile serves."""
+    return "://" in str(path)
+
+
+def _gfile():
+    import tensorflow as tf  # only for remote paths: data_gen itself needs no TensorFlow
+    return tf.io.gfile
+
+
+def open_input(path, mode="rb"):
+    """Opens a local or remote file for reading."""
+    if is_remote(path):
+        return _gfile().GFile(path, mode)
+    return open(path, mode) if "b" in mode else open(path, mode, encoding="utf-8")
+
+
+def input_exists(path):
+    """True if the local or remote file exists."""
+    return _gfile().exists(path) if is_remote(path) else os.path.isfile(path)
+
+
+def _glob(pattern):
+    """Files matching one pattern, hidden names only when the pattern asks for them."""
+    if not is_remote(pattern):
+        return [path for path in glob.glob(os.path.expanduser(pattern)) if os.path.isfile(path)]
+    gfile = _gfile()
+    hidden = posixpath.basename(pattern).startswith(".")
+    return [path for path in gfile.glob(pattern) if not gfile.isdir(path)
+            and (hidden or not posixpath.basename(path).startswith("."))]
+
+
+def expand_input_patterns(patterns, flag="--input_file", error=ValueError):
+    """Sorted, de-duplicated files of comma-separated globs (a str or a list of them).
+
+    `*.meta.json` sidecars and directories are never inputs; hidden files only
+    when the pattern names them (so files being written are not read). A
+    pattern matching nothing raises `error` naming `flag` and the pattern.
+    """
+    if isinstance(patterns, str):
+        patterns = patterns.split(",")
+    files = []
+    seen = set()
+    for pattern in [p.strip() for p in patterns if p and p.strip()]:
+        matches = sorted(path for path in _glob(pattern) if not path.endswith(SIDECAR_SUFFIX))
+        if not matches:
+            raise error(f"{flag} pattern {pattern!r} matches no file (cwd {os.getcwd()}; "
+                        f"*{SIDECAR_SUFFIX} sidecars are not inputs); check the path or quote "
+                        "the glob.")
+        for path in matches:
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+    if not files:
+        raise error(f"{flag} is empty; give one or more comma-separated files or globs.")
+    return files

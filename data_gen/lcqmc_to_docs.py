@@ -15,24 +15,21 @@ Duplicates are removed, deterministically, in file order:
     so a question asked in many pairs does not dominate the corpus.
 Only the train split is read by default, so dev/test questions never leak into
 pretraining; `--allow_eval_splits` is needed to include them (with a warning).
-A header line is tolerated; malformed lines are reported as FILE:LINE and
-counted. The output is written under a temporary name and renamed at the end.
+The lines are parsed by data_gen.lcqmc_format (its header rule; malformed
+lines are reported as FILE:LINE and counted). The output is written under a
+temporary name and renamed at the end.
 """
 import collections
 import os
 import sys
 
-from absl import app
 from absl import flags
 
+from data_gen import cli_options, lcqmc_format
 from data_gen.file_utils import write_text_atomically
+from data_gen.lcqmc_format import LcqmcError  # also for bad arguments (eval split, ...)
 
 EVAL_SPLITS = ("dev", "test")
-MAX_REPORTED_MALFORMED = 50
-
-
-class LcqmcError(ValueError):
-    """Unusable arguments or input (missing split file, eval split not allowed, ...)."""
 
 
 def split_path(lcqmc_dir, split):
@@ -60,55 +57,17 @@ def parse_split_names(splits, allow_eval_splits):
 
 
 def read_pairs(path, account, report=print):
-    """Yields (text_a, text_b, label) from one LCQMC file.
-
-    A first line whose label is not 0/1 but has three fields is a header and is
-    skipped. Any other bad line (not UTF-8, wrong field count, empty text,
-    label not 0/1) is reported via `report` as "path:line: reason" and counted.
-    """
-    with open(path, "rb") as reader:
-        for line_number, raw in enumerate(reader, start=1):
-            account["lines_read"] += 1
-            if line_number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as error:
-                _malformed(account, report, path, line_number, f"not UTF-8 ({error.reason} "
-                           f"at byte {error.start} of the line)")
-                continue
-            if not line.strip():
-                account["blank_lines"] += 1
-                continue
-            fields = line.split("\t")
-            if len(fields) != 3:
-                _malformed(account, report, path, line_number,
-                           f"expected 3 tab-separated fields (text_a, text_b, label), "
-                           f"found {len(fields)}")
-                continue
-            text_a, text_b, label = (field.strip() for field in fields)
-            if label not in ("0", "1"):
-                if line_number == 1:
-                    account["header_lines"] += 1
-                    continue
-                _malformed(account, report, path, line_number,
-                           f"label must be 0 or 1, found {label!r}")
-                continue
-            if not text_a or not text_b:
-                _malformed(account, report, path, line_number, "empty text_a or text_b")
-                continue
-            account["pairs"] += 1
-            account["paraphrase_pairs" if label == "1" else "non_paraphrase_pairs"] += 1
-            yield text_a, text_b, int(label)
-
-
-def _malformed(account, report, path, line_number, reason):
-    account["malformed_lines"] += 1
-    if account["malformed_lines"] <= MAX_REPORTED_MALFORMED:
-        report(f"lcqmc_to_docs: malformed line {path}:{line_number}: {reason}")
-    elif account["malformed_lines"] == MAX_REPORTED_MALFORMED + 1:
-        report(f"lcqmc_to_docs: more than {MAX_REPORTED_MALFORMED} malformed lines; "
-               "the rest are only counted")
+    """Returns [(text_a, text_b, label)] of one LCQMC file, counting into `account`."""
+    pairs, read_report = lcqmc_format.read_pairs(
+        path, log_fn=lambda message: report(f"lcqmc_to_docs: {message}"))
+    account["lines_read"] += read_report.lines
+    account["header_lines"] += int(read_report.header_skipped)
+    account["blank_lines"] += read_report.blank_lines
+    account["malformed_lines"] += len(read_report.malformed)
+    account["pairs"] += len(pairs)
+    account["paraphrase_pairs"] += sum(pair.label == 1 for pair in pairs)
+    account["non_paraphrase_pairs"] += sum(pair.label == 0 for pair in pairs)
+    return [(pair.text_a, pair.text_b, pair.label) for pair in pairs]
 
 
 def pairs_to_documents(pairs, account):
@@ -208,7 +167,7 @@ def main_with_argv(argv):
 
 def main():
     define_flags()
-    app.run(main_with_argv)
+    cli_options.run_app(main_with_argv, flag_module=__name__)
 
 
 if __name__ == "__main__":

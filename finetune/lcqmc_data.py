@@ -1,10 +1,9 @@
 """LCQMC-format sentence-pair data: reading, features, TFRecord cache, input_fn.
 
-File format: one pair per line, `text_a<TAB>text_b<TAB>label`, label 0 or 1,
-UTF-8 (a BOM is accepted). A header line (third field not a label, e.g.
-`text_a	text_b	label`) is recognised on line 1 and skipped. Every other line
-that cannot be used is reported by file and line number and skipped; the
-reader returns a `ReadReport` with the counts, never dropping lines silently.
+File format: one pair per line, `text_a<TAB>text_b<TAB>label`, parsed by
+data_gen.lcqmc_format (the same reader and header rule as lcqmc_to_docs):
+lines that cannot be used are reported by file and line number and skipped,
+and the `ReadReport` counts them, never dropping lines silently.
 
 Features follow google-research/bert's classifier: `[CLS] a [SEP] b [SEP]`,
 segment 0 for `[CLS] a [SEP]`, segment 1 for `b [SEP]`, the longer side
@@ -21,16 +20,12 @@ import os
 
 import tensorflow.compat.v1 as tf
 
+from data_gen import lcqmc_format
 from data_gen.file_utils import atomic_output, file_sha256
 from data_gen.tokenization import FullTokenizer
 
-LABELS = ("0", "1")
-MAX_REPORTED_LINES = 20
 CACHE_FORMAT_VERSION = 1
-
-
-class DataError(ValueError):
-    """An LCQMC file is missing or holds no usable pair."""
+DataError = lcqmc_format.LcqmcError  # a missing or unusable LCQMC or vocab file
 
 
 @dataclasses.dataclass
@@ -41,85 +36,19 @@ class PairExample:
     label: int         # 0 or 1
 
 
-@dataclasses.dataclass
-class ReadReport:
-    path: str
-    lines: int = 0
-    examples: int = 0
-    header_skipped: bool = False
-    blank_lines: int = 0
-    malformed: list = dataclasses.field(default_factory=list)  # [(line_number, reason)]
-
-    def summary(self):
-        text = (f"{self.path}: {self.lines} lines, {self.examples} pairs read, "
-                f"{len(self.malformed)} malformed line(s) skipped, {self.blank_lines} blank")
-        return text + (", header line skipped" if self.header_skipped else "")
-
-
-def _parse_line(raw, line_number):
-    """Returns (fields, reason): fields=(a, b, label) or None with the reason."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return None, f"not UTF-8 at byte {error.start} of the line"
-    if line_number == 1 and line.startswith("\ufeff"):
-        line = line[1:]
-    line = line.rstrip("\r\n")
-    fields = line.split("\t")
-    if len(fields) != 3:
-        return None, f"expected 3 tab-separated fields, found {len(fields)}"
-    text_a, text_b, label = (field.strip() for field in fields)
-    if label not in LABELS:
-        return None, f"label {label!r} is not 0 or 1"
-    if not text_a or not text_b:
-        return None, "empty sentence"
-    return (text_a, text_b, int(label)), None
-
-
-def _looks_like_header(raw):
-    fields = raw.decode("utf-8", "replace").lstrip("\ufeff").rstrip("\r\n").split("\t")
-    return len(fields) == 3 and fields[2].strip() not in LABELS and not fields[2].strip().isdigit()
-
-
 def read_pairs(path, split_name=None, limit=0, log_fn=print):
-    """Reads an LCQMC file. Returns ([PairExample], ReadReport).
+    """Reads an LCQMC file. Returns ([PairExample], lcqmc_format.ReadReport).
 
-    limit > 0 keeps the first `limit` usable pairs. Malformed lines are logged
-    as `path:line: ...` (the first MAX_REPORTED_LINES individually, then a
-    count) and listed in the report.
+    limit > 0 keeps the first `limit` usable pairs (every line is still read
+    and counted). Raises DataError when the file is missing or has no pair.
     """
-    path = str(path)
-    if not os.path.isfile(path):
-        raise DataError(f"{path}: no such file (expected text_a<TAB>text_b<TAB>label lines)")
-    split_name = split_name or os.path.splitext(os.path.basename(path))[0]
-    report = ReadReport(path=path)
-    examples = []
-    with open(path, "rb") as reader:
-        for line_number, raw in enumerate(reader, start=1):
-            report.lines = line_number
-            if not raw.strip():
-                report.blank_lines += 1
-                continue
-            if line_number == 1 and _looks_like_header(raw):
-                report.header_skipped = True
-                continue
-            fields, reason = _parse_line(raw, line_number)
-            if fields is None:
-                report.malformed.append((line_number, reason))
-                if len(report.malformed) <= MAX_REPORTED_LINES:
-                    log_fn(f"{path}:{line_number}: malformed line skipped: {reason}")
-                continue
-            if limit and len(examples) >= limit:
-                continue  # keep counting lines so the report stays complete
-            examples.append(PairExample(f"{split_name}-{line_number}", *fields))
-    report.examples = len(examples)
-    if len(report.malformed) > MAX_REPORTED_LINES:
-        log_fn(f"{path}: ... and {len(report.malformed) - MAX_REPORTED_LINES} more malformed lines")
-    log_fn(report.summary())
-    if not examples:
-        raise DataError(f"{path}: no usable text_a<TAB>text_b<TAB>label line "
-                        f"({len(report.malformed)} malformed, {report.blank_lines} blank)")
-    return examples, report
+    pairs, report = lcqmc_format.read_pairs(path, log_fn=log_fn)
+    split_name = split_name or os.path.splitext(os.path.basename(str(path)))[0]
+    if limit:
+        pairs = pairs[:limit]
+    log_fn(report.summary() + (f"; the first {len(pairs)} kept (limit)" if limit else ""))
+    return [PairExample(f"{split_name}-{pair.line_number}", pair.text_a, pair.text_b, pair.label)
+            for pair in pairs], report
 
 
 def truncate_pair(tokens_a, tokens_b, max_tokens):

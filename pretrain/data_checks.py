@@ -5,14 +5,16 @@ data_gen) and through its first record (which also proves the file is
 readable, non-empty and not corrupt). Files without a sidecar, e.g. made by
 google-research/bert's script, get a warning and the checks the first record
 allows. Any mismatch raises `DataCheckError` naming the file and the value.
+Features, sidecar fields and compression are data_gen.record_schema's and
+data_gen.metadata's, as the writer uses them.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-from pretrain import input_pipeline
-
-SENTENCE_TASK_BY_MODE = {"roberta": "none", "albert": "sop", "bert": "nsp"}
+from data_gen import metadata
+from data_gen import record_schema
+from data_gen.file_utils import SIDECAR_SUFFIX, expand_input_patterns
 
 
 class DataCheckError(ValueError):
@@ -40,11 +42,8 @@ def read_first_record(path, compression):
         example.ParseFromString(records[0])
     except Exception as err:  # protobuf DecodeError
         raise DataCheckError(f"{path}: first record is not a tf.train.Example ({err})") from None
-    out = {}
-    for name, feature in example.features.feature.items():
-        kind = feature.WhichOneof("kind")
-        out[name] = np.asarray(getattr(feature, kind).value)
-    return out
+    return {name: np.asarray(values)
+            for name, values in record_schema.example_values(example).items()}
 
 
 def _graph_take(path, compression):
@@ -66,7 +65,7 @@ def expected_sentence_task(use_sentence_head):
 def _check_meta(path, meta, flags):
     """Sidecar fields vs flags; returns the list of problems (strings)."""
     problems = []
-    where = f"{path}{input_pipeline.SIDECAR_SUFFIX}"
+    where = metadata.metadata_path(path)
     for key in ("max_seq_length", "max_predictions_per_seq"):
         if key in meta and int(meta[key]) != int(flags[key]):
             problems.append(f"{where}: {key}={meta[key]} but --{key}={flags[key]}")
@@ -78,7 +77,7 @@ def _check_meta(path, meta, flags):
     elif meta.get("vocab_size") is not None and int(meta["vocab_size"]) > vocab_size:
         problems.append(f"{where}: vocab_size={meta['vocab_size']} is larger than the model's "
                         f"vocab_size={vocab_size}")
-    task = meta.get("sentence_task") or SENTENCE_TASK_BY_MODE.get(meta.get("mode"))
+    task = metadata.sentence_task(meta)
     head = flags.get("use_sentence_head")
     if task is not None and head is not None:
         if head and task == "none":
@@ -95,23 +94,19 @@ def _check_meta(path, meta, flags):
 def _check_record(path, record, flags):
     """First-record shapes and ids vs flags; returns the list of problems."""
     problems = []
-    lengths = {"input_ids": flags["max_seq_length"], "input_mask": flags["max_seq_length"],
-               "segment_ids": flags["max_seq_length"],
-               "masked_lm_positions": flags["max_predictions_per_seq"],
-               "masked_lm_ids": flags["max_predictions_per_seq"],
-               "masked_lm_weights": flags["max_predictions_per_seq"],
-               "next_sentence_labels": 1}
-    for name, length in lengths.items():
+    lengths = record_schema.feature_lengths(flags["max_seq_length"],
+                                            flags["max_predictions_per_seq"], with_optional=True)
+    required = record_schema.required_names()
+    for name, (_, length) in lengths.items():
         if name not in record:
-            problems.append(f"{path}: first record has no feature {name!r} (not pretraining "
-                            "data?)")
+            if name in required:
+                problems.append(f"{path}: first record has no feature {name!r} (not "
+                                "pretraining data?)")
         elif record[name].size != length:
-            flag = ("--max_seq_length" if length == flags["max_seq_length"] and name in
-                    ("input_ids", "input_mask", "segment_ids") else "--max_predictions_per_seq")
-            if name == "next_sentence_labels":
-                flag = "the format (1)"
+            flag = record_schema.length_flag(name)
+            expected = f"{flag}={length}" if flag else f"the format's {length}"
             problems.append(f"{path}: feature {name} has length {record[name].size} but "
-                            f"{flag}={length}")
+                            f"{expected}")
     for name in ("input_ids", "masked_lm_ids"):
         if name in record and record[name].size and int(record[name].max()) >= flags["vocab_size"]:
             problems.append(f"{path}: first record has {name} up to {int(record[name].max())}, "
@@ -141,27 +136,26 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
                              f"max_position_embeddings={bert_config.max_position_embeddings}"
                              " (--bert_config_file); lower --max_seq_length and regenerate the "
                              "data, or use a config with more position embeddings")
-    try:
-        files = input_pipeline.expand_input_files(input_patterns)
-    except ValueError as err:
-        raise DataCheckError(str(err)) from None
+    files = expand_input_patterns(input_patterns, error=DataCheckError)
     flags = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                  vocab_size=bert_config.vocab_size, use_sentence_head=use_sentence_head,
                  type_vocab_size=bert_config.type_vocab_size)
     problems, metas, without_sidecar = [], [], []
     for path in files:
-        meta = input_pipeline.read_sidecar(path)
+        try:
+            meta = metadata.read_metadata(path)
+            kind = metadata.detect_compression(path, meta or {}, compression)
+        except metadata.MetadataError as err:
+            problems.append(str(err))
+            metas.append(None)
+            continue
         metas.append(meta)
         if meta is None:
             without_sidecar.append(path)
         else:
             problems.extend(_check_meta(path, meta, flags))
-        if compression is None:
-            kind = input_pipeline.detect_compression(path, meta)
-        else:
-            kind = "GZIP" if str(compression).lower() == "gzip" else ""
         try:
-            record = read_first_record(path, kind)
+            record = read_first_record(path, metadata.TF_COMPRESSION_TYPES[kind])
         except DataCheckError as err:
             problems.append(str(err))
             continue
@@ -169,7 +163,7 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
     if without_sidecar:
         logging.warning("%d input file(s) have no %s sidecar (not written by data_gen?); "
                         "checked from their first record only: %s", len(without_sidecar),
-                        input_pipeline.SIDECAR_SUFFIX, ", ".join(without_sidecar[:5]))
+                        SIDECAR_SUFFIX, ", ".join(without_sidecar[:5]))
     if problems:
         head = f"input data does not fit the flags/model config ({len(problems)} problem(s)):"
         raise DataCheckError("\n  ".join([head] + problems[:20]))
@@ -178,6 +172,5 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
 
 def infer_sentence_task(metas):
     """'none' | 'sop' | 'nsp' if every sidecar agrees, else None."""
-    tasks = {(m.get("sentence_task") or SENTENCE_TASK_BY_MODE.get(m.get("mode")))
-             for m in metas if m}
+    tasks = {metadata.sentence_task(m) for m in metas if m}
     return tasks.pop() if len(tasks) == 1 else None

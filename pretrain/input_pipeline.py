@@ -1,80 +1,37 @@
 """Pretraining input: TFRecord globs -> batched int32 features for the model_fn.
 
-Features (docs/architecture.md, section 1): input_ids, input_mask,
-segment_ids [B, S]; masked_lm_positions, masked_lm_ids [B, P];
+Features are data_gen.record_schema's (docs/architecture.md §1): input_ids,
+input_mask, segment_ids [B, S]; masked_lm_positions, masked_lm_ids [B, P];
 masked_lm_weights [B, P] float32; next_sentence_labels [B, 1]. ALBERT's
-optional `token_boundary` is not in the parse spec, so it is ignored.
+optional `token_boundary` is not in the parse spec, so it is ignored. Globs
+and compression follow data_gen.file_utils and data_gen.metadata, the same
+rules data_gen's own tools use (gs:// paths through tf.io.gfile).
 """
-import json
-import os
-
 import tensorflow.compat.v1 as tf
 
+from data_gen import metadata
+from data_gen import record_schema
+from data_gen.file_utils import expand_input_patterns
 from pretrain import strategy as strategy_lib
 
-SIDECAR_SUFFIX = ".meta.json"
-
-
-def expand_input_files(patterns):
-    """Sorted, de-duplicated files for comma-separated globs, without `*.meta.json`.
-
-    A pattern that matches no data file is an error naming the pattern.
-    """
-    if isinstance(patterns, str):
-        patterns = patterns.split(",")
-    files = []
-    for pattern in [p.strip() for p in patterns if p and p.strip()]:
-        matched = sorted(f for f in tf.io.gfile.glob(pattern) if not f.endswith(SIDECAR_SUFFIX))
-        matched = [f for f in matched if not tf.io.gfile.isdir(f)]
-        if not matched:
-            raise ValueError(f"--input_file pattern {pattern!r} matches no TFRecord file "
-                             "(did data_gen run? sidecar *.meta.json files are not data)")
-        files.extend(f for f in matched if f not in files)
-    if not files:
-        raise ValueError("--input_file is empty: give one or more comma-separated globs")
-    return files
-
-
-def read_sidecar(path):
-    """The `F.meta.json` dict for data file F, or None when there is none."""
-    meta_path = path + SIDECAR_SUFFIX
-    if not tf.io.gfile.exists(meta_path):
-        return None
-    with tf.io.gfile.GFile(meta_path, "r") as reader:
-        text = reader.read()
-    try:
-        meta = json.loads(text)
-    except ValueError as err:
-        raise ValueError(f"metadata file {meta_path} is not valid JSON: {err}") from err
-    if not isinstance(meta, dict):
-        raise ValueError(f"metadata file {meta_path} must hold a JSON object")
-    return meta
-
-
-def detect_compression(path, meta=None):
-    """'GZIP' or '' (TFRecordDataset's names): from the sidecar, else the file extension."""
-    if meta is None:
-        meta = read_sidecar(path)
-    if meta is not None and meta.get("compression"):
-        value = str(meta["compression"]).lower()
-        if value not in ("none", "gzip"):
-            raise ValueError(f"{path}{SIDECAR_SUFFIX}: compression={value!r} is not none|gzip")
-        return "GZIP" if value == "gzip" else ""
-    return "GZIP" if os.path.basename(path).endswith((".gz", ".gzip")) else ""
+_TF_DTYPES = {"int64": tf.int64, "float32": tf.float32}
 
 
 def feature_spec(max_seq_length, max_predictions_per_seq):
-    """tf.io parse spec of one pretraining record."""
-    ints = lambda n: tf.io.FixedLenFeature([n], tf.int64)  # noqa: E731
-    return {
-        "input_ids": ints(max_seq_length),
-        "input_mask": ints(max_seq_length),
-        "segment_ids": ints(max_seq_length),
-        "masked_lm_positions": ints(max_predictions_per_seq),
-        "masked_lm_ids": ints(max_predictions_per_seq),
-        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        "next_sentence_labels": ints(1),
-    }
+    """tf.io parse spec of one pretraining record (data_gen.record_schema's required features)."""
+    return {name: tf.io.FixedLenFeature([length], _TF_DTYPES[dtype])
+            for name, (dtype, length) in record_schema.feature_lengths(
+                max_seq_length, max_predictions_per_seq).items()}
+
+
+def compression_types(files, compression=None):
+    """TFRecordDataset's compression_type ("GZIP" or "") of each file.
+
+    compression: None (per file: its sidecar, else its first bytes; see
+    data_gen.metadata.detect_compression), or "none"/"gzip" for all files.
+    """
+    return [metadata.TF_COMPRESSION_TYPES[metadata.detect_compression(path, requested=compression)]
+            for path in files]
 
 
 def decode_record(record, spec):
@@ -99,7 +56,7 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
 
     Args:
       input_files: list of files or comma-separated globs (expanded here).
-      compression: None (detect per file from the sidecar or extension),
+      compression: None (detect per file from the sidecar or the first bytes),
         "none" or "gzip" for all files.
       batch_size: global batch when params carry neither "batch_size"
         (TPUEstimator) nor "train_batch_size"/"eval_batch_size" (build_estimator).
@@ -108,11 +65,8 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
     interleave, records shuffled; eval reads files in order once. Both drop
     the last partial batch so shapes are static.
     """
-    files = expand_input_files(input_files)
-    if compression is None:
-        kinds = [detect_compression(f) for f in files]
-    else:
-        kinds = ["GZIP" if str(compression).lower() == "gzip" else ""] * len(files)
+    files = expand_input_patterns(input_files)
+    kinds = compression_types(files, compression)
 
     def input_fn(params, input_context=None):
         params = dict(params or {})

@@ -67,7 +67,7 @@ Examples:
   MODE=albert bash scripts/create_pretrain_data.sh
   bash scripts/create_pretrain_data.sh --input 'corpus/*.txt' --vocab ../shared/data/vocab/bert_chinese_vocab.txt \\
       --output_dir output/full --dupe_factor 5
-Inspect the result:  python -m data_gen.inspect OUTPUT_DIR/OUTPUT_NAME.tfrecord -n 3
+Inspect the result:  python -m data_gen.inspect_records OUTPUT_DIR/OUTPUT_NAME.tfrecord -n 3
 EOF
 }
 
@@ -173,4 +173,4 @@ run "${PYTHON}" -m data_gen.create_pretraining_data \
   --num_workers="${NUM_WORKERS}" \
   --compression="${COMPRESSION}" \
   ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
-[[ "${DRY_RUN}" == "1" ]] || echo "== done: ${OUTPUT_FILE} (+ .meta.json). Inspect: ${PYTHON} -m data_gen.inspect ${OUTPUT_FILE} -n 3"
+[[ "${DRY_RUN}" == "1" ]] || echo "== done: ${OUTPUT_FILE} (+ .meta.json). Inspect: ${PYTHON} -m data_gen.inspect_records ${OUTPUT_FILE} -n 3"

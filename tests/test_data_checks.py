@@ -96,3 +96,15 @@ def test_file_without_sidecar_is_checked_from_its_first_record(tmp_path):
     with pytest.raises(data_checks.DataCheckError, match=r"google\.tfrecord: feature input_ids "
                                                          r"has length 16 but --max_seq_length=20"):
         _check(path, seq=20, head=None)
+
+
+def test_gzip_without_sidecar_is_read_and_a_bad_sidecar_compression_is_named(tmp_path):
+    gzip_bare = write_records(tmp_path / "g.data", make_examples(2), compression="gzip",
+                              sidecar=False)  # no telling name either: the first bytes decide
+    files, metas = _check(gzip_bare, head=None)
+    assert files == [gzip_bare] and metas == [None]
+    bad = write_records(tmp_path / "b.tfrecord", make_examples(2), compression="zip")
+    with pytest.raises(data_checks.DataCheckError,
+                       match=r"b\.tfrecord\.meta\.json: compression='zip' is not one of none, "
+                             r"gzip"):
+        _check(bad)

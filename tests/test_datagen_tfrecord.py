@@ -1,28 +1,39 @@
-"""data_gen.crc32c, example_proto, tfrecord_writer: TF-free records TF can read."""
+"""data_gen.record_schema, example_proto, tfrecord_writer: TF-free records TF can read."""
 import os
-import random
 
 import pytest
 
-from data_gen import crc32c
+from data_gen import native, record_schema
 from data_gen.example_proto import InstanceEncoder, encode_varint
-from data_gen.tfrecord_writer import TFRecordWriter, frame_record, frame_records
+from data_gen.tfrecord_writer import TFRecordWriter, frame_record, frame_records_joined, \
+    masked_crc32c
 
 
-def test_crc32c_known_values_and_all_implementations_agree():
-    assert crc32c.crc32c_python(b"123456789") == 0xE3069283
-    assert crc32c.crc32c_python(b"") == 0
-    rng = random.Random(0)
-    messages = [bytes(rng.randrange(256) for _ in range(n))
-                for n in (0, 1, 3, 4, 5, 63, 64, 65, 1000, 2047, 2048, 2049, 5000)]
-    expected = [crc32c.crc32c_python(m) for m in messages]
-    assert [crc32c._crc32c_numpy(m) for m in messages] == expected  # numpy fallback
-    results = [0] * len(messages)
-    batch = [i for i, m in enumerate(messages) if 4 <= len(m) <= crc32c.BLOCK]
-    crc32c._crc_batch(messages, batch, results)  # vectorized fallback
-    assert [results[i] for i in batch] == [expected[i] for i in batch]
-    assert crc32c.crc32c_many(messages) == expected  # whichever is active
-    assert [crc32c.crc32c(m) for m in messages] == expected
+def test_masked_crc_of_the_standard_check_value():
+    # CRC-32C("123456789") = 0xE3069283 (RFC 3720), masked as TFRecord does.
+    crc = 0xE3069283
+    assert masked_crc32c(b"123456789") == (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+_ENCODERS = [False] + ([True] if native.load("_native_records") else [])
+
+
+@pytest.mark.parametrize("use_native", _ENCODERS, ids=lambda c: "C" if c else "Python")
+@pytest.mark.parametrize("with_token_boundary", [False, True])
+def test_both_encoders_write_exactly_the_schema(use_native, with_token_boundary):
+    """The Python encoder and its C twin write record_schema's names, dtypes and lengths."""
+    import tensorflow as tf
+    encoder = InstanceEncoder(12, 5, 30000, with_token_boundary, use_native=use_native)
+    data = encoder.encode([2, 20000, 4, 3], [0, 0, 1, 1], [2], [7000], 1, [1, 1, 0, 1])
+    feature = tf.train.Example.FromString(data).features.feature
+    expected = record_schema.feature_lengths(12, 5, with_optional=with_token_boundary)
+    assert sorted(feature) == sorted(expected)
+    kinds = {"int64": "int64_list", "float32": "float_list"}
+    for name, (dtype, length) in expected.items():
+        assert feature[name].WhichOneof("kind") == kinds[dtype], name
+        assert len(getattr(feature[name], kinds[dtype]).value) == length, name
+    python = InstanceEncoder(12, 5, 30000, with_token_boundary, use_native=False)
+    assert data == python.encode([2, 20000, 4, 3], [0, 0, 1, 1], [2], [7000], 1, [1, 1, 0, 1])
 
 
 def test_varints():
@@ -59,9 +70,11 @@ def test_encoded_example_parses_with_protobuf_and_tf_reader(tmp_path):
         assert read == [data] * 3 + [b"x" * 3000]
 
 
-def test_batch_framing_equals_single_framing():
+def test_joined_framing_equals_single_framing():
     records = [os.urandom(n) for n in (0, 5, 900, 2100)]
-    assert frame_records(records) == [frame_record(r) for r in records]
+    expected = b"".join(frame_record(r) for r in records)
+    assert frame_records_joined(records, use_native=False) == expected
+    assert frame_records_joined(iter(records)) == expected  # not a list: the Python path
 
 
 def test_writer_is_atomic_and_abort_removes_temporary(tmp_path):

@@ -1,4 +1,7 @@
-"""Input pipeline: globs, sidecar exclusion, GZIP detection, dtypes, shapes, sharding."""
+"""Input pipeline: globs, sidecar exclusion, GZIP detection, gs://-style paths, dtypes, shapes,
+sharding."""
+import json
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -15,23 +18,55 @@ def _take(input_fn, params, batches, input_context=None):
             return [sess.run(nxt) for _ in range(batches)]
 
 
-def test_globs_exclude_sidecars_and_report_empty_patterns(tmp_path):
+def test_globs_exclude_sidecars_and_files_being_written(tmp_path):
     write_records(tmp_path / "a.tfrecord", make_examples(4))
     write_records(tmp_path / "b.tfrecord.gz", make_examples(4), compression="gzip")
-    files = input_pipeline.expand_input_files(f"{tmp_path}/*,{tmp_path}/a.tfrecord")
-    assert [f.split("/")[-1] for f in files] == ["a.tfrecord", "b.tfrecord.gz"]
-    with pytest.raises(ValueError, match=r"nothing_here\*"):
-        input_pipeline.expand_input_files(f"{tmp_path}/a.tfrecord,{tmp_path}/nothing_here*")
+    (tmp_path / ".c.tfrecord.incomplete-99").write_bytes(b"half")  # data_gen still writing
+    fn = input_pipeline.input_fn_builder(f"{tmp_path}/*,{tmp_path}/a.tfrecord", 16, 4,
+                                         is_training=False)
+    assert [f.split("/")[-1] for f in fn.files] == ["a.tfrecord", "b.tfrecord.gz"]
+    with pytest.raises(ValueError, match=r"--input_file pattern .*nothing_here\*"):
+        input_pipeline.input_fn_builder(f"{tmp_path}/a.tfrecord,{tmp_path}/nothing_here*", 16, 4,
+                                        is_training=False)
 
 
-def test_compression_from_sidecar_else_extension(tmp_path):
-    gz = write_records(tmp_path / "noext", make_examples(2), compression="gzip")
-    plain_gz_name = write_records(tmp_path / "x.gz", make_examples(2), sidecar=False,
-                                  compression="gzip")
-    plain = write_records(tmp_path / "p.tfrecord", make_examples(2), sidecar=False)
-    assert input_pipeline.detect_compression(gz) == "GZIP"          # sidecar says gzip
-    assert input_pipeline.detect_compression(plain_gz_name) == "GZIP"  # extension
-    assert input_pipeline.detect_compression(plain) == ""
+def test_compression_from_sidecar_else_first_bytes_never_the_name(tmp_path):
+    gzip_with_sidecar = write_records(tmp_path / "noext", make_examples(2), compression="gzip")
+    gzip_bare = write_records(tmp_path / "g.tfrecord", make_examples(2), sidecar=False,
+                              compression="gzip")
+    plain_named_gz = write_records(tmp_path / "p.gz", make_examples(2), sidecar=False)
+    # The sidecar is the authority: it says "none" for gzip bytes (then reading fails).
+    overruled = write_records(tmp_path / "o.tfrecord", make_examples(2), compression="gzip")
+    meta = json.loads(open(overruled + ".meta.json").read())
+    with open(overruled + ".meta.json", "w") as writer:
+        json.dump(dict(meta, compression="none"), writer)
+    files = [gzip_with_sidecar, gzip_bare, plain_named_gz, overruled]
+    assert input_pipeline.compression_types(files) == ["GZIP", "GZIP", "", ""]
+    assert input_pipeline.compression_types(files, "gzip") == ["GZIP"] * 4
+    with pytest.raises(ValueError, match=r"--compression: compression='zip'"):
+        input_pipeline.compression_types(files, "zip")
+
+
+def test_remote_paths_glob_and_detect_through_tf_gfile(tmp_path):
+    root = "ram://zh_pretrain_input_pipeline"
+    tf.io.gfile.makedirs(root)
+    local_gzip = write_records(tmp_path / "a", make_examples(3, seed=6), compression="gzip")
+    local_plain = write_records(tmp_path / "b", make_examples(3, seed=7), sidecar=False)
+    tf.io.gfile.copy(local_gzip, f"{root}/a.tfrecord", overwrite=True)  # no sidecar: magic bytes
+    tf.io.gfile.copy(local_plain, f"{root}/b.tfrecord", overwrite=True)
+    tf.io.gfile.copy(local_gzip + ".meta.json", f"{root}/b.tfrecord.meta.json", overwrite=True)
+    tf.io.gfile.copy(local_plain, f"{root}/.b.tfrecord.incomplete-1", overwrite=True)
+    fn = input_pipeline.input_fn_builder(f"{root}/*", 16, 4, is_training=False)
+    assert fn.files == [f"{root}/a.tfrecord", f"{root}/b.tfrecord"]
+    # b's sidecar (copied from a gzip file) says gzip: the sidecar wins over the bytes.
+    assert input_pipeline.compression_types(fn.files) == ["GZIP", "GZIP"]
+    assert input_pipeline.compression_types([f"{root}/a.tfrecord"]) == ["GZIP"]
+    tf.io.gfile.remove(f"{root}/b.tfrecord.meta.json")
+    assert input_pipeline.compression_types(fn.files) == ["GZIP", ""]
+    batch = _take(input_pipeline.input_fn_builder(f"{root}/*", 16, 4, is_training=False),
+                  {"eval_batch_size": 6}, 1)[0]
+    np.testing.assert_array_equal(batch["input_ids"][:3],
+                                  [e["input_ids"] for e in make_examples(3, seed=6)])
 
 
 def test_training_batches_mix_plain_and_gzip_files_with_int32_features(tmp_path):

@@ -1,10 +1,12 @@
-"""data_gen.inspect: generated records printed back with their masked labels."""
+"""data_gen.inspect_records: generated records printed back with their masked labels."""
 import os
+import subprocess
+import sys
 
 import pytest
 
 from data_gen import build_vocab as bv
-from data_gen import inspect as di
+from data_gen import inspect_records as di
 from data_gen.config import GenerationConfig
 from data_gen.create_pretraining_data import run
 
@@ -137,3 +139,15 @@ def test_no_temporary_files_left(generated):
     directory = os.path.dirname(outputs["albert"])
     assert not [name for name in os.listdir(directory) if "incomplete" in name]
     assert os.path.isfile(outputs["albert"] + ".meta.json")
+
+
+def test_cli_help_and_no_module_shadows_the_standard_library(repo_root):
+    result = subprocess.run([sys.executable, "-m", "data_gen.inspect_records", "--help"],
+                            cwd=repo_root, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "usage: python -m data_gen.inspect_records" in result.stdout
+    # A script run from inside data_gen/ puts that folder first on sys.path.
+    code = ("import sys, sysconfig; sys.path.insert(0, 'data_gen'); import inspect; "
+            "print(inspect.__file__.startswith(sysconfig.get_paths()['stdlib']))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=repo_root, capture_output=True,
+                            text=True, timeout=60)
+    assert result.stdout.strip() == "True", result.stderr

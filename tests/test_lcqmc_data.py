@@ -155,3 +155,20 @@ def test_shared_lcqmc_dev_reads_cleanly():
     examples, report = lcqmc_data.read_pairs(shared_path("lcqmc", "dev.txt"), log_fn=lambda m: None)
     assert len(examples) == 8802 and not report.malformed
     assert {e.label for e in examples} == {0, 1}
+
+
+@pytest.mark.parametrize("first_line, is_header", [
+    ("text_a\ttext_b\tlabel", True), ("\ufeffsentence1\tsentence2\tlabel", True),
+    ("我想\t买手机\t1", False), ("我想\t买手机\t2", False), ("我想\t买手机", False)])
+def test_finetune_and_lcqmc_to_docs_share_one_parser_and_header_rule(tmp_path, first_line,
+                                                                     is_header):
+    import collections
+    from data_gen import lcqmc_to_docs
+    path = write_lines(tmp_path / "train.txt", [first_line + "\r\n", "卡丢了\t怎么办\t0\n"])
+    examples, report = lcqmc_data.read_pairs(path, log_fn=lambda m: None)
+    account = collections.Counter()
+    pairs = lcqmc_to_docs.read_pairs(path, account, report=lambda m: None)
+    assert [(e.text_a, e.text_b, e.label) for e in examples] == pairs
+    assert report.header_skipped == is_header == (account["header_lines"] == 1)
+    assert len(report.malformed) == account["malformed_lines"]
+    assert [e.guid for e in examples][-1] == "train-2"

@@ -1,6 +1,6 @@
 """Prints pretraining TFRecords back as tokens, for humans.
 
-    python -m data_gen.inspect output/demo/data/sample.tfrecord -n 3 --vocab_file V
+    python -m data_gen.inspect_records output/demo/data/sample.tfrecord -n 3 --vocab_file V
 
 For each record: the tokens of the real (unpadded) positions, with every
 masked position marked by its label:
@@ -11,61 +11,34 @@ then the segment ids, the sentence label with its meaning for the mode
 (SOP / NSP), and token_boundary when the file has it (albert mode).
 
 The F.meta.json sidecar, when present, supplies the defaults for the vocab
-path, the compression and the mode. Plain and gzip files are read (gzip is
-also detected from the file's first bytes).
+path, the compression and the mode. Plain and gzip files are read (without a
+sidecar, gzip is detected from the file's first bytes). The features and the
+sidecar are data_gen.record_schema's and data_gen.metadata's.
+(Named inspect_records, not inspect, so it cannot shadow the standard library.)
 """
 import argparse
-import json
 import os
 import re
 import sys
 
+from data_gen import metadata as metadata_lib
+from data_gen.file_utils import input_exists
+from data_gen.record_schema import SENTENCE_LABEL_MEANINGS, example_values, required_names
 from data_gen.tokenization import VocabError, load_vocab
-
-GZIP_MAGIC = b"\x1f\x8b"
-INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-                "masked_lm_ids", "next_sentence_labels")
-LABEL_MEANINGS = {
-    "albert": "SOP: 1 = segments swapped (B before A), 0 = original order",
-    "bert": "NSP: 1 = B is a random sentence, 0 = B follows A",
-    "roberta": "no sentence task (always 0)",
-}
 
 
 class InspectError(ValueError):
     """The file cannot be read as pretraining TFRecords."""
 
 
-def read_metadata(path):
-    """The F.meta.json sidecar of `path` as a dict, or {} if there is none."""
-    meta_path = path + ".meta.json"
-    if not os.path.isfile(meta_path):
-        return {}
-    try:
-        with open(meta_path, encoding="utf-8") as reader:
-            return json.load(reader)
-    except (OSError, ValueError) as error:
-        raise InspectError(f"{meta_path}: unreadable metadata sidecar ({error}); "
-                           "fix or delete it and pass --vocab_file/--compression") from None
-
-
-def detect_compression(path, metadata, requested=None):
-    """'gzip' or 'none': the flag if given, else the sidecar, else the file's magic bytes."""
-    if requested:
-        return requested
-    if metadata.get("compression") in ("gzip", "none"):
-        return metadata["compression"]
-    with open(path, "rb") as reader:
-        return "gzip" if reader.read(2) == GZIP_MAGIC else "none"
-
-
 def read_records(path, num_records, compression):
     """Returns up to `num_records` records of `path` as dicts feature -> list of numbers."""
-    if not os.path.isfile(path):
+    if not input_exists(path):
         raise InspectError(f"{path}: file not found")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # a human tool: TensorFlow's reader is the reference
-    dataset = tf.data.TFRecordDataset(path, compression_type="GZIP" if compression == "gzip" else "")
+    dataset = tf.data.TFRecordDataset(
+        path, compression_type=metadata_lib.TF_COMPRESSION_TYPES[compression])
     records = []
     try:
         for index, serialized in enumerate(dataset.take(num_records)):
@@ -75,7 +48,7 @@ def read_records(path, num_records, compression):
             except Exception as error:  # protobuf's DecodeError has no stable import path
                 raise InspectError(f"{path}: record {index} is not a tf.train.Example "
                                    f"({error})") from None
-            records.append(_example_to_dict(example))
+            records.append(example_values(example))
     except tf.errors.DataLossError as error:
         hint = (" If the file is gzip-compressed pass --compression=gzip."
                 if compression != "gzip" else "")
@@ -88,14 +61,6 @@ def _short(message):
     """TensorFlow's error text without the op/function decorations."""
     message = re.sub(r"\{\{.*?\}\}|\[Op:[^\]]*\]|name: *\.?", "", message)
     return " ".join(message.split()).rstrip(".")
-
-
-def _example_to_dict(example):
-    features = {}
-    for name, feature in example.features.feature.items():
-        kind = feature.WhichOneof("kind")
-        features[name] = list(getattr(feature, kind).value) if kind else []
-    return features
 
 
 class TokenNames:
@@ -112,9 +77,9 @@ class TokenNames:
         return self.inv_vocab.get(token_id, f"<id {token_id} outside vocab>")
 
 
-def format_record(record, names, mode=None):
+def format_record(record, names, sentence_task=None):
     """Human-readable lines for one record dict (see the module docstring)."""
-    for feature in INT_FEATURES:
+    for feature in required_names():
         if feature not in record:
             raise InspectError(f"record lacks the feature {feature!r}; is this a pretraining "
                                f"file? features present: {', '.join(sorted(record))}")
@@ -133,7 +98,7 @@ def format_record(record, names, mode=None):
             token = f"[MASK→{label}]" if token == "[MASK]" else f"{token}→({label})"
         shown.append(token)
     label_value = record["next_sentence_labels"][0]
-    meaning = LABEL_MEANINGS.get(mode, "")
+    meaning = SENTENCE_LABEL_MEANINGS.get(sentence_task, "")
     lines = [
         f"  tokens ({length} of {len(record['input_ids'])}, {len(labels)} masked): "
         + " ".join(shown),
@@ -149,24 +114,32 @@ def format_record(record, names, mode=None):
 
 def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=print):
     """Prints the first `num_records` records of `path`; returns how many were printed."""
-    metadata = read_metadata(path)
+    try:
+        metadata = metadata_lib.read_metadata(path) or {}
+    except metadata_lib.MetadataError as error:
+        raise InspectError(f"{error}; or pass --vocab_file/--compression") from None
     if vocab_file is None:
         vocab_file = metadata.get("vocab_file")
         if vocab_file and not os.path.isfile(vocab_file):
-            out(f"note: the vocab named in {path}.meta.json ({vocab_file}) is missing; "
-                "showing ids (pass --vocab_file)")
+            out(f"note: the vocab named in {metadata_lib.metadata_path(path)} ({vocab_file}) "
+                "is missing; showing ids (pass --vocab_file)")
             vocab_file = None
     elif not os.path.isfile(vocab_file):
         raise InspectError(f"--vocab_file={vocab_file}: file not found")
     names = TokenNames(vocab_file)
-    compression = detect_compression(path, metadata, compression) if os.path.isfile(path) else None
+    if not input_exists(path):
+        raise InspectError(f"{path}: file not found")
+    try:
+        compression = metadata_lib.detect_compression(path, metadata, compression)
+    except metadata_lib.MetadataError as error:
+        raise InspectError(str(error)) from None
     records = read_records(path, num_records, compression)
     mode = metadata.get("mode")
     out(f"{path}: compression={compression}, mode={mode or 'unknown (no .meta.json)'}, "
         f"vocab={vocab_file or 'none (ids shown)'}")
     for index, record in enumerate(records):
         out(f"record {index}:")
-        for line in format_record(record, names, mode):
+        for line in format_record(record, names, metadata_lib.sentence_task(metadata)):
             out(line)
     if not records:
         out(f"{path}: no records")
@@ -175,14 +148,14 @@ def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=pri
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="python -m data_gen.inspect",
+        prog="python -m data_gen.inspect_records",
         description="Print pretraining TFRecords as tokens with their masked-LM labels.")
     parser.add_argument("files", nargs="+", metavar="FILE", help="TFRecord file(s), plain or gzip")
     parser.add_argument("-n", "--num_records", type=int, default=3,
                         help="records to print per file (default 3)")
     parser.add_argument("--vocab_file", default=None,
                         help="vocab to turn ids into tokens (default: from FILE.meta.json)")
-    parser.add_argument("--compression", choices=("none", "gzip"), default=None,
+    parser.add_argument("--compression", choices=metadata_lib.COMPRESSIONS, default=None,
                         help="default: from FILE.meta.json, else detected from the file")
     return parser.parse_args(argv)
 

@@ -1,0 +1,84 @@
+"""The features of a pretraining record, declared once (docs/architecture.md §1).
+
+The data_gen -> pretrain contract: data_gen's encoder writes these features
+(its C twin, data_gen._native_records, writes the same bytes; a test parses
+both against this table), pretrain.input_pipeline builds its tf.io parse spec
+from it, pretrain.data_checks and data_gen.inspect_records check records
+against it.
+
+It lives in data_gen, the lowest stage: the stage that writes the files owns
+their format, and pretrain may import it (pretrain -> data_gen, never back).
+It is plain Python without TensorFlow or numpy, so data_gen's writer, which
+must not need TensorFlow, can use it too.
+"""
+import dataclasses
+
+SEQ = "max_seq_length"
+PREDICTIONS = "max_predictions_per_seq"
+
+
+@dataclasses.dataclass(frozen=True)
+class Feature:
+    """One feature of the tf.train.Example.
+
+    dtype: "int64" (an Int64List) or "float32" (a FloatList).
+    length: SEQ or PREDICTIONS (the flag of that name gives the length) or 1.
+    optional: written in some modes only; readers need not parse it.
+    """
+    name: str
+    dtype: str
+    length: object
+    meaning: str
+    optional: bool = False
+
+
+FEATURES = (
+    Feature("input_ids", "int64", SEQ, "token ids, 0-padded"),
+    Feature("input_mask", "int64", SEQ, "1 for real tokens, 0 for padding"),
+    Feature("segment_ids", "int64", SEQ, "0 for segment A, 1 for segment B"),
+    Feature("masked_lm_positions", "int64", PREDICTIONS, "positions of the predictions, 0-padded"),
+    Feature("masked_lm_ids", "int64", PREDICTIONS, "original token ids there, 0-padded"),
+    Feature("masked_lm_weights", "float32", PREDICTIONS, "1.0 for real predictions, 0.0 padding"),
+    Feature("next_sentence_labels", "int64", 1, "the sentence-task label (see below)"),
+    Feature("token_boundary", "int64", SEQ, "1 where a word starts (albert mode only)",
+            optional=True),
+)
+
+# What `next_sentence_labels` means, by data_gen --mode (also the sidecar's
+# "sentence_task" field).
+SENTENCE_TASK_BY_MODE = {"roberta": "none", "albert": "sop", "bert": "nsp"}
+SENTENCE_LABEL_MEANINGS = {
+    "sop": "SOP: 1 = segments swapped (B before A), 0 = original order",
+    "nsp": "NSP: 1 = B is a random sentence, 0 = B follows A",
+    "none": "no sentence task (always 0)",
+}
+
+
+def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False):
+    """{name: (dtype, length)} of the features, in the table's order.
+
+    with_optional: include the optional features (token_boundary).
+    """
+    sizes = {SEQ: max_seq_length, PREDICTIONS: max_predictions_per_seq, 1: 1}
+    return {feature.name: (feature.dtype, sizes[feature.length]) for feature in FEATURES
+            if with_optional or not feature.optional}
+
+
+def required_names():
+    """Names of the features every pretraining record has."""
+    return [feature.name for feature in FEATURES if not feature.optional]
+
+
+def length_flag(name):
+    """The flag that sets the length of feature `name` ("--max_seq_length"), or None."""
+    length = next(feature.length for feature in FEATURES if feature.name == name)
+    return f"--{length}" if isinstance(length, str) else None
+
+
+def example_values(example):
+    """{name: list of numbers} of a parsed tf.train.Example (any features it has)."""
+    values = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        values[name] = list(getattr(feature, kind).value) if kind else []
+    return values

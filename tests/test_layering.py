@@ -1,0 +1,58 @@
+"""docs/architecture.md's layering holds in the code: imports go finetune -> pretrain -> data_gen.
+
+Each package may import only what the table there lists; the contracts
+between stages (record features, sidecar, globs, atomic writes, LCQMC) are
+imported from data_gen, never declared again.
+"""
+import ast
+import pathlib
+import re
+
+import pytest
+
+from data_gen import record_schema
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+ALLOWED = {
+    "data_gen": {"data_gen"},
+    "pretrain": {"pretrain", "data_gen.record_schema", "data_gen.metadata", "data_gen.file_utils",
+                 "data_gen.tokenization"},
+    "finetune": {"finetune", "pretrain", "data_gen.tokenization", "data_gen.lcqmc_format",
+                 "data_gen.file_utils"},
+}
+
+
+def _project_imports(path):
+    """Every data_gen/pretrain/finetune module a file imports (top level or inside functions)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in names if name.split(".")[0] in ALLOWED}
+
+
+def _allowed(name, allowed):
+    return any(name == entry or name.startswith(entry + ".") for entry in allowed)
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_each_package_imports_only_what_the_architecture_allows(package):
+    bad = []
+    for path in sorted((REPO / package).glob("*.py")):
+        for name in sorted(_project_imports(path)):
+            # `from data_gen import metadata` also yields the bare package name.
+            if name in ALLOWED or _allowed(name, ALLOWED[package]):
+                continue
+            bad.append(f"{path.relative_to(REPO)} imports {name}")
+    assert not bad, "imports against docs/architecture.md:\n" + "\n".join(bad)
+
+
+def test_the_documented_feature_table_is_record_schema():
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` +\| (int64|float32) +\| `?(\w+)`?", text, flags=re.M)
+    documented = {name: (dtype, length) for name, dtype, length in rows}
+    declared = {f.name: (f.dtype, str(f.length)) for f in record_schema.FEATURES}
+    assert documented == declared
