@@ -27,23 +27,19 @@ import dataclasses
 import os
 
 from data_gen import cli_options
-from pretrain import hf_config, hf_files
+from pretrain import export_saved_model, hf_config, hf_files
 from pretrain.config import BertConfig, ConfigError
 
 FORMATS = ("hf", "saved_model")
 
 
 @dataclasses.dataclass
-class ExportOptions:
-    init_checkpoint: str = cli_options.required(
-        "Checkpoint prefix, or a directory (its latest checkpoint).")
-    bert_config_file: str = cli_options.required("The model's bert_config.json.")
-    output_dir: str = cli_options.required("Directory to write.")
+class ExportOptions(export_saved_model.ExportSavedModelOptions):
+    """The SavedModel export's flags (checkpoint, config, output_dir, overwrite) and these."""
     vocab_file: str = cli_options.option(None, "The model's vocab.txt (needed for --format=hf).")
     format: str = cli_options.option("hf", "hf (transformers directory) | saved_model "
                                            "(TF Serving).")
     do_lower_case: bool = cli_options.option(True, "Recorded in tokenizer_config.json.")
-    overwrite: bool = cli_options.option(False, "Replace a non-empty output_dir.")
 
 
 def _convert_checkpoint(init_checkpoint, config):
@@ -70,7 +66,6 @@ def export_model(init_checkpoint, bert_config_file, output_dir, vocab_file=None,
     if format not in FORMATS:
         raise cli_options.UserError("--format=%s: use one of %s" % (format, ", ".join(FORMATS)))
     if format == "saved_model":
-        from pretrain import export_saved_model  # pylint: disable=import-outside-toplevel
         return export_saved_model.export_saved_model(
             init_checkpoint=init_checkpoint, bert_config_file=bert_config_file,
             output_dir=output_dir, overwrite=overwrite)

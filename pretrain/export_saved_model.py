@@ -47,7 +47,7 @@ class ExportSavedModelOptions:
     init_checkpoint: str = cli_options.required(
         "Checkpoint prefix, or a directory (its latest checkpoint).")
     bert_config_file: str = cli_options.required("The model's bert_config.json.")
-    output_dir: str = cli_options.required("SavedModel directory to write.")
+    output_dir: str = cli_options.required("Directory to write (appears complete or not at all).")
     overwrite: bool = cli_options.option(False, "Replace a non-empty output_dir.")
 
 
