@@ -26,6 +26,9 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+from data_gen.metadata import metadata_path, read_metadata  # noqa: E402  (after the path)
+
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 DEFAULT_CORPUS = os.path.join(SHARED, "corpus", "clue_small_sample.txt")
 VOCAB = os.path.join(SHARED, "vocab", "bert_chinese_vocab.txt")
@@ -107,12 +110,11 @@ def run_once(corpus, mode, workers, out_dir, extra_flags=()):
     log.close()
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{output_text}")
-    with open(output + ".meta.json", encoding="utf-8") as handle:
-        meta = json.load(handle)
+    meta = read_metadata(output)
     input_mb = os.path.getsize(corpus) / 1e6
     instances = meta["file_counts"]["instances"]
     os.remove(output)
-    os.remove(output + ".meta.json")
+    os.remove(metadata_path(output))
     return {
         "bench": "data_gen", "corpus": corpus, "mode": mode, "num_workers": workers,
         "input_mb": round(input_mb, 3), "seconds": round(seconds, 2),

@@ -23,10 +23,9 @@ starts as characters (`w ##o ##r ##d`) and the most frequent adjacent pair is
 merged into a new piece until the budget or the corpus runs out.
 """
 import collections
+import dataclasses
 import heapq
 import sys
-
-from absl import flags
 
 from data_gen import cli_options, tokenization
 from data_gen.corpus_reader import CorpusError, CorpusReader, expand_input_patterns
@@ -207,47 +206,43 @@ def write_vocab(tokens, output_file):
     write_text_atomically(output_file, tokens)
 
 
-FLAGS = flags.FLAGS
+@dataclasses.dataclass
+class BuildVocabOptions:
+    """Flags of `python -m data_gen.build_vocab`."""
+    input_file: str = cli_options.required("Comma-separated files or globs of the corpus "
+                                           "(blank-line-separated documents, one sentence per "
+                                           "line).")
+    output_file: str = cli_options.required("Where to write the vocab (one token per line).")
+    vocab_size: int = cli_options.option(None, "Exact number of lines to write (padded with "
+                                         "[unused] slots). Default: as many as the corpus "
+                                         "yields.")
+    do_lower_case: bool = cli_options.option(True, "Lower-case and strip accents before "
+                                             "counting (must match the generator's "
+                                             "--do_lower_case).")
+    full_width_to_half: bool = cli_options.option(False, "Fold full-width ASCII to half-width "
+                                                  "(must match the generator's "
+                                                  "--full_width_to_half).")
+    min_count: int = cli_options.option(1, "Minimum frequency of a character or learned piece; "
+                                        "rarer characters are left out and tokenize to [UNK].")
+    num_unused: int = cli_options.option(99, "Number of [unused] slots after [PAD] (Google's "
+                                         "vocabs have 99).")
 
 
-def define_flags():
-    flags.DEFINE_string("input_file", None, "Comma-separated files or globs of the corpus "
-                        "(blank-line-separated documents, one sentence per line).")
-    flags.DEFINE_string("output_file", None, "Where to write the vocab (one token per line).")
-    flags.DEFINE_integer("vocab_size", None, "Exact number of lines to write (padded with "
-                         "[unused] slots). Default: as many as the corpus yields.")
-    flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents before counting "
-                      "(must match the generator's --do_lower_case).")
-    flags.DEFINE_bool("full_width_to_half", False, "Fold full-width ASCII to half-width "
-                      "(must match the generator's --full_width_to_half).")
-    flags.DEFINE_integer("min_count", 1, "Minimum frequency of a character or learned piece; "
-                         "rarer characters are left out and tokenize to [UNK].")
-    flags.DEFINE_integer("num_unused", 99, "Number of [unused] slots after [PAD] "
-                         "(Google's vocabs have 99).")
-    flags.mark_flags_as_required(["input_file", "output_file"])
-
-
-def main_with_argv(argv):
-    del argv
-    try:
-        files = expand_input_patterns(FLAGS.input_file)
-        tokens, report = build_vocab(files, vocab_size=FLAGS.vocab_size,
-                                     do_lower_case=FLAGS.do_lower_case,
-                                     min_count=FLAGS.min_count, num_unused=FLAGS.num_unused,
-                                     full_width_to_half=FLAGS.full_width_to_half)
-    except (CorpusError, VocabBuildError) as error:
-        print(f"build_vocab: error: {error}", file=sys.stderr)
-        return 1
-    write_vocab(tokens, FLAGS.output_file)
+def run(options):
+    """Builds and writes the vocab of `options`; prints the account."""
+    files = expand_input_patterns(options.input_file)
+    tokens, report = build_vocab(files, vocab_size=options.vocab_size,
+                                 do_lower_case=options.do_lower_case,
+                                 min_count=options.min_count, num_unused=options.num_unused,
+                                 full_width_to_half=options.full_width_to_half)
+    write_vocab(tokens, options.output_file)
     print(f"build_vocab: read {len(files)} file(s): " + ", ".join(files))
     print("build_vocab: " + ", ".join(f"{key}={value}" for key, value in report.items()))
-    print(f"build_vocab: wrote {len(tokens)} tokens to {FLAGS.output_file}")
-    return 0
+    print(f"build_vocab: wrote {len(tokens)} tokens to {options.output_file}")
 
 
-def main():
-    define_flags()
-    cli_options.run_app(main_with_argv, flag_module=__name__)
+def main(argv=None):
+    cli_options.run_main(BuildVocabOptions, run, argv, expected=(CorpusError, VocabBuildError))
 
 
 if __name__ == "__main__":

@@ -12,17 +12,26 @@
 Every field becomes a flag of the same name, typed by the field's type, with
 the field's default and help text. `run_main` defines the flags inside
 `main()` (so `--help` works from a console script), builds the dataclass from
-the parsed flags, calls the function, and turns the expected failures
-(`UserError` and the classes in `expected`) into one `error: ...` line and
-exit code 2, without a traceback. Unexpected errors keep their traceback.
-Tools that define their own absl flags call `run_app` for the same `--help`.
+the parsed flags, calls the function, and turns the expected failures into one
+`error: ...` line on stderr and exit code 2, without a traceback:
+  * `UserError` and the classes in `expected` (bad flag values, bad input);
+  * an OSError of the environment (missing file, permission denied, disk full,
+    file too large, read-only file system, a file where a directory should be),
+    named with its file and what to do (`describe_os_error`).
+Ctrl-C / SIGTERM (KeyboardInterrupt) ends with one line and exit code 130.
+Unexpected errors keep their traceback.
 It lives in data_gen, the bottom layer, like file_utils, so every stage can use it.
 """
 import dataclasses
+import errno
 import sys
 
 _HELP = "help"
 _REQUIRED = "required"
+_CHOICES = "choices"
+_SHORT_NAME = "short_name"
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
 _HELP_FLAGS = ("help", "?", "helpshort", "helpfull", "helpxml")  # absl's, all exit with code 1
 
 
@@ -30,9 +39,39 @@ class UserError(ValueError):
     """An expected failure caused by the input or a flag: the message says what to do."""
 
 
-def option(default, help_text):
-    """A dataclass field with a default and a help text."""
-    return dataclasses.field(default=default, metadata={_HELP: help_text})
+def option(default, help_text, choices=None, short_name=None):
+    """A dataclass field with a default and a help text; `choices` makes it an enum flag,
+    `short_name` adds a one-letter form (`-n 3`)."""
+    metadata = {_HELP: help_text, _SHORT_NAME: short_name}
+    if choices is not None:
+        metadata[_CHOICES] = list(choices)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+# What to do about an OSError the environment caused, by errno.
+_OS_ERROR_ADVICE = {
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a directory; choose another path",
+    errno.EISDIR: "the path is a directory; give a file name",
+    errno.EACCES: "choose a location you may read/write, or change its permissions",
+    errno.EPERM: "choose a location you may read/write, or change its permissions",
+    errno.EROFS: "the file system is read-only; write somewhere else",
+    errno.ENOSPC: "free some space or write somewhere else; the partial output was removed",
+    errno.EDQUOT: "the disk quota is used up; free some space or write somewhere else",
+    errno.EFBIG: "the file size limit was reached (ulimit -f); raise it or write more, "
+                 "smaller shards; the partial output was removed",
+}
+
+
+def is_environment_error(error):
+    """True for an OSError that a user fixes outside the program (see _OS_ERROR_ADVICE)."""
+    return isinstance(error, OSError) and error.errno in _OS_ERROR_ADVICE
+
+
+def describe_os_error(error):
+    """`STRERROR: FILE; what to do` for an environment OSError."""
+    where = f": {error.filename}" if error.filename else ""
+    return f"{error.strerror or error}{where}; {_OS_ERROR_ADVICE.get(error.errno, 'check it')}"
 
 
 def required(help_text):
@@ -62,16 +101,31 @@ def define_flags(options_class, flag_values=None):
             help_text += " (required)"
         # Registered as the main program's own flags, so `--help` lists them
         # (absl's --help shows only the flags of the module named sys.argv[0]).
-        definers.get(_field_type(field), flags.DEFINE_string)(
-            field.name, default, help_text, flag_values=flag_values, module_name=sys.argv[0])
+        common = dict(flag_values=flag_values, module_name=sys.argv[0],
+                      short_name=field.metadata.get(_SHORT_NAME))
+        if _CHOICES in field.metadata:
+            flags.DEFINE_enum(field.name, default, field.metadata[_CHOICES], help_text, **common)
+        else:
+            definers.get(_field_type(field), flags.DEFINE_string)(field.name, default, help_text,
+                                                                  **common)
 
 
-def options_from_flags(options_class, flag_values=None):
-    """The dataclass filled from parsed flags; a missing required flag is a UserError."""
+def options_from_flags(options_class, flag_values=None, positional_args=(), positional=None):
+    """The dataclass filled from parsed flags; a missing required flag is a UserError.
+
+    positional_args go to the field named `positional` (comma-joined after its
+    flag value); without such a field they are refused.
+    """
     from absl import flags  # pylint: disable=import-outside-toplevel
     flag_values = flag_values or flags.FLAGS
     values = {field.name: getattr(flag_values, field.name)
               for field in dataclasses.fields(options_class)}
+    if positional_args:
+        if positional is None:
+            raise UserError(f"unexpected argument(s) {' '.join(positional_args)}: this tool "
+                            "takes flags only (--name=value); see --help")
+        values[positional] = ",".join([v for v in [values[positional]] if v]
+                                      + list(positional_args))
     return make_options(options_class, values)
 
 
@@ -100,37 +154,54 @@ def asks_for_help(args):
     return False
 
 
-def run_main(options_class, function, argv=None, expected=()):
-    """Console-script body: define flags, parse, run `function(options)`, fail cleanly."""
+def run_main(options_class, function, argv=None, expected=(), positional=None):
+    """Console-script body: define flags, parse, run `function(options)`, fail cleanly.
+
+    positional: name of a comma-separated string field that also takes the
+    positional arguments (`tool A B` = `tool --FIELD=A,B`); without it a
+    positional argument is an error.
+    """
     from absl import logging  # pylint: disable=import-outside-toplevel
     define_flags(options_class)
     expected = (UserError,) + tuple(expected)
 
-    def _main(_argv):
+    def _main(arguments):
         logging.set_verbosity(logging.INFO)
         try:
-            function(options_from_flags(options_class))
-        except expected as err:
-            print(f"error: {err}", file=sys.stderr)
-            sys.exit(2)
+            options = options_from_flags(options_class, positional_args=arguments[1:],
+                                         positional=positional)
+            function(options)
+        except KeyboardInterrupt as stop:
+            print(f"\ninterrupted ({stop or 'Ctrl-C'}); no partial output is left under a "
+                  "final name", file=sys.stderr)
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as err:  # pylint: disable=broad-except
+            if is_environment_error(err):
+                message = describe_os_error(err)
+            elif isinstance(err, expected):
+                message = str(err)
+            else:
+                raise
+            print(f"error: {message}", file=sys.stderr)
+            sys.exit(EXIT_USER_ERROR)
 
     run_app(_main, argv)
 
 
-def run_app(main_function, argv=None, flag_module=None):
-    """absl's `app.run` for every tool: `--help` lists the tool's flags and exits 0.
-
-    flag_module: name of the module that defined the tool's own absl flags
-    (outside `define_flags`); they are listed by `--help` as the program's own
-    (absl lists only the flags of the module named sys.argv[0], which a
-    console-script wrapper is not).
-    """
+def run_app(main_function, argv=None):
+    """absl's `app.run`, except that `--help` (which lists the tool's flags) exits 0 and a
+    flag that does not parse is one `error:` line with exit code 2."""
     from absl import app, flags  # pylint: disable=import-outside-toplevel
-    if flag_module:
-        for flag in flags.FLAGS.flags_by_module_dict().get(flag_module, []):
-            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+    def parse_flags(arguments):
+        try:
+            return flags.FLAGS(arguments)
+        except flags.Error as error:  # an unknown flag or a value of the wrong type/choice
+            print(f"error: {error}; see --help", file=sys.stderr)
+            sys.exit(EXIT_USER_ERROR)
+
     try:
-        app.run(main_function, argv=argv)
+        app.run(main_function, argv=argv, flags_parser=parse_flags)
     except SystemExit as stop:
         # absl ends the help it prints with exit code 1; help that was asked for is a success.
         if stop.code == 1 and asks_for_help(list(sys.argv if argv is None else argv)[1:]):

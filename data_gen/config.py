@@ -2,44 +2,66 @@
 import dataclasses
 import os
 
+from data_gen.cli_options import UserError, option, required
 from data_gen.corpus_reader import DECODE_ERROR_POLICIES
 from data_gen.instances import MODES
 from data_gen.segmentation import SEGMENTERS
 from data_gen.tfrecord_writer import COMPRESSIONS
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A flag value is out of range or inconsistent with another."""
 
 
 @dataclasses.dataclass
 class GenerationConfig:
-    """Flag names and meanings follow google-research/bert's create_pretraining_data.py."""
-    input_file: str
-    output_file: str
-    vocab_file: str
-    mode: str = "roberta"
-    do_lower_case: bool = True
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    random_seed: int = 12345
-    dupe_factor: int = 10
-    short_seq_prob: float = 0.1
-    do_whole_word_mask: bool = True
-    ngram: int = 3
-    num_workers: int = 0  # 0 = all cores
-    num_output_shards: int = 0  # 0 = output_file is a comma-separated list
-    segmenter: str = "jieba"
-    jieba_user_dict: str = ""
-    jieba_hmm: bool = True
-    compression: str = "none"
-    pack_within_document: bool = False
-    full_width_to_half: bool = False
-    on_decode_error: str = "error"
-    max_sentences_per_document: int = 2000
-    chunk_chars: int = 40000
-    progress: bool = True
+    """Flags of create_pretraining_data; names and meanings follow google-research/bert's."""
+    input_file: str = required("Input text, comma-separated files or globs: one sentence per "
+                               "line, blank line between documents.")
+    output_file: str = required("Output TFRecord file(s), comma-separated; or a prefix when "
+                                "--num_output_shards > 0.")
+    vocab_file: str = required("BERT vocab file (one token per line).")
+    mode: str = option("roberta", "roberta: full-sentence packing, no sentence task; albert: "
+                       "sentence-order prediction + n-gram masking + token_boundary; bert: "
+                       "next-sentence prediction.", choices=MODES)
+    do_lower_case: bool = option(True, "Lower-case and strip accents (use with uncased/Chinese "
+                                 "vocabs).")
+    max_seq_length: int = option(128, "Maximum sequence length.")
+    max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per "
+                                          "sequence.")
+    masked_lm_prob: float = option(0.15, "Masked LM probability.")
+    random_seed: int = option(12345, "Seed for data generation.")
+    dupe_factor: int = option(10, "Number of times to duplicate the input data (with different "
+                              "masks).")
+    short_seq_prob: float = option(0.1, "Probability of creating sequences shorter than the "
+                                   "maximum (albert/bert).")
+    do_whole_word_mask: bool = option(True, "Mask whole words: jieba words for Chinese, "
+                                      "WordPiece words otherwise.")
+    ngram: int = option(3, "albert mode: largest n of n-gram masking over whole words "
+                        "(P(n) ~ 1/n).")
+    num_workers: int = option(0, "Worker processes (0 = all cores). Output is identical for any "
+                              "value.")
+    num_output_shards: int = option(0, "If > 0, write PREFIX-0000i-of-0000n shards with "
+                                    "--output_file as prefix.")
+    segmenter: str = option("jieba", "Chinese word segmenter for whole-word masking ('none': "
+                            "per character).", choices=SEGMENTERS)
+    jieba_user_dict: str = option("", "Optional jieba user dictionary file.")
+    jieba_hmm: bool = option(True, "Let jieba find unknown words with its HMM (slower, jieba's "
+                             "default).")
+    compression: str = option("none", "Output compression (gzip: read with "
+                              "compression_type='GZIP').", choices=COMPRESSIONS)
+    pack_within_document: bool = option(False, "roberta mode: never pack sentences of two "
+                                        "documents together.")
+    full_width_to_half: bool = option(False, "Map full-width ASCII variants (e.g. ＡＢＣ１２３，) "
+                                      "to half-width.")
+    on_decode_error: str = option("error", "Lines that are not UTF-8: 'error' stops naming file "
+                                  "and byte offset; 'skip' skips and counts them.",
+                                  choices=DECODE_ERROR_POLICIES)
+    max_sentences_per_document: int = option(2000, "A document is cut after this many sentences "
+                                              "(files without blank lines).")
+    chunk_chars: int = option(40000, "Characters per work unit. Changes the output (chunk = seed "
+                              "unit).")
+    progress: bool = option(True, "Print a progress line on stderr.")
 
     def validate(self):
         """Raises ConfigError naming the flag when a value is unusable."""

@@ -4,7 +4,7 @@ r"""Corpus text -> pretraining TFRecords (roberta / albert / bert), streaming an
     --input_file='corpus/*.txt' --output_file=out/train.tfrecord \
     --vocab_file=vocab.txt --mode=roberta --dupe_factor=5
 
-Flags keep google-research/bert's names and meanings; see --helpfull.
+Flags keep google-research/bert's names and meanings; see --help.
 Tests and scripts can call `run(GenerationConfig(...))` without absl.
 """
 import collections
@@ -13,10 +13,11 @@ import signal
 import sys
 import time
 
+from data_gen import cli_options
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_reader import CorpusAccount, CorpusError, CorpusReader, expand_input_patterns
 from data_gen.file_utils import file_sha256, remove_all_temporaries
-from data_gen.metadata import build_metadata, write_metadata
+from data_gen.metadata import build_metadata, metadata_path, write_metadata
 from data_gen.parallel import chunk_documents, process_chunks
 from data_gen.segmentation import SegmenterError
 from data_gen.tfrecord_writer import TFRecordWriter
@@ -26,8 +27,12 @@ USER_ERRORS = (ConfigError, CorpusError, VocabError, SegmenterError, FileNotFoun
 PROGRESS_SECONDS = 2.0
 
 
-class Terminated(BaseException):
-    """Raised from the SIGTERM handler so that cleanup code runs."""
+class EmptyOutputError(ConfigError):
+    """The run made no instance; nothing is written."""
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised from the SIGTERM handler so that cleanup code runs (and the CLI ends as on Ctrl-C)."""
 
 
 def _raise_terminated(signum, frame):
@@ -119,11 +124,13 @@ def run(config):
             progress.update(chunk_end_positions.pop(result.chunk_index), record_index)
         progress.update(total_bytes, record_index, force=True)
         progress.finish()
+        account = _make_account(corpus_account, work_counts, file_counts, total_bytes,
+                                time.monotonic() - started, num_workers)
+        if account["instances"] == 0:
+            raise EmptyOutputError(_why_empty(account, files))
         for writer in writers:
             writer.close()
             committed.append(writer.path)
-        account = _make_account(corpus_account, work_counts, file_counts, total_bytes,
-                                time.monotonic() - started, num_workers)
         run_counts = {key: value for key, value in account.items()
                       if isinstance(value, int)}
         for index, path in enumerate(output_paths):
@@ -137,7 +144,7 @@ def run(config):
             writer.abort()
         remove_all_temporaries()
         for path in committed:  # complete data without its sidecar must not stay either
-            for leftover in (path, path + ".meta.json"):
+            for leftover in (path, metadata_path(path)):
                 if os.path.exists(leftover):
                     os.remove(leftover)
         raise
@@ -151,6 +158,23 @@ def run(config):
 def _in_main_thread():
     import threading
     return threading.current_thread() is threading.main_thread()
+
+
+def _why_empty(account, files):
+    """The message for a run that made no instance: what was read and what dropped it."""
+    dropped = ", ".join(f"{key}={value}" for key, value in sorted(_skipped(account).items())
+                        if value) or "nothing was dropped"
+    return (f"no instances were made from {len(files)} file(s) ({account.get('documents', 0)} "
+            f"documents, {account.get('sentences', 0)} sentences); dropped: {dropped}. Check "
+            "that --input_file holds one sentence per line with a blank line between documents "
+            "(bert/albert need documents of 2+ sentences) and that the text tokenizes with "
+            "--vocab_file; no output was written")
+
+
+def _skipped(account):
+    return {key: value for key, value in account.items()
+            if ("skipped" in key or "too_short" in key or "cut_at" in key
+                or key in ("empty_files", "long_line_pieces"))}
 
 
 def _make_account(corpus_account, work_counts, file_counts, total_bytes, seconds, num_workers):
@@ -167,9 +191,7 @@ def _make_account(corpus_account, work_counts, file_counts, total_bytes, seconds
 
 def format_account(account):
     """Human-readable end-of-run report."""
-    skipped = {key: value for key, value in account.items()
-               if ("skipped" in key or "too_short" in key or "cut_at" in key
-                   or key in ("empty_files", "long_line_pieces"))}
+    skipped = _skipped(account)
     lines = [
         "[data_gen] read: {files} files, {documents} documents, {sentences} sentences, "
         "{mb:.2f} MB".format(files=account.get("files", 0), documents=account.get("documents", 0),
@@ -187,43 +209,13 @@ def format_account(account):
     return "\n".join(lines)
 
 
-def config_from_flags(flag_values):
-    """Builds a GenerationConfig from parsed absl flags."""
-    import dataclasses
-    names = [field.name for field in dataclasses.fields(GenerationConfig)]
-    return GenerationConfig(**{name: getattr(flag_values, name) for name in names
-                               if name in flag_values})
-
-
-def _absl_main(argv):
-    from absl import flags
-    if len(argv) > 1:
-        raise ConfigError(f"unexpected positional arguments: {' '.join(argv[1:])}")
-    config = config_from_flags(flags.FLAGS)
-    try:
-        account = run(config)
-    except USER_ERRORS as error:
-        sys.stderr.write(f"\nerror: {error}\n")
-        sys.exit(2)
-    except (KeyboardInterrupt, Terminated) as error:
-        sys.stderr.write(f"\ninterrupted ({error or 'SIGINT'}): partial outputs removed\n")
-        sys.exit(130)
-    print(format_account(account))
+def _run_and_report(config):
+    print(format_account(run(config)))
 
 
 def main(argv=None):
-    """Console-script entry point."""
-    from absl import app, flags
-    from data_gen import cli_flags
-    cli_flags.define_flags()
-    arguments = list(sys.argv if argv is None else argv)
-    if any(arg in ("-h", "--help", "-help", "--helpshort") for arg in arguments[1:]):
-        # absl lists the __main__ module's key flags only, which a console
-        # script wrapper has none of: print this tool's flags directly.
-        print(__doc__)
-        print(flags.FLAGS.module_help(cli_flags))
-        sys.exit(0)
-    app.run(_absl_main, argv=arguments)
+    """Console-script and `python -m` entry: flags from GenerationConfig's fields."""
+    cli_options.run_main(GenerationConfig, _run_and_report, argv, expected=USER_ERRORS)
 
 
 if __name__ == "__main__":

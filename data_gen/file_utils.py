@@ -51,6 +51,9 @@ class AtomicFile:
         directory = os.path.dirname(self.path)
         if make_dirs:
             os.makedirs(directory, exist_ok=True)
+        elif os.path.exists(directory) and not os.path.isdir(directory):
+            raise FileNotFoundError(f"{directory} is a file, not a directory (in the output "
+                                    f"path {path}); choose another path.")
         elif not os.path.isdir(directory):
             raise FileNotFoundError(f"output directory {directory} does not exist "
                                     f"(for {path}); create it first.")

@@ -16,13 +16,13 @@ sidecar, gzip is detected from the file's first bytes). The features and the
 sidecar are data_gen.record_schema's and data_gen.metadata's.
 (Named inspect_records, not inspect, so it cannot shadow the standard library.)
 """
-import argparse
+import dataclasses
 import os
 import re
-import sys
 
+from data_gen import cli_options
 from data_gen import metadata as metadata_lib
-from data_gen.file_utils import input_exists
+from data_gen.file_utils import expand_input_patterns, input_exists
 from data_gen.record_schema import SENTENCE_LABEL_MEANINGS, example_values, required_names
 from data_gen.tokenization import VocabError, load_vocab
 
@@ -146,33 +146,30 @@ def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=pri
     return len(records)
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="python -m data_gen.inspect_records",
-        description="Print pretraining TFRecords as tokens with their masked-LM labels.")
-    parser.add_argument("files", nargs="+", metavar="FILE", help="TFRecord file(s), plain or gzip")
-    parser.add_argument("-n", "--num_records", type=int, default=3,
-                        help="records to print per file (default 3)")
-    parser.add_argument("--vocab_file", default=None,
-                        help="vocab to turn ids into tokens (default: from FILE.meta.json)")
-    parser.add_argument("--compression", choices=metadata_lib.COMPRESSIONS, default=None,
-                        help="default: from FILE.meta.json, else detected from the file")
-    return parser.parse_args(argv)
+@dataclasses.dataclass
+class InspectOptions:
+    """Flags of `python -m data_gen.inspect_records` (files may also be given as arguments)."""
+    input_file: str = cli_options.required("TFRecord file(s), plain or gzip: comma-separated "
+                                           "files or globs, or positional arguments.")
+    num_records: int = cli_options.option(3, "Records to print per file.", short_name="n")
+    vocab_file: str = cli_options.option(None, "Vocab to turn ids into tokens (default: from "
+                                         "FILE.meta.json).")
+    compression: str = cli_options.option(None, "Default: from FILE.meta.json, else detected "
+                                          "from the file.", choices=metadata_lib.COMPRESSIONS)
+
+
+def run(options):
+    """Prints the first records of every file of `options.input_file`."""
+    if options.num_records < 0:
+        raise InspectError(f"--num_records={options.num_records}: must be >= 0")
+    for path in expand_input_patterns(options.input_file, error=InspectError):
+        inspect_file(path, options.num_records, options.vocab_file, options.compression)
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.num_records < 0:
-        print("inspect: error: -n must be >= 0", file=sys.stderr)
-        return 2
-    try:
-        for path in args.files:
-            inspect_file(path, args.num_records, args.vocab_file, args.compression)
-    except (InspectError, VocabError) as error:
-        print(f"inspect: error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    cli_options.run_main(InspectOptions, run, argv, expected=(InspectError, VocabError),
+                         positional="input_file")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -20,10 +20,9 @@ lines are reported as FILE:LINE and counted). The output is written under a
 temporary name and renamed at the end.
 """
 import collections
+import dataclasses
 import os
 import sys
-
-from absl import flags
 
 from data_gen import cli_options, lcqmc_format
 from data_gen.file_utils import write_text_atomically
@@ -139,35 +138,29 @@ ACCOUNT_ORDER = ("files", "lines_read", "header_lines", "blank_lines", "malforme
                  "two_sentence_documents", "one_sentence_documents", "sentences_written",
                  "duplicate_documents_removed", "repeated_sentences_removed")
 
-FLAGS = flags.FLAGS
+@dataclasses.dataclass
+class LcqmcToDocsOptions:
+    """Flags of `python -m data_gen.lcqmc_to_docs`."""
+    lcqmc_dir: str = cli_options.required("Directory holding LCQMC train.txt (dev.txt, "
+                                          "test.txt).")
+    output_file: str = cli_options.required("Where to write the documents.")
+    splits: str = cli_options.option("train", "Comma-separated splits to read.")
+    allow_eval_splits: bool = cli_options.option(False, "Allow dev/test in --splits (their text "
+                                                 "then leaks into pretraining; a warning is "
+                                                 "printed).")
 
 
-def define_flags():
-    flags.DEFINE_string("lcqmc_dir", None, "Directory holding LCQMC train.txt (dev.txt, test.txt).")
-    flags.DEFINE_string("output_file", None, "Where to write the documents.")
-    flags.DEFINE_string("splits", "train", "Comma-separated splits to read.")
-    flags.DEFINE_bool("allow_eval_splits", False, "Allow dev/test in --splits (their text then "
-                      "leaks into pretraining; a warning is printed).")
-    flags.mark_flags_as_required(["lcqmc_dir", "output_file"])
-
-
-def main_with_argv(argv):
-    del argv
-    try:
-        account = convert(FLAGS.lcqmc_dir, FLAGS.output_file, FLAGS.splits,
-                          FLAGS.allow_eval_splits,
-                          report=lambda message: print(message, file=sys.stderr))
-    except LcqmcError as error:
-        print(f"lcqmc_to_docs: error: {error}", file=sys.stderr)
-        return 1
+def run(options):
+    """Converts and prints the account."""
+    account = convert(options.lcqmc_dir, options.output_file, options.splits,
+                      options.allow_eval_splits,
+                      report=lambda message: print(message, file=sys.stderr))
     print("lcqmc_to_docs: " + ", ".join(f"{key}={account[key]}" for key in ACCOUNT_ORDER))
-    print(f"lcqmc_to_docs: wrote {FLAGS.output_file}")
-    return 0
+    print(f"lcqmc_to_docs: wrote {options.output_file}")
 
 
-def main():
-    define_flags()
-    cli_options.run_app(main_with_argv, flag_module=__name__)
+def main(argv=None):
+    cli_options.run_main(LcqmcToDocsOptions, run, argv, expected=(LcqmcError,))
 
 
 if __name__ == "__main__":

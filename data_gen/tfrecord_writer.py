@@ -10,6 +10,7 @@ optional) frames a whole chunk in one call, 3-10x faster
 (bench/crc32c_bench.py). A file is written through data_gen.file_utils'
 AtomicFile: hidden ".NAME.incomplete-PID" until close(), removed by abort().
 """
+import contextlib
 import gzip
 import struct
 
@@ -68,19 +69,28 @@ class TFRecordWriter:
 
     def write(self, data):
         """Appends one serialized record."""
-        self._stream.write(frame_record(data))
-        self.records += 1
+        self.write_framed(frame_record(data))
 
     def write_framed(self, framed, count=1):
         """Appends `count` records already framed by frame_record(), back to back."""
-        self._stream.write(framed)
+        with self._naming_the_output():
+            self._stream.write(framed)
         self.records += count
 
     def close(self):
         """Finishes the file and gives it its final name."""
-        if self._stream is not self._file.handle:
-            self._stream.close()
-        self._file.commit()
+        with self._naming_the_output():
+            if self._stream is not self._file.handle:
+                self._stream.close()
+            self._file.commit()
+
+    @contextlib.contextmanager
+    def _naming_the_output(self):
+        """An OSError (disk full, file too large) names the output, not its temporary file."""
+        try:
+            yield
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, self.path) from error
 
     def abort(self):
         """Discards the partial file."""

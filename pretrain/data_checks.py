@@ -7,6 +7,10 @@ google-research/bert's script, get a warning and the checks the first record
 allows. Any mismatch raises `DataCheckError` naming the file and the value.
 Features, sidecar fields and compression are data_gen.record_schema's and
 data_gen.metadata's, as the writer uses them.
+
+A record that goes bad later in a file surfaces during training as
+TensorFlow's DataLossError; `describe_corrupt_input` then finds and names the
+file, and `account_for_damage` counts what `--skip_corrupt_records` skips.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -14,6 +18,7 @@ from absl import logging
 
 from data_gen import metadata
 from data_gen import record_schema
+from data_gen import tfrecord_scan
 from data_gen.file_utils import SIDECAR_SUFFIX, expand_input_patterns
 
 
@@ -119,6 +124,28 @@ def _check_record(path, record, flags):
     return problems
 
 
+DEFAULT_LENGTHS = {"max_seq_length": 128, "max_predictions_per_seq": 20}  # Google's defaults
+
+
+def lengths_from_data(input_patterns, **lengths):
+    """Fills the lengths given as None from the first input file's sidecar.
+
+    `lengths`: max_seq_length / max_predictions_per_seq (None = from the data).
+    Without a sidecar, Google's defaults (128 / 20); check_input_data then
+    compares them with the first record.
+    """
+    missing = [name for name, value in lengths.items() if value is None]
+    if not missing:
+        return lengths
+    files = expand_input_patterns(input_patterns, error=DataCheckError)
+    meta = metadata.read_metadata(files[0]) or {}
+    for name in missing:
+        lengths[name] = int(meta.get(name, DEFAULT_LENGTHS[name]))
+        logging.info("--%s=%d (from %s)", name, lengths[name],
+                     metadata.metadata_path(files[0]) if name in meta else "Google's default")
+    return lengths
+
+
 def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, bert_config,
                      use_sentence_head=None, compression=None):
     """Checks every file of `input_patterns`; returns (files, metas).
@@ -174,3 +201,40 @@ def infer_sentence_task(metas):
     """'none' | 'sop' | 'nsp' if every sidecar agrees, else None."""
     tasks = {metadata.sentence_task(m) for m in metas if m}
     return tasks.pop() if len(tasks) == 1 else None
+
+
+SKIP_FLAG_ADVICE = ("regenerate the file, leave it out of the input, or pass "
+                    "--skip_corrupt_records to read each file up to its first bad record and "
+                    "count what is skipped")
+
+
+def _scan(files, compression):
+    kinds = {path: metadata.detect_compression(path, requested=compression) for path in files}
+    return [scan for scan in (tfrecord_scan.scan_file(path, kinds[path]) for path in files)
+            if not scan.intact]
+
+
+def describe_corrupt_input(files, compression, error):
+    """The message for a DataLossError met while reading `files`: which file, where, what to do."""
+    damaged = _scan(files, compression)
+    if not damaged:  # not in the framing (e.g. a remote read failed): TensorFlow's own words
+        return (f"cannot read the input records ({error.message.splitlines()[0]}) in one of "
+                f"{len(files)} file(s): {', '.join(files[:5])}; {SKIP_FLAG_ADVICE}")
+    return (f"corrupt input ({len(damaged)} damaged file(s)): "
+            + "; ".join(scan.describe() for scan in damaged) + f". To go on: {SKIP_FLAG_ADVICE}")
+
+
+def account_for_damage(files, compression):
+    """Reads every file once; logs and returns what each pass over the data will skip.
+
+    Returns {"damaged_files": [description, ...], "records_skipped_per_pass": int},
+    counting the bad record itself and the intact ones after it.
+    """
+    damaged = _scan(files, compression)
+    skipped = sum(1 + scan.records_after_problem for scan in damaged)
+    for scan in damaged:
+        logging.warning("--skip_corrupt_records: %s", scan.describe())
+    logging.info("--skip_corrupt_records: %d of %d input file(s) damaged; %d record(s) skipped "
+                 "per pass over the data", len(damaged), len(files), skipped)
+    return {"damaged_files": [scan.describe() for scan in damaged],
+            "records_skipped_per_pass": skipped}

@@ -51,7 +51,7 @@ def _shard(dataset, files_count, input_context, by_file):
 
 def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_training,
                      num_cpu_threads=4, compression=None, batch_size=None,
-                     shuffle_buffer=1000, seed=None):
+                     shuffle_buffer=1000, seed=None, skip_corrupt_records=False):
     """Returns `input_fn(params, input_context=None)` for Estimator / TPUEstimator.
 
     Args:
@@ -60,6 +60,9 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
         "none" or "gzip" for all files.
       batch_size: global batch when params carry neither "batch_size"
         (TPUEstimator) nor "train_batch_size"/"eval_batch_size" (build_estimator).
+      skip_corrupt_records: a file ends at its first truncated or corrupt record
+        instead of stopping the run (TensorFlow's reader cannot resume past it;
+        data_gen.tfrecord_scan counts what is skipped).
     Training: files sharded per input pipeline (or records, when there are
     fewer files than pipelines), shuffled, repeated, read by parallel
     interleave, records shuffled; eval reads files in order once. Both drop
@@ -79,7 +82,8 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
         pairs = _shard(pairs, len(files), input_context, by_file=True)
 
         def read(path, kind):
-            return tf.data.TFRecordDataset(path, compression_type=kind)
+            dataset = tf.data.TFRecordDataset(path, compression_type=kind)
+            return dataset.ignore_errors() if skip_corrupt_records else dataset
 
         if is_training:
             pairs = pairs.repeat().shuffle(buffer_size=len(files), seed=seed)

@@ -10,6 +10,7 @@ exponent range and needs no scaling.
 """
 import tensorflow.compat.v1 as tf
 
+from data_gen.cli_options import UserError
 from pretrain.variable_utils import replica_safe_variable
 
 PRECISIONS = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}
@@ -19,8 +20,8 @@ def compute_dtype(precision):
     """tf dtype for a --precision value; an unknown value is refused with the choices."""
     key = str(precision).lower()
     if key not in PRECISIONS:
-        raise ValueError(f"--precision={precision!r} is not supported; choose one of "
-                         f"{sorted(PRECISIONS)}")
+        raise UserError(f"--precision={precision!r} is not supported; choose one of "
+                        f"{sorted(PRECISIONS)}")
     return PRECISIONS[key]
 
 

@@ -7,83 +7,86 @@
 Rerunning with the same --output_dir resumes from the last checkpoint (global
 step and optimizer state). From Python: `run({"bert_config_file": ..., ...})`.
 """
+import dataclasses
 import json
 import os
-import types
 
 import tensorflow.compat.v1 as tf
-from absl import flags, logging
+from absl import logging
 
 from data_gen import cli_options
+from data_gen.cli_options import UserError, option
 from pretrain import data_checks, input_pipeline, mixed_precision, modeling
 from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib
 
-# (name, default, help). The type of the default picks the absl flag type.
-FLAG_TABLE = [
-    ("bert_config_file", None, "Model config JSON (bert_config.json format)."),
-    ("input_file", None, "Comma-separated TFRecord globs for training (and eval by default)."),
-    ("eval_input_file", None, "Comma-separated TFRecord globs for --do_eval (default: --input_file)."),
-    ("output_dir", None, "Checkpoints, summaries and eval_results.txt go here."),
-    ("init_checkpoint", None, "Initial weights (weights only; optimizer state starts fresh)."),
-    ("max_seq_length", 128, "Sequence length of the data (must equal the data's)."),
-    ("max_predictions_per_seq", 20, "Masked positions per sequence (must equal the data's)."),
-    ("do_train", False, "Train."),
-    ("do_eval", False, "Evaluate on the eval input, writing eval_results.txt."),
-    ("train_batch_size", 32, "GLOBAL training batch per micro-step (split across replicas)."),
-    ("eval_batch_size", 8, "Eval batch."),
-    ("learning_rate", 5e-5, "Peak learning rate (after warmup)."),
-    ("num_train_steps", 100000, "Optimizer updates to train for (total, across resumes)."),
-    ("num_warmup_steps", 10000, "Linear warmup updates."),
-    ("save_checkpoints_steps", 1000, "Save a checkpoint every this many updates."),
-    ("iterations_per_loop", 1000, "TPU: steps per TPUEstimator host loop."),
-    ("max_eval_steps", 100, "Maximum eval batches."),
-    ("use_tpu", False, "Train on TPU (implies --strategy=tpu)."),
-    ("tpu_name", None, "Cloud TPU name or grpc:// address."),
-    ("tpu_zone", None, "GCE zone of the TPU (optional)."),
-    ("gcp_project", None, "GCP project of the TPU (optional)."),
-    ("master", None, "Unused (kept for google-research/bert scripts)."),
-    ("num_tpu_cores", 8, "TPU cores (shards)."),
-    ("strategy", "auto", "auto|cpu|gpu|mirrored|multi_worker|tpu."),
-    ("optimizer", "adamw", "adamw|lamb."),
-    ("poly_power", 1.0, "Power of the polynomial learning-rate decay."),
-    ("weight_decay_rate", 0.01, "Decoupled weight decay (not on LayerNorm and bias)."),
-    ("gradient_accumulation_steps", 1, "Micro-batches per optimizer update."),
-    ("precision", "auto", "fp32|fp16|bf16; auto = bf16 on TPU, else fp32."),
-    ("use_xla", False, "Enable XLA JIT compilation."),
-    ("keep_checkpoint_max", 5, "Checkpoints to keep."),
-    ("log_every_n_steps", 100, "Log and write summaries every this many steps."),
-    ("sentence_head", "auto", "auto|true|false: train the SOP/NSP head (auto: from the data's "
-                              "metadata; roberta data -> off; no metadata -> on)."),
-    ("compression", "auto", "auto|none|gzip for the input TFRecords (auto: sidecar/extension)."),
-    ("num_cpu_threads", 4, "Parallel file readers."),
-    ("shuffle_buffer", 1000, "Training records shuffle buffer (0: files shuffled only)."),
-    ("random_seed", None, "Graph-level seed (also makes the input order deterministic)."),
-]
+# TensorFlow's words for a failed write (its error classes vary by cause and file system).
+OUTPUT_WRITE_FAILURES = ("No space left on device", "File too large", "Disk quota exceeded",
+                         "Read-only file system", "Permission denied")
 
 
-def define_flags():
-    for name, default, help_text in FLAG_TABLE:
-        if name in flags.FLAGS:
-            continue
-        if isinstance(default, bool):
-            flags.DEFINE_bool(name, default, help_text)
-        elif isinstance(default, int) or name in ("random_seed",):
-            flags.DEFINE_integer(name, default, help_text)
-        elif isinstance(default, float):
-            flags.DEFINE_float(name, default, help_text)
-        else:
-            flags.DEFINE_string(name, default, help_text)
+@dataclasses.dataclass
+class PretrainingOptions:
+    """Every flag of run_pretraining (google-research/bert's names where it has them)."""
+    bert_config_file: str = option(None, "Model config JSON (bert_config.json format). Required.")
+    input_file: str = option(None, "Comma-separated TFRecord globs for training (and eval by "
+                             "default). Required with --do_train.")
+    eval_input_file: str = option(None, "Comma-separated TFRecord globs for --do_eval "
+                                  "(default: --input_file).")
+    output_dir: str = option(None, "Checkpoints, summaries and eval_results.txt go here. "
+                             "Required.")
+    init_checkpoint: str = option(None, "Initial weights (weights only; optimizer state starts "
+                                  "fresh).")
+    max_seq_length: int = option(None, "Sequence length of the data (default: from the data's "
+                                 ".meta.json sidecar, else 128; must equal the data's).")
+    max_predictions_per_seq: int = option(None, "Masked positions per sequence (default: from the "
+                                          "data's sidecar, else 20; must equal the data's).")
+    do_train: bool = option(False, "Train.")
+    do_eval: bool = option(False, "Evaluate on the eval input, writing eval_results.txt.")
+    train_batch_size: int = option(32, "GLOBAL training batch per micro-step (split across "
+                                   "replicas).")
+    eval_batch_size: int = option(8, "Eval batch.")
+    learning_rate: float = option(5e-5, "Peak learning rate (after warmup).")
+    num_train_steps: int = option(100000, "Optimizer updates to train for (total, across "
+                                  "resumes).")
+    num_warmup_steps: int = option(10000, "Linear warmup updates.")
+    save_checkpoints_steps: int = option(1000, "Save a checkpoint every this many updates.")
+    iterations_per_loop: int = option(1000, "TPU: steps per TPUEstimator host loop.")
+    max_eval_steps: int = option(100, "Maximum eval batches.")
+    use_tpu: bool = option(False, "Train on TPU (implies --strategy=tpu).")
+    tpu_name: str = option(None, "Cloud TPU name or grpc:// address.")
+    tpu_zone: str = option(None, "GCE zone of the TPU (optional).")
+    gcp_project: str = option(None, "GCP project of the TPU (optional).")
+    master: str = option(None, "Unused (kept for google-research/bert scripts).")
+    num_tpu_cores: int = option(8, "TPU cores (shards).")
+    strategy: str = option("auto", "Where to train.", choices=strategy_lib.STRATEGIES)
+    optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
+    poly_power: float = option(1.0, "Power of the polynomial learning-rate decay.")
+    weight_decay_rate: float = option(0.01, "Decoupled weight decay (not on LayerNorm and bias).")
+    gradient_accumulation_steps: int = option(1, "Micro-batches per optimizer update.")
+    precision: str = option("auto", "auto = bf16 on TPU, else fp32.",
+                            choices=("auto", "fp32", "fp16", "bf16"))
+    use_xla: bool = option(False, "Enable XLA JIT compilation.")
+    keep_checkpoint_max: int = option(5, "Checkpoints to keep.")
+    log_every_n_steps: int = option(100, "Log and write summaries every this many steps.")
+    sentence_head: str = option("auto", "Train the SOP/NSP head (auto: from the data's metadata; "
+                                "roberta data -> off; no metadata -> on).",
+                                choices=("auto", "true", "false"))
+    compression: str = option("auto", "Input TFRecord compression (auto: sidecar, else the "
+                              "file's first bytes).", choices=("auto", "none", "gzip"))
+    skip_corrupt_records: bool = option(False, "Read each input file up to its first truncated "
+                                        "or corrupt record instead of stopping; every file is "
+                                        "read once first to count what is skipped.")
+    num_cpu_threads: int = option(4, "Parallel file readers.")
+    shuffle_buffer: int = option(1000, "Training records shuffle buffer (0: files shuffled "
+                                 "only).")
+    random_seed: int = option(None, "Graph-level seed (also makes the input order "
+                              "deterministic).")
 
 
 def options_from(values):
-    """Namespace of all options: FLAG_TABLE defaults overlaid with `values`."""
-    known = {name: default for name, default, _ in FLAG_TABLE}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown}; known: {sorted(known)}")
-    known.update(values)
-    return types.SimpleNamespace(**known)
+    """PretrainingOptions from a dict: defaults overlaid with `values`; unknown names refused."""
+    return cli_options.make_options(PretrainingOptions, dict(values))
 
 
 def _parse_bool_choice(value, flag):
@@ -94,21 +97,21 @@ def _parse_bool_choice(value, flag):
         return True
     if text in ("false", "0", "no", "off"):
         return False
-    raise ValueError(f"--{flag}={value!r} must be auto, true or false")
+    raise UserError(f"--{flag}={value!r} must be auto, true or false")
 
 
 def _validate(opts):
     for name in ("bert_config_file", "output_dir", "input_file"):
         if not getattr(opts, name) and (name != "input_file" or opts.do_train):
-            raise ValueError(f"--{name} is required")
+            raise UserError(f"--{name} is required")
     if not opts.do_train and not opts.do_eval:
-        raise ValueError("nothing to do: give --do_train and/or --do_eval")
+        raise UserError("nothing to do: give --do_train and/or --do_eval")
     if opts.do_eval and not (opts.eval_input_file or opts.input_file):
-        raise ValueError("--do_eval needs --eval_input_file or --input_file")
+        raise UserError("--do_eval needs --eval_input_file or --input_file")
     for name in ("train_batch_size", "eval_batch_size", "num_train_steps",
                  "gradient_accumulation_steps", "save_checkpoints_steps"):
         if int(getattr(opts, name)) < 1:
-            raise ValueError(f"--{name} must be >= 1, got {getattr(opts, name)}")
+            raise UserError(f"--{name} must be >= 1, got {getattr(opts, name)}")
 
 
 def run(values):
@@ -132,9 +135,9 @@ def run(values):
     eval_input = opts.eval_input_file or opts.input_file
     if strategy_name == "tpu":
         if opts.use_tpu and not opts.tpu_name:
-            raise ValueError("--use_tpu needs --tpu_name (the Cloud TPU name or grpc:// "
-                             "address; --tpu_zone/--gcp_project if it is not in the default "
-                             "zone/project)")
+            raise UserError("--use_tpu needs --tpu_name (the Cloud TPU name or grpc:// "
+                            "address; --tpu_zone/--gcp_project if it is not in the default "
+                            "zone/project)")
         strategy_lib.check_tpu_paths(input_file=opts.input_file if opts.do_train else None,
                                      eval_input_file=eval_input if opts.do_eval else None,
                                      output_dir=opts.output_dir,
@@ -142,6 +145,9 @@ def run(values):
     compression = None if opts.compression == "auto" else opts.compression
     head_flag = _parse_bool_choice(opts.sentence_head, "sentence_head")
 
+    opts = dataclasses.replace(opts, **data_checks.lengths_from_data(
+        opts.input_file if opts.do_train else eval_input, max_seq_length=opts.max_seq_length,
+        max_predictions_per_seq=opts.max_predictions_per_seq))
     metas = []
     checked = {}
     for enabled, pattern in ((opts.do_train, opts.input_file), (opts.do_eval, eval_input)):
@@ -159,9 +165,13 @@ def run(values):
                      "on" if use_sentence_head else "off", task or "unknown")
 
     k = int(opts.gradient_accumulation_steps)
-    tf.io.gfile.makedirs(opts.output_dir)
-    with tf.io.gfile.GFile(os.path.join(opts.output_dir, "bert_config.json"), "w") as writer:
-        writer.write(config.to_json_string())
+    try:
+        tf.io.gfile.makedirs(opts.output_dir)
+        with tf.io.gfile.GFile(os.path.join(opts.output_dir, "bert_config.json"), "w") as writer:
+            writer.write(config.to_json_string())
+    except tf.errors.OpError as err:
+        raise UserError(f"--output_dir={opts.output_dir}: cannot write there ({err.message}); "
+                        "choose a writable directory") from None
     run_config = strategy_lib.make_run_config(
         strategy_name, opts.output_dir, save_checkpoints_steps=opts.save_checkpoints_steps * k,
         keep_checkpoint_max=opts.keep_checkpoint_max, log_step_count_steps=opts.log_every_n_steps,
@@ -186,10 +196,33 @@ def run(values):
         return input_pipeline.input_fn_builder(
             checked[pattern], opts.max_seq_length, opts.max_predictions_per_seq, is_training,
             num_cpu_threads=opts.num_cpu_threads, compression=compression,
-            shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed)
+            shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed,
+            skip_corrupt_records=opts.skip_corrupt_records)
 
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head, "eval_results": None}
+    if opts.skip_corrupt_records:
+        result["skipped_records"] = data_checks.account_for_damage(
+            sorted({path for files in checked.values() for path in files}), compression)
+    try:
+        _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result)
+    except tf.errors.DataLossError as err:
+        files = sorted({path for files in checked.values() for path in files})
+        raise data_checks.DataCheckError(
+            data_checks.describe_corrupt_input(files, compression, err)) from None
+    except tf.errors.OpError as err:
+        if not any(reason in err.message for reason in OUTPUT_WRITE_FAILURES):
+            raise
+        raise UserError(f"writing under --output_dir={opts.output_dir} failed: "
+                        f"{err.message.splitlines()[0]}; free space or choose another "
+                        "--output_dir (rerunning resumes from the last complete checkpoint)"
+                        ) from None
+    result["global_step"] = int(estimator.get_variable_value("global_step"))
+    return result
+
+
+def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result):
+    """estimator.train (or train_and_evaluate for multi_worker), then evaluate; fills `result`."""
     if opts.do_train:
         train_input_fn = make_input_fn(opts.input_file, True)
         max_steps = opts.num_train_steps * k
@@ -208,8 +241,6 @@ def run(values):
         eval_results = estimator.evaluate(input_fn=eval_input_fn, steps=opts.max_eval_steps)
         write_eval_results(opts.output_dir, eval_results)
         result["eval_results"] = {k_: _plain(v) for k_, v in eval_results.items()}
-    result["global_step"] = int(estimator.get_variable_value("global_step"))
-    return result
 
 
 def _plain(value):
@@ -230,23 +261,21 @@ def write_eval_results(output_dir, results):
     return path
 
 
+def _run_from_options(opts):
+    # Estimator's TF1 API prints a deprecation notice per class; they drown the logs.
+    from tensorflow.python.util import deprecation  # pylint: disable=import-outside-toplevel
+    deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
+    result = run(dataclasses.asdict(opts))
+    logging.info("done: %s", json.dumps(result, default=str))
+
+
 def main(argv=None):
     """Console-script entry (`zh-run-pretraining`) and `python -m` entry."""
-    define_flags()
-
-    def _main(_argv):
-        logging.set_verbosity(logging.INFO)
-        # Estimator's TF1 API prints a deprecation notice per class; they drown the logs.
-        from tensorflow.python.util import deprecation  # pylint: disable=import-outside-toplevel
-        deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
-        values = {name: getattr(flags.FLAGS, name) for name, _, _ in FLAG_TABLE}
-        try:
-            result = run(values)
-        except (ValueError, data_checks.DataCheckError, modeling.ConfigError) as err:
-            raise SystemExit(f"error: {err}") from None
-        logging.info("done: %s", json.dumps(result, default=str))
-
-    cli_options.run_app(_main, argv, flag_module=__name__)
+    cli_options.run_main(
+        PretrainingOptions, _run_from_options, argv,
+        expected=(data_checks.DataCheckError, modeling.ConfigError,
+                  training_hooks.NonFiniteLossError, tf.errors.PermissionDeniedError,
+                  tf.errors.NotFoundError))
 
 
 if __name__ == "__main__":

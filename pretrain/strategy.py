@@ -26,6 +26,8 @@ import os
 import tensorflow.compat.v1 as tf
 from absl import logging
 
+from data_gen.cli_options import UserError
+
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 
 
@@ -37,7 +39,7 @@ def _tf_config_workers():
     try:
         cluster = json.loads(raw).get("cluster", {})
     except ValueError as err:
-        raise ValueError(f"TF_CONFIG is not valid JSON ({err}): {raw[:200]!r}") from err
+        raise UserError(f"TF_CONFIG is not valid JSON ({err}): {raw[:200]!r}") from err
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
@@ -45,10 +47,10 @@ def resolve_strategy(name="auto", use_tpu=False):
     """A concrete strategy name; `auto` looks at TF_CONFIG and visible GPUs and logs its pick."""
     name = (name or "auto").lower()
     if name not in STRATEGIES:
-        raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
+        raise UserError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
     if use_tpu:
         if name not in ("auto", "tpu"):
-            raise ValueError(f"--use_tpu implies --strategy=tpu, but --strategy={name} was given")
+            raise UserError(f"--use_tpu implies --strategy=tpu, but --strategy={name} was given")
         return "tpu"
     if name != "auto":
         return name
@@ -75,9 +77,9 @@ def make_distribution_strategy(name):
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multi_worker":
         if _tf_config_workers() < 1:
-            raise ValueError("--strategy=multi_worker needs TF_CONFIG with a cluster of workers, "
-                             'e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
-                             '"task": {"type": "worker", "index": 0}}')
+            raise UserError("--strategy=multi_worker needs TF_CONFIG with a cluster of workers, "
+                            'e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+                            '"task": {"type": "worker", "index": 0}}')
         return tf.distribute.experimental.MultiWorkerMirroredStrategy(
             communication=tf.distribute.experimental.CollectiveCommunication.AUTO)
     return None
@@ -90,8 +92,8 @@ def num_replicas(strategy):
 def per_replica_batch_size(global_batch_size, replicas, flag_name="--train_batch_size"):
     """Global batch / replicas; refuses a batch that does not split evenly."""
     if global_batch_size % replicas:
-        raise ValueError(f"{flag_name}={global_batch_size} (the global batch) must be divisible "
-                         f"by the {replicas} replicas in sync")
+        raise UserError(f"{flag_name}={global_batch_size} (the global batch) must be divisible "
+                        f"by the {replicas} replicas in sync")
     return global_batch_size // replicas
 
 
@@ -100,7 +102,7 @@ def check_tpu_paths(**paths):
     for flag, value in paths.items():
         for path in [p for p in str(value or "").split(",") if p.strip()]:
             if not path.strip().startswith("gs://"):
-                raise ValueError(
+                raise UserError(
                     f"--{flag}={path.strip()} is a local path; a TPU worker cannot read or write "
                     "the local disk of this machine. Copy the data to a Cloud Storage bucket and "
                     "pass gs:// paths (e.g. gsutil -m cp -r ... gs://BUCKET/...).")

@@ -136,12 +136,12 @@ def test_cli_writes_exact_size_and_reports_errors(tmp_path, repo_root):
 
     too_small = command[:-1] + ["--vocab_size=50"]
     result = subprocess.run(too_small, cwd=repo_root, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "too many" in result.stderr and "--vocab_size" in result.stderr
     missing = [sys.executable, "-m", "data_gen.build_vocab", f"--input_file={corpus}.nope",
                f"--output_file={output}"]
     result = subprocess.run(missing, cwd=repo_root, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1 and "matches no file" in result.stderr
+    assert result.returncode == 2 and "matches no file" in result.stderr
 
 
 def test_demo_corpus_and_pairs_fit_in_5000(tmp_path, repo_root):

@@ -198,6 +198,20 @@ def test_bad_settings_name_what_is_wrong(setup):
     assert not glob.glob(str(tmp_path / "out.tfrecord*"))
 
 
+def test_a_run_that_makes_no_instance_fails_and_writes_nothing(setup):
+    tmp_path, vocab, _ = setup
+    empty_dir = tmp_path / "empty_run"
+    empty_dir.mkdir()
+    blank = empty_dir / "blank.txt"
+    blank.write_text("\n\n\x07\n\n", encoding="utf-8")  # no document with a token
+    output = str(empty_dir / "out.tfrecord")
+    with pytest.raises(ConfigError, match=r"no instances were made from 1 file\(s\) \(1 documents, "
+                       r"1 sentences\); dropped: documents_skipped_no_tokens=1, "
+                       r"sentences_skipped_no_tokens=1.*no output was written"):
+        run(_config(tmp_path, vocab, str(blank), output_file=output))
+    assert sorted(os.listdir(empty_dir)) == ["blank.txt"]
+
+
 def _cli(args, **kwargs):
     return subprocess.Popen([sys.executable, "-m", "data_gen.create_pretraining_data"] + args,
                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -250,6 +264,6 @@ def test_killed_run_leaves_no_finished_looking_file(tmp_path, signum):
     leftovers = os.listdir(out_dir)
     if signum == signal.SIGTERM:
         assert leftovers == [], stderr  # cleaned up
-        assert "partial outputs removed" in stderr
+        assert "interrupted" in stderr and "no partial output" in stderr, stderr
     else:
         assert all(name.startswith(".data.tfrecord.incomplete-") for name in leftovers)

@@ -121,7 +121,7 @@ def test_cli_prints_account_and_refuses_eval_splits(tmp_path, repo_root):
     assert "train.txt:5:" in result.stderr
     result = subprocess.run(base + ["--splits=train,test"], cwd=repo_root, capture_output=True,
                             text=True, timeout=60)
-    assert result.returncode == 1 and "--allow_eval_splits" in result.stderr
+    assert result.returncode == 2 and "--allow_eval_splits" in result.stderr
 
 
 def test_real_lcqmc_train_only_has_no_dev_only_sentences(tmp_path):

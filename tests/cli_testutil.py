@@ -1,0 +1,51 @@
+"""Running the tools as a user does: console-script entries and subprocesses in parallel."""
+import configparser
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+PARALLEL_RUNS = 4
+TIMEOUT_SECONDS = 240
+
+
+def console_scripts():
+    """[(script name, module, function)] from setup.cfg."""
+    parser = configparser.ConfigParser()
+    parser.read(REPO_ROOT / "setup.cfg", encoding="utf-8")
+    entries = []
+    for line in parser["options.entry_points"]["console_scripts"].strip().splitlines():
+        name, target = (part.strip() for part in line.split("=", 1))
+        module, function = target.split(":")
+        entries.append((name, module, function))
+    return entries
+
+
+def tool_env(**extra):
+    """The environment a tool runs in: the repository importable, TF's C++ INFO lines off."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+        TF_CPP_MIN_LOG_LEVEL="2", **extra)
+
+
+def run_parallel(commands, cwd, env=None, preexec_fn=None):
+    """{key: (exit code, stdout, stderr, seconds)} of `commands` [(key, argv)], run
+    PARALLEL_RUNS at a time in `cwd`."""
+    env = env or tool_env()
+    pending, running, results = list(commands), [], {}
+    while pending or running:
+        while pending and len(running) < PARALLEL_RUNS:
+            key, argv = pending.pop(0)
+            process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+            running.append((key, process, time.time()))
+        key, process, started = running.pop(0)
+        out, err = process.communicate(timeout=TIMEOUT_SECONDS)
+        results[key] = (process.returncode, out, err, time.time() - started)
+    return results
+
+
+def module_command(module, *args):
+    return [sys.executable, "-m", module, *args]
