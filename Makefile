@@ -6,15 +6,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-# LCQMC comparison settings (see README, "Did pretraining help?")
-LCQMC_DIR ?= ../shared/data/lcqmc
-BEFORE ?=
-AFTER ?= output/demo/pretrain
-CONFIG ?=
-VOCAB ?=
-MAX_TRAIN_EXAMPLES ?= 0
-EPOCHS ?= 2
-OUT ?= results/lcqmc
+# Settings of data / pretrain / lcqmc-finetune are the scripts' own (see
+# `bash scripts/<name>.sh --help`): give them as `make lcqmc-finetune EPOCHS=2 ...`;
+# make passes command-line variables to the scripts' environment, so no default
+# is repeated here.
 
 .PHONY: setup test demo data pretrain lcqmc-finetune bench bench-google clean
 
@@ -41,9 +36,7 @@ pretrain: setup
 	PYTHON=$(abspath $(PY)) bash scripts/pretrain.sh
 
 lcqmc-finetune: setup
-	PYTHON=$(abspath $(PY)) LCQMC_DIR="$(LCQMC_DIR)" BEFORE="$(BEFORE)" AFTER="$(AFTER)" \
-	  CONFIG="$(CONFIG)" VOCAB="$(VOCAB)" MAX_TRAIN_EXAMPLES="$(MAX_TRAIN_EXAMPLES)" \
-	  EPOCHS="$(EPOCHS)" OUT="$(OUT)" bash scripts/lcqmc_finetune.sh
+	PYTHON=$(abspath $(PY)) bash scripts/lcqmc_finetune.sh
 
 bench: setup
 	$(PY) bench/data_gen_bench.py

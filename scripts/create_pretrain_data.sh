@@ -8,24 +8,25 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 DEFAULT_VOCAB="${REPO_ROOT}/output/demo/vocab.txt"
 
-# Settings: environment variable, else default. Arguments below override both.
-MODE="${MODE:-roberta}"
+# Settings of this script: environment variable, else default. Options override both.
 INPUT="${INPUT:-${REPO_ROOT}/data/sample/corpus_zh.txt}"
 OUTPUT_DIR="${OUTPUT_DIR:-${REPO_ROOT}/output/demo/data}"
 OUTPUT_NAME="${OUTPUT_NAME:-sample}"
 VOCAB="${VOCAB:-${DEFAULT_VOCAB}}"
 BUILD_VOCAB="${BUILD_VOCAB:-auto}"
 VOCAB_INPUT="${VOCAB_INPUT:-${REPO_ROOT}/data/sample/*.txt}"
-VOCAB_SIZE="${VOCAB_SIZE:-5000}"
-MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-128}"
-MAX_PREDICTIONS="${MAX_PREDICTIONS:-20}"
-MASKED_LM_PROB="${MASKED_LM_PROB:-0.15}"
-DUPE_FACTOR="${DUPE_FACTOR:-10}"
-RANDOM_SEED="${RANDOM_SEED:-12345}"
-NUM_WORKERS="${NUM_WORKERS:-0}"
-COMPRESSION="${COMPRESSION:-none}"
-DO_LOWER_CASE="${DO_LOWER_CASE:-true}"
+DEMO_VOCAB_SIZE=5000  # the default vocab is the demo's: configs/demo_tiny_bert.json has 5000 ids
 DRY_RUN="${DRY_RUN:-0}"
+# Settings of the Python tools, VARIABLE:flag. Unset or empty = that flag's default in
+# data_gen/config.py (generation) or data_gen/build_vocab.py (VOCAB_SIZE), so this script
+# holds no second copy of the defaults (tests/test_script_defaults.py checks it).
+GENERATION_SETTINGS=(MODE:mode MAX_SEQ_LENGTH:max_seq_length MAX_PREDICTIONS:max_predictions_per_seq
+  MASKED_LM_PROB:masked_lm_prob DUPE_FACTOR:dupe_factor RANDOM_SEED:random_seed
+  NUM_WORKERS:num_workers COMPRESSION:compression DO_LOWER_CASE:do_lower_case)
+VOCAB_SETTINGS=(VOCAB_SIZE:vocab_size DO_LOWER_CASE:do_lower_case)
+for pair in "${GENERATION_SETTINGS[@]}" "${VOCAB_SETTINGS[@]}"; do
+  variable="${pair%%:*}"; declare "${variable}=${!variable:-}"
+done
 
 usage() {
   cat <<EOF
@@ -38,9 +39,10 @@ writes output/demo/data/sample.tfrecord from data/sample/corpus_zh.txt.
 Works from any directory; default paths are relative to the repository
 (${REPO_ROOT}); paths you give are relative to your current directory.
 
-Every setting is an option or an environment variable (the option wins):
+Every setting is an option or an environment variable (the option wins).
+Settings marked (--flag) are the Python tools' flags: unset, the tool's own
+default applies (see python -m data_gen.create_pretraining_data --help).
 
-  --mode M              MODE            roberta | albert | bert          [${MODE}]
   --input GLOBS         INPUT           corpus, comma-separated globs    [${INPUT}]
   --output_dir D        OUTPUT_DIR      where the TFRecord goes          [${OUTPUT_DIR}]
   --output_name N       OUTPUT_NAME     file is D/N.tfrecord (.gz added with gzip) [${OUTPUT_NAME}]
@@ -48,15 +50,17 @@ Every setting is an option or an environment variable (the option wins):
   --build_vocab W       BUILD_VOCAB     auto: build the default vocab if it is missing;
                                         always: (re)build VOCAB; never: VOCAB must exist [${BUILD_VOCAB}]
   --vocab_input GLOBS   VOCAB_INPUT     text the vocab is built from     [${VOCAB_INPUT}]
-  --vocab_size N        VOCAB_SIZE      exact size of a built vocab      [${VOCAB_SIZE}]
-  --max_seq_length N    MAX_SEQ_LENGTH  tokens per instance              [${MAX_SEQ_LENGTH}]
-  --max_predictions N   MAX_PREDICTIONS masked positions per instance    [${MAX_PREDICTIONS}]
-  --masked_lm_prob P    MASKED_LM_PROB  fraction of tokens masked        [${MASKED_LM_PROB}]
-  --dupe_factor N       DUPE_FACTOR     passes over the corpus, each with new masks [${DUPE_FACTOR}]
-  --seed N              RANDOM_SEED     random seed                      [${RANDOM_SEED}]
-  --num_workers N       NUM_WORKERS     worker processes, 0 = all cores  [${NUM_WORKERS}]
-  --compression C       COMPRESSION     none | gzip                      [${COMPRESSION}]
-  --do_lower_case B     DO_LOWER_CASE   true | false (vocab build and generation) [${DO_LOWER_CASE}]
+  --vocab_size N        VOCAB_SIZE      exact size of a built vocab (--vocab_size of build_vocab;
+                                        the default vocab: ${DEMO_VOCAB_SIZE})
+  --mode M              MODE            roberta | albert | bert          (--mode)
+  --max_seq_length N    MAX_SEQ_LENGTH  tokens per instance              (--max_seq_length)
+  --max_predictions N   MAX_PREDICTIONS masked positions per instance    (--max_predictions_per_seq)
+  --masked_lm_prob P    MASKED_LM_PROB  fraction of tokens masked        (--masked_lm_prob)
+  --dupe_factor N       DUPE_FACTOR     passes over the corpus, each with new masks (--dupe_factor)
+  --seed N              RANDOM_SEED     random seed                      (--random_seed)
+  --num_workers N       NUM_WORKERS     worker processes, 0 = all cores  (--num_workers)
+  --compression C       COMPRESSION     none | gzip                      (--compression)
+  --do_lower_case B     DO_LOWER_CASE   true | false, for the vocab build and generation (--do_lower_case)
   --python P            PYTHON          interpreter; default .venv/bin/python if present, else python3
   --dry_run             DRY_RUN=1       print the commands with every path resolved, run nothing
   -h, --help                            this text
@@ -118,14 +122,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-case "${MODE}" in roberta|albert|bert) ;; *) die "MODE/--mode must be roberta, albert or bert, not '${MODE}'" ;; esac
-case "${COMPRESSION}" in none|gzip) ;; *) die "COMPRESSION/--compression must be none or gzip, not '${COMPRESSION}'" ;; esac
 case "${BUILD_VOCAB}" in auto|always|never) ;; *) die "BUILD_VOCAB/--build_vocab must be auto, always or never, not '${BUILD_VOCAB}'" ;; esac
-case "${DO_LOWER_CASE}" in true|false) ;; *) die "DO_LOWER_CASE/--do_lower_case must be true or false, not '${DO_LOWER_CASE}'" ;; esac
-for pair in "VOCAB_SIZE=${VOCAB_SIZE}" "MAX_SEQ_LENGTH=${MAX_SEQ_LENGTH}" "MAX_PREDICTIONS=${MAX_PREDICTIONS}" \
-            "DUPE_FACTOR=${DUPE_FACTOR}" "RANDOM_SEED=${RANDOM_SEED}" "NUM_WORKERS=${NUM_WORKERS}"; do
-  [[ "${pair#*=}" =~ ^[0-9]+$ ]] || die "${pair%%=*} must be a non-negative integer, not '${pair#*=}'"
-done
+case "${DO_LOWER_CASE}" in true|false|"") ;; *) die "DO_LOWER_CASE/--do_lower_case must be true or false, not '${DO_LOWER_CASE}'" ;; esac
 
 if [[ -z "${PYTHON:-}" ]]; then
   if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then
@@ -139,16 +137,29 @@ fi
 # The repository on the import path, so the modules run from any directory.
 export PYTHONPATH="${REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
 
-LOWER_FLAG="--do_lower_case"
-[[ "${DO_LOWER_CASE}" == "false" ]] && LOWER_FLAG="--nodo_lower_case"
+# The flags of the settings that are set: --flag=value (booleans --flag / --noflag).
+tool_flags() {
+  local pair variable flag
+  for pair in "$@"; do
+    variable="${pair%%:*}"; flag="${pair#*:}"
+    case "${!variable}" in
+      "") ;;
+      true) printf '%s\n' "--${flag}" ;;
+      false) printf '%s\n' "--no${flag}" ;;
+      *) printf '%s\n' "--${flag}=${!variable}" ;;
+    esac
+  done
+}
 
 if [[ "${BUILD_VOCAB}" == "always" || ( "${BUILD_VOCAB}" == "auto" && ! -f "${VOCAB}" ) ]]; then
   if [[ "${BUILD_VOCAB}" == "auto" && "${VOCAB}" != "${DEFAULT_VOCAB}" ]]; then
     die "vocab ${VOCAB} not found. Give an existing vocab, or pass --build_vocab always (BUILD_VOCAB=always) to build it from ${VOCAB_INPUT}"
   fi
-  echo "== building vocab ${VOCAB} (${VOCAB_SIZE} entries) from ${VOCAB_INPUT}"
+  [[ "${VOCAB}" == "${DEFAULT_VOCAB}" && -z "${VOCAB_SIZE}" ]] && VOCAB_SIZE="${DEMO_VOCAB_SIZE}"
+  echo "== building vocab ${VOCAB} from ${VOCAB_INPUT}"
+  mapfile -t vocab_flags < <(tool_flags "${VOCAB_SETTINGS[@]}")
   run "${PYTHON}" -m data_gen.build_vocab --input_file="${VOCAB_INPUT}" --output_file="${VOCAB}" \
-    --vocab_size="${VOCAB_SIZE}" "${LOWER_FLAG}"
+    ${vocab_flags[@]+"${vocab_flags[@]}"}
 elif [[ ! -f "${VOCAB}" ]]; then
   die "vocab ${VOCAB} not found (BUILD_VOCAB=never)"
 else
@@ -158,19 +169,12 @@ fi
 run mkdir -p "${OUTPUT_DIR}"
 OUTPUT_FILE="${OUTPUT_DIR}/${OUTPUT_NAME}.tfrecord"
 [[ "${COMPRESSION}" == "gzip" ]] && OUTPUT_FILE="${OUTPUT_FILE}.gz"
-echo "== generating ${MODE} data: ${INPUT} -> ${OUTPUT_FILE}"
+echo "== generating ${MODE:-default-mode} data: ${INPUT} -> ${OUTPUT_FILE}"
+mapfile -t generation_flags < <(tool_flags "${GENERATION_SETTINGS[@]}")
 run "${PYTHON}" -m data_gen.create_pretraining_data \
   --input_file="${INPUT}" \
   --output_file="${OUTPUT_FILE}" \
   --vocab_file="${VOCAB}" \
-  --mode="${MODE}" \
-  "${LOWER_FLAG}" \
-  --max_seq_length="${MAX_SEQ_LENGTH}" \
-  --max_predictions_per_seq="${MAX_PREDICTIONS}" \
-  --masked_lm_prob="${MASKED_LM_PROB}" \
-  --dupe_factor="${DUPE_FACTOR}" \
-  --random_seed="${RANDOM_SEED}" \
-  --num_workers="${NUM_WORKERS}" \
-  --compression="${COMPRESSION}" \
+  ${generation_flags[@]+"${generation_flags[@]}"} \
   ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
 [[ "${DRY_RUN}" == "1" ]] || echo "== done: ${OUTPUT_FILE} (+ .meta.json). Inspect: ${PYTHON} -m data_gen.inspect_records ${OUTPUT_FILE} -n 3"

@@ -102,8 +102,9 @@ step 3 "tiny pretraining from scratch (${PRETRAIN_STEPS} steps)"
 rm -rf "${DEMO_DIR}/pretrain"
 bash "${SCRIPT_DIR}/pretrain.sh" \
   --config "${CONFIG}" --input "${DEMO_DIR}/data/*.tfrecord" --output_dir "${DEMO_DIR}/pretrain" \
-  --steps "${PRETRAIN_STEPS}" --learning_rate "${PRETRAIN_LR}" --strategy cpu \
-  -- --random_seed="${SEED}"
+  --steps "${PRETRAIN_STEPS}" --warmup "$(( PRETRAIN_STEPS / 10 ))" --learning_rate "${PRETRAIN_LR}" \
+  --batch_size 32 --eval_batch_size 32 --eval_steps 20 --log_every 50 --save_every "${PRETRAIN_STEPS}" \
+  --strategy cpu -- --random_seed="${SEED}"
 
 step 4 "fine-tuning on ${PAIRS_DIR}: random init vs pretrained"
 rm -rf "${DEMO_DIR}/lcqmc"

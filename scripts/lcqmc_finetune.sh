@@ -10,7 +10,7 @@ REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 # Settings: environment variable, else default. Options below override both.
 LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
 BEFORE="${BEFORE:-}"
-AFTER="${AFTER:-${REPO_ROOT}/output/pretrain}"
+AFTER="${AFTER:-${REPO_ROOT}/output/demo/pretrain}"
 CONFIG="${CONFIG:-}"
 VOCAB="${VOCAB:-}"
 OUT="${OUT:-${REPO_ROOT}/results/lcqmc}"
