@@ -3,10 +3,12 @@
 Variables always stay float32; the model computes in `compute_type`
 (passed to `pretrain.modeling.create_model`) and the loss is float32.
 fp16 needs dynamic loss scaling: the loss is multiplied by a scale before
-differentiation and gradients divided by it; a step whose gradients are not
-finite is skipped (the optimizer's update mask) and the scale halved; after
-`growth_interval` finite steps in a row the scale doubles. bf16 has fp32's
-exponent range and needs no scaling.
+differentiation and gradients divided by it; an optimizer update whose
+gradients are not finite is skipped and the scale halved; after
+`growth_interval` finite updates in a row the scale doubles. The scale changes
+only on update steps: with gradient accumulation a non-finite micro-batch
+anywhere in the cycle skips the whole update and halves the scale once.
+bf16 has fp32's exponent range and needs no scaling.
 """
 import tensorflow.compat.v1 as tf
 
@@ -54,7 +56,7 @@ class DynamicLossScale:
         return [tf.cast(g, tf.float32) * inv for g in grads]
 
     def update(self, finite):
-        """Op: grow after `growth_interval` finite steps, shrink on overflow."""
+        """Op: grow after `growth_interval` finite updates, shrink on overflow."""
         good = self.good_steps.read_value() + 1
         grow = tf.logical_and(finite, good >= self.growth_interval)
         scale = self.scale_var.read_value()

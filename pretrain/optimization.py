@@ -7,19 +7,23 @@ Reusable by any Estimator model_fn (pretraining and fine-tuning):
 or `build_train_op(...)` for the extra tensors the logging hooks show.
 
 Why not google-research/bert's `AdamWeightDecayOptimizer`: it overrides
-`apply_gradients` and assigns to the variables itself, in replica context.
-Under `MirroredStrategy` every variable is a `MirroredVariable` and an assign
-in replica context needs an aggregation method, hence the error "You must
-specify an aggregation method to update a MirroredVariable in Replica
-Context". The optimizers below only implement the per-variable update
-(`_create_slots` / `_apply_dense` / `_resource_apply_dense`) and let
-`tf.compat.v1.train.Optimizer.apply_gradients` do the distributed part: it
-enters cross-replica context with `merge_call`, creates mirrored slots,
-reduces the gradients (SUM) and runs the update on every device.
+`apply_gradients` and assigns to the variables itself, in replica context,
+which MirroredStrategy refuses ("You must specify an aggregation method to
+update a MirroredVariable in Replica Context"). The optimizers below only
+implement the per-variable update.
 
-Gradients are reduced *before* clipping (explicit all-reduce of the mean), so
-the global norm is the norm of the global-batch gradient, identical to a single
-device with the same global batch.
+Communication under a tf.distribute strategy (`mirrored`, `multi_worker`):
+one all-reduce (MEAN) per optimizer update, of the gradients and the logging
+scalars together, and none on the other micro-steps of gradient
+accumulation. `build_train_op` enters cross-replica context once per step
+(`merge_call`); on the update micro-step it reduces, then every device clips
+its (identical) copy of the reduced gradients and updates its own copy of
+each variable through `strategy.extended.update`. The base Optimizer's
+`apply_gradients` is not used there: its `_distributed_apply` would
+all-reduce (SUM) the gradients a second time.
+
+Clipping uses the global norm of the reduced (global-batch mean) gradient,
+identical to a single device with the same global batch.
 """
 import collections
 import re
@@ -58,11 +62,9 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
     """Adam moments + decoupled weight decay; subclasses choose the step scale.
 
     No bias correction of the moments (as google-research/bert and ALBERT).
-    `set_update_mask(mask)` takes a boolean scalar tensor: when False the
-    variables and slots keep their values (used to skip non-finite steps and
-    the non-final micro-batches of gradient accumulation). The mask is a
-    tf.cond inside each variable's update, never around `apply_gradients`,
-    whose cross-replica merge call does not mix with tf.cond.
+    `build_train_op` calls `create_slots` and `masked_update` directly; the
+    inherited `apply_gradients` also works (single device, or a strategy at
+    the cost of its own gradient all-reduce), honouring `set_update_mask`.
     """
 
     def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
@@ -78,7 +80,7 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         self._update_mask = None
 
     def set_update_mask(self, mask):
-        """Boolean scalar tensor; False leaves variables and slots untouched."""
+        """For `apply_gradients`: boolean scalar tensor; False leaves variables and slots untouched."""
         self._update_mask = mask
 
     def _create_slots(self, var_list):
@@ -109,21 +111,34 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         del var, update, name
         return 1.0
 
+    def create_slots(self, var_list):
+        """The moment slots of `var_list` (mirrored when the variables are)."""
+        with tf.init_scope():
+            self._create_slots(var_list)
+
+    def masked_update(self, var, grad, mask, learning_rate):
+        """Op: one variable's update, skipped when the boolean scalar `mask` is False.
+
+        `var` may be one device's copy of a mirrored variable (the signature
+        suits `strategy.extended.update(var, masked_update, args=...)`).
+        A cond rather than an elementwise select of old and new values: the
+        skipped branch costs nothing, and a non-finite gradient never reaches
+        the variable or its slots.
+        """
+        return tf.cond(mask, lambda: self._update_variable(grad, var, learning_rate), tf.no_op)
+
     def _apply_update(self, grad, var):
         if self._update_mask is None:
-            return self._update_variable(grad, var)
-        # A cond rather than an elementwise select of old and new values: the
-        # skipped branch costs nothing, and a non-finite gradient never reaches
-        # the variable or its slots.
-        return tf.cond(self._update_mask, lambda: self._update_variable(grad, var), tf.no_op)
+            return self._update_variable(grad, var, self._lr_t)
+        return self.masked_update(var, grad, self._update_mask, self._lr_t)
 
-    def _update_variable(self, grad, var):
+    def _update_variable(self, grad, var, learning_rate):
         name = self.variable_name(var)
         m = self.get_slot(var, "m")
         v = self.get_slot(var, "v")
         dtype = var.dtype.base_dtype
         grad = tf.cast(grad, dtype)
-        lr = tf.cast(self._lr_t, dtype)
+        lr = tf.cast(learning_rate, dtype)
         if self._fused_update_possible(var):
             return self._fused_update(grad, var, m, v, lr, self._uses_weight_decay(name))
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
@@ -233,24 +248,18 @@ def _dense_gradients(grads, tvars):
     return out
 
 
-def _num_strategy_replicas():
-    """Replicas the base Optimizer will SUM over (1 without a tf.distribute strategy)."""
-    if not tf.distribute.has_strategy():
-        return 1
-    return tf.distribute.get_replica_context().num_replicas_in_sync
-
 
 def cross_replica_mean(values, use_tpu=False):
-    """Mean of each tensor over all replicas (no-op on a single device).
+    """Mean of each tensor over all replicas, from replica context (no-op on one device).
 
-    Under a tf.distribute strategy this is an all-reduce in replica context;
-    on TPU (TPUEstimator shards, no strategy) a `cross_replica_sum`.
+    On TPU (TPUEstimator shards, no strategy) a `cross_replica_sum` per tensor;
+    under a tf.distribute strategy one batched all-reduce.
     """
     if use_tpu:
         from tensorflow.python.tpu import tpu_function  # pylint: disable=import-outside-toplevel
         shards = tpu_function.get_tpu_context().number_of_shards or 1
         return [tf.tpu.cross_replica_sum(v) / float(shards) for v in values]
-    if _num_strategy_replicas() <= 1:
+    if not tf.distribute.has_strategy():
         return list(values)
     ctx = tf.distribute.get_replica_context()
     return list(ctx.all_reduce(tf.distribute.ReduceOp.MEAN, list(values)))
@@ -258,22 +267,151 @@ def cross_replica_mean(values, use_tpu=False):
 
 TrainOpOutputs = collections.namedtuple(
     "TrainOpOutputs",
-    ["train_op", "learning_rate", "grad_norm", "grads_finite", "update_applied", "loss_scale"])
+    ["train_op", "learning_rate", "grad_norm", "grads_finite", "update_applied", "loss_scale",
+     "logged"])
+
+
+class _CycleUpdate:
+    """The end of one micro-step: mean, norm, finite check, clipping, update, loss scale.
+
+    Shared by the single-device path and the cross-replica one; `finish`
+    works on one device's values. Gradients and scalars arrive as sums over
+    the micro-batches of the cycle so far (k = 1: this micro-batch).
+    """
+
+    def __init__(self, opt, tvars, clip_norm, loss_scaler):
+        self.opt = opt
+        self.tvars = tvars
+        self.clip_norm = clip_norm
+        self.loss_scaler = loss_scaler
+
+    def finish(self, grad_sums, scalar_sums, count, clip=True):
+        """(clipped mean gradients or None, finite, pre-clip norm, mean scalars) of one device.
+
+        A non-finite norm (some element inf/NaN, or the sum of squares above
+        float32's range) makes the clipped values NaN; the update mask then
+        skips them.
+        """
+        count = tf.cast(count, tf.float32)
+        means = [g / count for g in grad_sums]
+        norm = tf.linalg.global_norm(means)
+        clipped = None
+        if clip:
+            clipped, _ = tf.clip_by_global_norm(means, self.clip_norm, use_norm=norm)
+        return clipped, tf.math.is_finite(norm), norm, scalar_sums / count
+
+    def scale_update(self, finite):
+        return [self.loss_scaler.update(finite)] if self.loss_scaler is not None else []
+
+
+def _single_device_step(update, grads, scalars, is_update, count_so_far, k, learning_rate):
+    """No strategy (one device, or TPU shards after their cross_replica_sum).
+
+    Returns {grad_norm, grads_finite, update_applied, scalars}.
+    """
+    update.opt.create_slots(update.tvars)
+
+    def apply_branch():
+        clipped, finite, norm, means = update.finish(grads, scalars, k)
+        ops = [update.opt.masked_update(var, grad, finite, learning_rate)
+               for var, grad in zip(update.tvars, clipped)] + update.scale_update(finite)
+        with tf.control_dependencies(ops):
+            return _step_outputs(norm, finite, finite, means)
+
+    def skip_branch():
+        _, finite, norm, means = update.finish(grads, scalars, count_so_far, clip=False)
+        return _step_outputs(norm, finite, tf.constant(False), means)
+
+    if k == 1:
+        return apply_branch()
+    return tf.cond(is_update, apply_branch, skip_branch)
+
+
+def _step_outputs(norm, finite, applied, scalars):
+    return {"grad_norm": tf.identity(norm), "grads_finite": tf.identity(finite),
+            "update_applied": tf.identity(applied), "scalars": tf.identity(scalars)}
+
+
+def _cross_replica_step(strategy, update, k, global_step, grads, scalars, is_update,
+                        count_so_far, learning_rate):
+    """merge_call body: one all-reduce on the update micro-step, then per-device updates.
+
+    grads / scalars / learning_rate are per-replica (replica-local sums); the
+    cond's predicate depends only on the global step, so every replica and
+    worker takes the same branch and the collective runs everywhere or nowhere.
+    Returns the global-step increment op and the step outputs (device 0's).
+    """
+    from tensorflow.python.distribute import values as ds_values  # pylint: disable=import-outside-toplevel
+    extended = strategy.extended
+    local = strategy.experimental_local_results
+    tvars = update.tvars
+    update.opt.create_slots(tvars)
+
+    def apply_branch():
+        # The logged scalars ride in the gradients' collective (one launch).
+        with_scalars = local(scalars)[0].shape.num_elements() != 0
+        pairs = [(g, v) for g, v in zip(grads, tvars)] + ([(scalars, tvars[0])] if with_scalars
+                                                          else [])
+        reduced = [local(r) for r in extended.batch_reduce_to(tf.distribute.ReduceOp.MEAN, pairs)]
+        reduced_scalars = reduced.pop() if with_scalars else local(scalars)
+        devices = [copy.device for copy in local(tvars[0])]
+        per_device = []
+        for i, device in enumerate(devices):
+            with tf.device(device):  # each device clips its own copy of the reduced values
+                per_device.append(update.finish([r[i] for r in reduced], reduced_scalars[i], k))
+        finite = ds_values.Mirrored(tuple(d[1] for d in per_device))
+        ops = []
+        for j, var in enumerate(tvars):
+            clipped = ds_values.Mirrored(tuple(d[0][j] for d in per_device))
+            ops.append(extended.update(var, update.opt.masked_update,
+                                       args=(clipped, finite, learning_rate), group=True))
+        _, finite0, norm0, means0 = per_device[0]
+        ops += update.scale_update(finite0)
+        with tf.control_dependencies(ops):
+            return _step_outputs(norm0, finite0, finite0, means0)
+
+    def skip_branch():  # no communication: replica 0's running values, for the logs
+        with tf.device(local(tvars[0])[0].device):
+            _, finite, norm, means = update.finish(
+                [local(g)[0] for g in grads], local(scalars)[0], local(count_so_far)[0],
+                clip=False)
+            return _step_outputs(norm, finite, tf.constant(False), means)
+
+    if k == 1:
+        outputs = apply_branch()
+    else:
+        outputs = tf.cond(local(is_update)[0], apply_branch, skip_branch)
+    # Every replica's accumulation (and its reads of the global step) must run
+    # before the increment, also when the skip branch reads replica 0 only.
+    # The learning rate fetched with the train op is this step's (read before the increment).
+    replica_work = [t for value in list(grads) + [scalars, learning_rate] for t in local(value)]
+    with tf.control_dependencies(list(outputs.values()) + replica_work):
+        step_op = extended.update(global_step, lambda step: step.assign_add(1), group=True)
+    return step_op, outputs
 
 
 def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
                    poly_power=1.0, weight_decay_rate=0.01, clip_norm=1.0,
-                   gradient_accumulation_steps=1, loss_scaler=None, use_tpu=False, tvars=None):
-    """Gradients, cross-replica mean, loss (un)scaling, accumulation, clipping, update.
+                   gradient_accumulation_steps=1, loss_scaler=None, use_tpu=False, tvars=None,
+                   log_scalars=None):
+    """Gradients, loss (un)scaling, accumulation, one cross-replica mean, clipping, update.
 
     Args:
       loss: float32 scalar, the mean loss of this replica's batch.
       num_train_steps / num_warmup_steps: counted in optimizer updates.
       gradient_accumulation_steps: k; the global step counts micro-batches and
-        every k-th one applies the mean gradient of the last k.
+        every k-th one applies the mean gradient of the last k. A non-finite
+        micro-batch anywhere in the cycle skips the whole update (and, with
+        fp16, halves the loss scale once; the scale changes only on update
+        micro-steps, so its growth_interval counts updates).
       loss_scaler: a `mixed_precision.DynamicLossScale` for fp16, else None.
+      log_scalars: optional {name: scalar} (e.g. losses) averaged over replicas
+        in the gradients' all-reduce; with k > 1 over the cycle's micro-batches.
     Returns:
-      TrainOpOutputs (train_op and scalar tensors for logging).
+      TrainOpOutputs: train_op and scalar tensors for logging; `logged` maps
+      each log_scalars name to its mean. On the non-update micro-steps of a
+      cycle (k > 1), grad_norm, grads_finite and `logged` describe the cycle
+      so far on replica 0 only (nothing is communicated then).
     """
     k = int(gradient_accumulation_steps)
     if k < 1:
@@ -286,37 +424,42 @@ def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="
         tvars = tf.trainable_variables()
     objective = loss_scaler.scale(loss) if loss_scaler is not None else loss
     grads = _dense_gradients(tf.gradients(objective, tvars), tvars)
-    grads = cross_replica_mean(grads, use_tpu=use_tpu)
-    if loss_scaler is not None:
+    if loss_scaler is not None:  # per replica: the mean over replicas commutes with it
         grads = loss_scaler.unscale(grads)
-    # One pass over the gradients instead of an is-finite pass per tensor: the
-    # global norm is finite when every element is (and also overflows, so the
-    # step is skipped, for elements above ~1e19); clipping reuses it.
-    grad_norm = tf.linalg.global_norm(grads)
-    finite = tf.math.is_finite(grad_norm)
+    grads = [tf.cast(g, tf.float32) for g in grads]
+    names = list(log_scalars or {})
+    scalars = tf.stack([tf.cast(log_scalars[n], tf.float32) for n in names]) if names \
+        else tf.zeros([0], tf.float32)
+    distributed = tf.distribute.has_strategy() and not use_tpu
+    if use_tpu:  # TPU shards: reduce every micro-step, then as on one device
+        reduced = cross_replica_mean(grads + [scalars], use_tpu=True)
+        grads, scalars = reduced[:-1], reduced[-1]
 
-    extra_ops = []
+    first, is_update, micro = gradient_accumulation.cycle_position(global_step, k)
     if k > 1:
-        grads = [tf.where(finite, g, tf.zeros_like(g)) for g in grads]
-        grads, is_update, finite_cycle = gradient_accumulation.accumulate(
-            grads, tvars, finite, global_step, k)
-        clipped, grad_norm = tf.clip_by_global_norm(grads, clip_norm)
+        grads = gradient_accumulation.accumulate(grads, tvars, first)
+        if names:
+            scalars = gradient_accumulation.accumulate_scalars(scalars, first)
+    update = _CycleUpdate(opt, tvars, clip_norm, loss_scaler)
+    count_so_far = micro + 1
+    if distributed:
+        # Plain graph code: autograph (which merge_call would apply) only slows it down.
+        merge_fn = tf.autograph.experimental.do_not_convert(
+            lambda strategy, *args: _cross_replica_step(strategy, update, k, global_step, *args))
+        step_op, outputs = tf.distribute.get_replica_context().merge_call(
+            merge_fn, args=(grads, scalars, is_update, count_so_far, learning_rate))
     else:
-        # A non-finite norm makes the clipped values NaN; the update mask then
-        # skips the step, so they are never applied.
-        is_update, finite_cycle = tf.constant(True), finite
-        clipped, _ = tf.clip_by_global_norm(grads, clip_norm, use_norm=grad_norm)
-    update_applied = tf.logical_and(is_update, finite_cycle)
-    opt.set_update_mask(update_applied)
-    replicas = _num_strategy_replicas()
-    if replicas > 1:  # the base Optimizer SUMs the (identical) per-replica gradients
-        clipped = [g / float(replicas) for g in clipped]
-    apply_op = opt.apply_gradients(list(zip(clipped, tvars)), global_step=global_step)
-    if loss_scaler is not None:
-        extra_ops.append(loss_scaler.update(finite))
-    train_op = tf.group(apply_op, *extra_ops, name="train_op")
+        outputs = _single_device_step(update, grads, scalars, is_update, count_so_far, k,
+                                      learning_rate)
+        # The learning rate fetched with the train op is this step's (read before the increment).
+        with tf.control_dependencies(list(outputs.values()) + [learning_rate]), \
+                tf.colocate_with(global_step):
+            step_op = global_step.assign_add(1)
+    train_op = tf.group(step_op, name="train_op")
     loss_scale = loss_scaler.current_scale() if loss_scaler is not None else tf.constant(1.0)
-    return TrainOpOutputs(train_op, learning_rate, grad_norm, finite, update_applied, loss_scale)
+    logged = {name: outputs["scalars"][i] for i, name in enumerate(names)}
+    return TrainOpOutputs(train_op, learning_rate, outputs["grad_norm"], outputs["grads_finite"],
+                          outputs["update_applied"], loss_scale, logged)
 
 
 def create_optimizer(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",

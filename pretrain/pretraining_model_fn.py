@@ -65,12 +65,25 @@ def _init_from_checkpoint(init_checkpoint, use_tpu):
     return None
 
 
-def _replica_mean_scalars(tensors, use_tpu):
-    """Average logging scalars over replicas so logs show the global batch."""
-    names = list(tensors)
-    values = optimization.cross_replica_mean(
-        [tf.cast(tensors[n], tf.float32) for n in names], use_tpu=use_tpu)
-    return dict(zip(names, values))
+def _logged_losses(outputs):
+    """The losses the logs show; build_train_op averages them over replicas (and the
+    micro-batches of a gradient-accumulation cycle) in the gradients' all-reduce."""
+    return {name: outputs[name] for name in ("loss", "masked_lm_loss", "sentence_loss")}
+
+
+def _reported_loss(loss, num_replicas):
+    """The training loss Estimator logs (`loss = ...`, TensorBoard's `loss`).
+
+    Under a strategy Estimator SUMs the replicas' values, so each replica
+    reports its share of the mean: the log shows the global-batch mean, as
+    one device would. It is computed on the host CPU, so Estimator's sum is a
+    host-side (ring) collective, never a second NCCL launch beside the
+    gradients' all-reduce (TF1 graphs cannot order two NCCL launches).
+    """
+    if num_replicas <= 1:
+        return loss
+    with tf.device("/device:CPU:0"):
+        return tf.identity(loss) / float(num_replicas)
 
 
 def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_train_steps=1000,
@@ -112,14 +125,9 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                 outputs["loss"], learning_rate, num_train_steps, num_warmup_steps,
                 optimizer=optimizer, poly_power=poly_power, weight_decay_rate=weight_decay_rate,
                 gradient_accumulation_steps=gradient_accumulation_steps, loss_scaler=scaler,
-                use_tpu=use_tpu)
-            logged = _replica_mean_scalars(
-                {"loss": outputs["loss"], "masked_lm_loss": outputs["masked_lm_loss"],
-                 "sentence_loss": outputs["sentence_loss"]}, use_tpu)
-            # Every replica must run its half of the collective that averages
-            # the logged scalars (only replica 0's hooks fetch them), else the
-            # other half waits forever: tie them to the train op.
-            train_op = tf.group(train.train_op, *logged.values())
+                use_tpu=use_tpu, log_scalars=_logged_losses(outputs))
+            train_op = train.train_op
+            logged = dict(train.logged)
             logged.update(learning_rate=train.learning_rate, grad_norm=train.grad_norm,
                           grads_finite=train.grads_finite, update_applied=train.update_applied,
                           loss_scale=train.loss_scale)
@@ -130,7 +138,9 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
             if on_tpu_estimator:
                 return tf.estimator.tpu.TPUEstimatorSpec(
                     mode=mode, loss=outputs["loss"], train_op=train_op, scaffold_fn=scaffold_fn)
-            return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"], train_op=train_op)
+            return tf.estimator.EstimatorSpec(
+                mode=mode, loss=_reported_loss(outputs["loss"], params.get("num_replicas", 1)),
+                train_op=train_op)
 
         if mode == tf.estimator.ModeKeys.EVAL:
             metric_args = [outputs["masked_lm_example_loss"], outputs["masked_lm_log_probs"],

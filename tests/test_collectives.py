@@ -1,0 +1,341 @@
+"""Communication and equivalence of `build_train_op` under `mirrored` and `multi_worker`.
+
+Three processes run concurrently: one with 2 logical CPUs (single-device
+reference and MirroredStrategy) and two loopback workers
+(MultiWorkerMirroredStrategy). Each trains the same small problem (a 8-256-1
+tanh net, 2817 parameters, global batch 8) for AdamW and LAMB, fp32 and fp16,
+k = 1 and k = 2, through the real `optimization.build_train_op`, and writes
+the final weights. Selected steps run with a full trace: the elements that
+went through collective all-reduces, collective broadcasts and cross-device
+copies are summed per micro-step, relative to the parameter count.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(REPO, "tests")
+
+IN, HIDDEN, GLOBAL_BATCH = 8, 256, 8
+NUM_PARAMS = IN * HIDDEN + 3 * HIDDEN + 1
+LEARNING_RATE = 0.01
+# (optimizer, precision, k, updates, poisoned (update, micro-step) or None)
+CASES = [(opt, prec, k, 3, None) for opt in ("adamw", "lamb") for prec in ("fp32", "fp16")
+         for k in (1, 2)]
+# A NaN example of replica 1 in the middle micro-step of update 1 (of 3 micro-steps).
+POISONED = ("lamb", "fp16", 3, 3, (1, 1))
+INITIAL_LOSS_SCALE = 2.0 ** 8
+TRACED = {1: ("adamw", "fp32", 1, 3, None), 2: ("adamw", "fp32", 2, 3, None)}
+
+
+def case_name(case):
+    opt, prec, k, updates, poisoned = case
+    return f"{opt}-{prec}-k{k}" + ("-poisoned" if poisoned else "")
+
+
+# --------------------------------------------------------------------------- worker side
+def _data(case):
+    """x [steps, B, IN], y [steps, B], per-example loss factor [steps, B] (NaN = poisoned)."""
+    _, _, k, updates, poisoned = case
+    rng = np.random.RandomState(5)
+    steps = updates * k
+    x = rng.randn(steps, GLOBAL_BATCH, IN).astype(np.float32)
+    y = rng.randn(steps, GLOBAL_BATCH).astype(np.float32)
+    factor = np.ones([steps, GLOBAL_BATCH], np.float32)
+    if poisoned:
+        factor[poisoned[0] * k + poisoned[1], GLOBAL_BATCH - 1] = np.nan  # replica 1's half
+    return x, y, factor
+
+
+def _initial_weights():
+    rng = np.random.RandomState(7)
+    return {"dense/kernel": rng.randn(IN, HIDDEN).astype(np.float32) * 0.3,
+            "dense/bias": rng.randn(HIDDEN).astype(np.float32) * 0.1,
+            "LayerNorm/gamma": 1.0 + rng.randn(HIDDEN).astype(np.float32) * 0.1,
+            "out/kernel": rng.randn(HIDDEN, 1).astype(np.float32) * 0.1,
+            "out/bias": np.array([0.05], np.float32)}
+
+
+def _build(tf, case):
+    """Replica fn: this replica's share of the global batch of the current step."""
+    from pretrain import mixed_precision, optimization  # pylint: disable=import-outside-toplevel
+    opt, prec, k, _, _ = case
+    x, y, factor = _data(case)
+    global_step = tf.train.get_or_create_global_step()
+
+    def replica_fn():
+        ctx = tf.distribute.get_replica_context()
+        per_replica = GLOBAL_BATCH // ctx.num_replicas_in_sync
+        rows = tf.range(per_replica) + tf.cast(ctx.replica_id_in_sync_group, tf.int32) * per_replica
+        step = tf.cast(tf.identity(global_step), tf.int32)
+        xb, yb, fb = (tf.gather(tf.constant(a)[step], rows) for a in (x, y, factor))
+        dtype = mixed_precision.compute_dtype(prec)
+        w = {}
+        for name, value in _initial_weights().items():
+            scope, short = name.split("/")
+            with tf.variable_scope(scope, reuse=tf.AUTO_REUSE):
+                w[name] = tf.get_variable(short, initializer=value)
+        c = {name: tf.cast(v, dtype) for name, v in w.items()}
+        hidden = tf.tanh(tf.matmul(tf.cast(xb, dtype), c["dense/kernel"]) + c["dense/bias"])
+        pred = tf.matmul(hidden * c["LayerNorm/gamma"], c["out/kernel"])[:, 0] + c["out/bias"]
+        loss = tf.reduce_mean(fb * tf.square(tf.cast(pred, tf.float32) - yb))
+        scaler = None
+        if mixed_precision.needs_loss_scaling(prec):
+            scaler = mixed_precision.DynamicLossScale(initial_scale=INITIAL_LOSS_SCALE,
+                                                      growth_interval=1000)
+        out = optimization.build_train_op(loss, LEARNING_RATE, 100, 0, optimizer=opt,
+                                          gradient_accumulation_steps=k, loss_scaler=scaler,
+                                          log_scalars={"loss": loss})
+        return out.train_op, out.update_applied, out.loss_scale, out.logged["loss"]
+
+    return replica_fn, global_step
+
+
+def _traffic(tf, run_metadata):
+    """{reduce, broadcast, copy}: elements moved by this step, max over the local devices.
+
+    reduce: inputs of executed collective all-reduce ops; broadcast: executed
+    collective broadcasts; copy: tensors sent from one device to another
+    (partition-graph _Send nodes whose producer ran in this step).
+    """
+    executed, per_device = {}, {}
+    for dev in run_metadata.step_stats.dev_stats:
+        for node in dev.node_stats:
+            sizes = {o.slot: int(np.prod([d.size for d in o.tensor_description.shape.dim]))
+                     for o in node.output}
+            executed[node.node_name] = sizes
+            op = node.timeline_label.split(" = ")[-1].split("(")[0]
+            kind = ("reduce" if "Reduce" in op or "AllReduce" in op else
+                    "broadcast" if "Bcast" in op else None)
+            if op.startswith(("Collective", "Nccl")) and kind:
+                totals = per_device.setdefault(dev.device, {"reduce": 0, "broadcast": 0})
+                totals[kind] += max(sizes.values(), default=0)
+    copies = {}
+    for graph in run_metadata.partition_graphs:
+        for node in graph.node:
+            if node.op != "_Send" or node.attr["send_device"].s == node.attr["recv_device"].s:
+                continue
+            src, _, slot = node.input[0].partition(":")
+            if src in executed:
+                device = node.attr["send_device"].s.decode()
+                copies[device] = copies.get(device, 0) + executed[src].get(int(slot or 0), 0)
+    return {"reduce": max([t["reduce"] for t in per_device.values()], default=0),
+            "broadcast": max([t["broadcast"] for t in per_device.values()], default=0),
+            "copy": max(copies.values(), default=0)}
+
+
+def _train(tf, strategy, case, session_factory, trace=False):
+    """Trains `case`; returns final weights, per step [update applied, loss scale,
+    logged loss] and, when traced, per step `_traffic`."""
+    with tf.Graph().as_default():
+        scope = strategy.scope() if strategy is not None else _nullcontext()
+        with scope:
+            replica_fn, global_step = _build(tf, case)
+            if strategy is not None:
+                outs = strategy.extended.call_for_each_replica(
+                    tf.autograph.experimental.do_not_convert(replica_fn))
+                train_op = strategy.group(outs[0])
+                fetch = [strategy.experimental_local_results(t)[0] for t in outs[1:]]
+            else:
+                outs = replica_fn()
+                train_op, fetch = outs[0], list(outs[1:])
+            weights = {v.op.name: v for v in tf.trainable_variables()}
+            init = [tf.global_variables_initializer(), tf.local_variables_initializer()]
+        with session_factory() as sess:
+            sess.run(init)
+            steps, traffic = [], []
+            for _ in range(case[2] * case[3]):
+                options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
+                                        output_partition_graphs=True) if trace else None
+                metadata = tf.RunMetadata()
+                _, *values = sess.run([train_op] + fetch, options=options,
+                                      run_metadata=metadata)
+                steps.append([bool(values[0]), float(values[1]), float(values[2])])
+                if trace:
+                    traffic.append(_traffic(tf, metadata))
+            final = sess.run(weights)
+            assert sess.run(global_step) == case[2] * case[3]
+    return final, steps, traffic
+
+
+class _nullcontext:  # pylint: disable=invalid-name
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def worker_main(mode, out_dir):
+    """Entry of a test subprocess; mode is `mirrored` (also runs the single-device
+    reference) or `multi_worker` (TF_CONFIG set by the test)."""
+    import tensorflow as tf2  # pylint: disable=import-outside-toplevel
+    if mode == "mirrored":
+        cpu = tf2.config.list_physical_devices("CPU")[0]
+        tf2.config.set_logical_device_configuration(
+            cpu, [tf2.config.LogicalDeviceConfiguration(), tf2.config.LogicalDeviceConfiguration()])
+    import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
+    from pretrain import strategy as strategy_lib  # pylint: disable=import-outside-toplevel
+    strategy = strategy_lib.make_distribution_strategy(mode)
+    config = strategy_lib.make_run_config(mode, os.path.join(out_dir, "unused"),
+                                          distribution=strategy).session_config
+    if mode == "multi_worker":
+        task = json.loads(os.environ["TF_CONFIG"])
+        address = task["cluster"]["worker"][task["task"]["index"]]
+        config = strategy.extended._update_config_proto(config)  # pylint: disable=protected-access
+        tag = f"multi_worker{task['task']['index']}"
+        factory = lambda: tf.Session("grpc://" + address, config=config)  # noqa: E731
+    else:
+        tag = "mirrored"
+        factory = lambda: tf.Session(config=config)  # noqa: E731
+    if mode == "mirrored":  # the counter itself: a parameter-sized copy between devices
+        with tf.Graph().as_default():
+            with tf.device("/cpu:0"):
+                source = tf.random.normal([NUM_PARAMS])
+            with tf.device("/cpu:1"):
+                copied = tf.identity(source) * 2.0
+            metadata = tf.RunMetadata()
+            with tf.Session(config=config) as sess:
+                sess.run(copied, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
+                                                       output_partition_graphs=True),
+                         run_metadata=metadata)
+        with open(os.path.join(out_dir, "calibration.json"), "w") as f:
+            json.dump(_traffic(tf, metadata), f)
+    setups = [(tag, strategy, factory)]
+    if mode == "mirrored":
+        setups.append(("single", None, lambda: tf.Session(config=config)))
+    for setup, dist, session_factory in setups:
+        for case in CASES + [POISONED]:
+            traced = dist is not None and case in TRACED.values()
+            final, steps, step_traffic = _train(tf, dist, case, session_factory, trace=traced)
+            np.savez(os.path.join(out_dir, f"{setup}-{case_name(case)}.npz"), **final)
+            with open(os.path.join(out_dir, f"{setup}-{case_name(case)}.json"), "w") as f:
+                json.dump({"steps": steps, "traffic": step_traffic}, f)
+    print("DONE", flush=True)
+
+
+# --------------------------------------------------------------------------- test side
+def _spawn(mode, out_dir, env_extra=None):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, TESTS]), TF_CPP_MIN_LOG_LEVEL="2",
+               **(env_extra or {}))
+    code = f"import test_collectives as t; t.worker_main({mode!r}, {str(out_dir)!r})"
+    return subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _free_ports(count):
+    socks = [socket.socket() for _ in range(count)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("collectives")
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    procs = [_spawn("mirrored", out)] + [
+        _spawn("multi_worker", out, {"TF_CONFIG": json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
+    for proc in procs:
+        text, _ = proc.communicate(timeout=400)
+        assert proc.returncode == 0 and "DONE" in text, text[-4000:]
+
+    def load(setup, case=None):
+        if case is None:
+            with open(out / f"{setup}.json") as f:
+                return json.load(f)
+        name = f"{setup}-{case_name(case)}"
+        with open(out / f"{name}.json") as f:
+            record = json.load(f)
+        return dict(np.load(out / f"{name}.npz")), record
+    return load
+
+
+STRATEGY_SETUPS = ["mirrored", "multi_worker0", "multi_worker1"]
+
+
+def _assert_same_weights(got, expected, precision, context):
+    """fp32: elementwise within float32 rounding. fp16: the two runs sum different
+    fp16 partial gradients, so compare the weight changes: their difference must
+    stay below 1% of the change itself (an unsynchronised or double-counted
+    update differs by tens of percent)."""
+    initial = _initial_weights()
+    assert sorted(got) == sorted(expected) == sorted(initial), context
+    if precision == "fp32":
+        for name in expected:
+            np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=1e-5,
+                                       err_msg=f"{name} ({context})")
+    else:
+        diff = np.sqrt(sum(np.sum((got[n] - expected[n]) ** 2) for n in expected))
+        change = np.sqrt(sum(np.sum((expected[n] - initial[n]) ** 2) for n in expected))
+        assert diff < 0.01 * change, f"{context}: |difference| {diff} vs |change| {change}"
+    moved = max(np.abs(expected[n] - initial[n]).max() for n in expected)
+    assert moved > 1e-3, context  # the comparison is between trained weights
+
+
+@pytest.mark.parametrize("setup", STRATEGY_SETUPS)
+def test_strategy_reaches_the_single_device_weights(runs, setup):
+    """AdamW and LAMB, fp32 and fp16, k = 1 and 2: same weights, same skipped steps."""
+    for case in CASES:
+        got, record = runs(setup, case)
+        expected, reference = runs("single", case)
+        context = f"{setup} {case_name(case)}"
+        _assert_same_weights(got, expected, case[1], context)
+        k = case[2]
+        applied = [step[0] for step in record["steps"]]
+        assert applied == [i % k == k - 1 for i in range(k * case[3])], context
+        assert applied == [step[0] for step in reference["steps"]], context
+        # logged loss on update steps: the global (and cycle) mean, as on one device
+        for i, (step, ref) in enumerate(zip(record["steps"], reference["steps"])):
+            if i % k == k - 1:
+                assert step[2] == pytest.approx(ref[2], rel=2e-3), f"{context} step {i}"
+
+
+@pytest.mark.parametrize("setup", STRATEGY_SETUPS)
+def test_non_finite_micro_batch_on_one_replica_skips_the_whole_update(runs, setup):
+    """A NaN example of replica 1 in micro-step 1 of 3 (update 1): that update is
+    skipped everywhere, the loss scale halves exactly once, and the updates
+    before and after match the single device."""
+    got, record = runs(setup, POISONED)
+    expected, reference = runs("single", POISONED)
+    _assert_same_weights(got, expected, POISONED[1], setup)
+    applied = [step[0] for step in record["steps"]]
+    assert applied == [False, False, True, False, False, False, False, False, True]
+    assert applied == [step[0] for step in reference["steps"]]
+    scales = [step[1] for step in record["steps"]]
+    # read in the same run as the update, so a step's change shows one step later
+    assert scales[:6] == [INITIAL_LOSS_SCALE] * 6
+    assert scales[6:] == [INITIAL_LOSS_SCALE / 2] * 3
+
+
+def test_traffic_counter_sees_a_copy_between_devices(runs):
+    """The counter below is not blind: a parameter-sized tensor sent from CPU:0 to
+    CPU:1 counts as NUM_PARAMS copied elements, and nothing as reduced."""
+    assert runs("calibration") == {"reduce": 0, "broadcast": 0, "copy": NUM_PARAMS}
+
+
+@pytest.mark.parametrize("setup", STRATEGY_SETUPS)
+@pytest.mark.parametrize("k", [1, 2])
+def test_one_gradient_sized_reduce_per_update_and_no_broadcast(runs, setup, k):
+    """Traced steps: per device, the update micro-step all-reduces the gradients
+    once (with the logged loss in the same collective); other micro-steps reduce
+    nothing; no step broadcasts or copies more than 1% of the parameters."""
+    _, record = runs(setup, TRACED[k])
+    traffic = record["traffic"]
+    assert len(traffic) == k * TRACED[k][3]
+    for i, step in enumerate(traffic):
+        if i % k == k - 1:
+            assert NUM_PARAMS <= step["reduce"] <= NUM_PARAMS + 4, (i, step)
+        else:
+            assert step["reduce"] < 0.01 * NUM_PARAMS, (i, step)
+        assert step["broadcast"] + step["copy"] < 0.01 * NUM_PARAMS, (i, step)
