@@ -28,15 +28,39 @@ def gather_indexes(sequence_tensor, positions):
     return tf.gather(flat_sequence, flat_positions)
 
 
+def prefers_one_hot_cross_entropy(tensor):
+    """Which cross-entropy formulation suits the device `tensor` is computed on.
+
+    one-hot: on TPU (Google's choice there; no sparse gather) and on CPU with
+    oneDNN kernels; the fused sparse op: on GPU and on CPU with Eigen kernels.
+    The device is the tensor's placement, else the default placement
+    (a GPU when one is visible, as TensorFlow places ops).
+    """
+    if _in_tpu_computation():
+        return True
+    device = (tensor.device or "").upper()
+    if not device:
+        device = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+    if "GPU" in device:
+        return False
+    return cpu_kernels.onednn_enabled()
+
+
+def _in_tpu_computation():
+    from tensorflow.python.tpu import tpu_function  # pylint: disable=import-outside-toplevel
+    return tpu_function.get_tpu_context().number_of_shards is not None
+
+
 def cross_entropy(logits, log_probs, label_ids, one_hot):
     """Per-row cross-entropy of [N, V] logits against [N] int labels -> [N].
 
-    Two formulations of the same value, chosen by speed: with oneDNN CPU
-    kernels, `-sum(one_hot * log_softmax)` is faster (its ops are
-    multi-threaded); with Eigen kernels the fused sparse op is, since it
-    avoids an [N, V] one-hot and several passes over the logits. On the
-    [640, 21128] MLM head of batch 32 x 20 predictions, forward + backward:
-    110 vs 129 ms (oneDNN) and 183 vs 162 ms (Eigen).
+    Two formulations of the same value, chosen by speed for the device
+    (`prefers_one_hot_cross_entropy`): with oneDNN CPU kernels,
+    `-sum(one_hot * log_softmax)` is faster (its ops are multi-threaded);
+    with Eigen kernels the fused sparse op is, since it avoids an [N, V]
+    one-hot and several passes over the logits. On the [640, 21128] MLM head
+    of batch 32 x 20 predictions, forward + backward: 110 vs 129 ms (oneDNN)
+    and 183 vs 162 ms (Eigen).
     """
     label_ids = tf.cast(label_ids, tf.int32)
     if one_hot:
@@ -97,7 +121,7 @@ def get_masked_lm_output(config, input_tensor, output_weights, positions, label_
         label_ids = tf.reshape(label_ids, [-1])
         label_weights = tf.cast(tf.reshape(label_weights, [-1]), tf.float32)
         per_example_loss = cross_entropy(logits, log_probs, label_ids,
-                                         one_hot=cpu_kernels.onednn_enabled())
+                                         one_hot=prefers_one_hot_cross_entropy(logits))
         numerator = tf.reduce_sum(label_weights * per_example_loss)
         denominator = tf.reduce_sum(label_weights) + 1e-5
         loss = numerator / denominator

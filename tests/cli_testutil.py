@@ -31,14 +31,15 @@ def tool_env(**extra):
 
 
 def run_parallel(commands, cwd, env=None, preexec_fn=None):
-    """{key: (exit code, stdout, stderr, seconds)} of `commands` [(key, argv)], run
-    PARALLEL_RUNS at a time in `cwd`."""
+    """{key: (exit code, stdout, stderr, seconds)} of `commands` [(key, argv) or
+    (key, argv, env of that command)], run PARALLEL_RUNS at a time in `cwd`."""
     env = env or tool_env()
     pending, running, results = list(commands), [], {}
     while pending or running:
         while pending and len(running) < PARALLEL_RUNS:
-            key, argv = pending.pop(0)
-            process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+            key, argv, *own_env = pending.pop(0)
+            process = subprocess.Popen(argv, cwd=cwd, env=own_env[0] if own_env else env,
+                                       stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
             running.append((key, process, time.time()))
         key, process, started = running.pop(0)

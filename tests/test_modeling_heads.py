@@ -143,3 +143,26 @@ def test_cross_entropy_formulations_agree_in_value_and_gradient():
     expected_grad = (softmax - np.eye(40, dtype=np.float32)[labels_value]) * np.arange(1, 7)[:, None]
     np.testing.assert_allclose(grad_one_hot, expected_grad, atol=1e-5)
     np.testing.assert_allclose(grad_sparse, expected_grad, atol=1e-5)
+
+
+def test_cross_entropy_formulation_follows_the_device():
+    """The fused sparse op on GPU; one-hot on CPU with oneDNN (the default here) and on TPU."""
+    from tensorflow.python.tpu import tpu_function  # pylint: disable=import-outside-toplevel
+    from pretrain import cpu_kernels
+
+    def formulation(device=None, tpu_shards=None):
+        with tf.Graph().as_default():
+            context = tpu_function.tpu_shard_context(tpu_shards) if tpu_shards else None
+            if context:
+                context.__enter__()
+            try:
+                with tf.device(device):  # graph placement only: no GPU needed to build
+                    logits = tf.zeros([4, 7])
+                    return heads.prefers_one_hot_cross_entropy(logits)
+            finally:
+                if context:
+                    context.__exit__(None, None, None)
+
+    assert formulation("/device:GPU:0") is False
+    assert formulation("/device:CPU:0") is cpu_kernels.onednn_enabled()
+    assert formulation("/device:CPU:0", tpu_shards=8) is True
