@@ -53,8 +53,9 @@ class PretrainingOptions:
     save_checkpoints_steps: int = option(1000, "Save a checkpoint every this many updates.")
     iterations_per_loop: int = option(1000, "TPU: steps per TPUEstimator host loop.")
     max_eval_steps: int = option(100, "Maximum eval batches.")
-    use_tpu: bool = option(False, "Train on TPU (implies --strategy=tpu).")
-    tpu_name: str = option(None, "Cloud TPU name or grpc:// address.")
+    use_tpu: bool = option(False, "Same as --strategy=tpu (google-research/bert's flag).")
+    tpu_name: str = option(None, "TPU for --strategy=tpu: `local` on a TPU VM, else the TPU "
+                           "Node's name or grpc://IP:8470 (default: $TPU_NAME).")
     tpu_zone: str = option(None, "GCE zone of the TPU (optional).")
     gcp_project: str = option(None, "GCP project of the TPU (optional).")
     master: str = option(None, "Unused (kept for google-research/bert scripts).")
@@ -133,15 +134,19 @@ def run(values):
         precision = "bf16" if strategy_name == "tpu" else "fp32"
     mixed_precision.compute_dtype(precision)  # validates the name
     eval_input = opts.eval_input_file or opts.input_file
+    tpu_cluster = None
     if strategy_name == "tpu":
-        if opts.use_tpu and not opts.tpu_name:
-            raise UserError("--use_tpu needs --tpu_name (the Cloud TPU name or grpc:// "
-                            "address; --tpu_zone/--gcp_project if it is not in the default "
-                            "zone/project)")
+        # --strategy=tpu and --use_tpu are one choice: TPUEstimator(use_tpu=True) on the TPU
+        # named by --tpu_name or the environment (refused without one).
+        opts = dataclasses.replace(opts, use_tpu=True,
+                                   tpu_name=strategy_lib.resolve_tpu_name(opts.tpu_name))
         strategy_lib.check_tpu_paths(input_file=opts.input_file if opts.do_train else None,
                                      eval_input_file=eval_input if opts.do_eval else None,
                                      output_dir=opts.output_dir,
                                      init_checkpoint=opts.init_checkpoint)
+        # Before the data checks read gs://: a TPU that cannot be found fails fast.
+        tpu_cluster = strategy_lib.tpu_cluster_resolver(opts.tpu_name, opts.tpu_zone,
+                                                        opts.gcp_project)
     compression = None if opts.compression == "auto" else opts.compression
     head_flag = _parse_bool_choice(opts.sentence_head, "sentence_head")
 
@@ -175,9 +180,8 @@ def run(values):
     run_config = strategy_lib.make_run_config(
         strategy_name, opts.output_dir, save_checkpoints_steps=opts.save_checkpoints_steps * k,
         keep_checkpoint_max=opts.keep_checkpoint_max, log_step_count_steps=opts.log_every_n_steps,
-        iterations_per_loop=opts.iterations_per_loop, tpu_name=opts.tpu_name,
-        tpu_zone=opts.tpu_zone, gcp_project=opts.gcp_project, num_tpu_cores=opts.num_tpu_cores,
-        use_xla=opts.use_xla, tf_random_seed=opts.random_seed,
+        iterations_per_loop=opts.iterations_per_loop, tpu_cluster=tpu_cluster,
+        num_tpu_cores=opts.num_tpu_cores, use_xla=opts.use_xla, tf_random_seed=opts.random_seed,
         save_summary_steps=opts.log_every_n_steps, distribution=distribution)
     model_fn = pretraining_model_fn.model_fn_builder(
         config, init_checkpoint=opts.init_checkpoint, learning_rate=opts.learning_rate,
@@ -188,7 +192,7 @@ def run(values):
         use_sentence_head=use_sentence_head)
     estimator = strategy_lib.build_estimator(
         strategy_name, model_fn, run_config, train_batch_size=opts.train_batch_size,
-        eval_batch_size=opts.eval_batch_size, use_tpu=opts.use_tpu)
+        eval_batch_size=opts.eval_batch_size)
     logging.info("strategy=%s replicas=%s precision=%s optimizer=%s accumulation=%d",
                  strategy_name, estimator.params.get("num_replicas"), precision, opts.optimizer, k)
 

@@ -14,9 +14,13 @@ Strategies:
   multi_worker  `MultiWorkerMirroredStrategy` (collective all-reduce); the
                 cluster comes from the TF_CONFIG environment variable, which
                 must be set identically (except task.index) on every worker.
-  tpu           `TPUEstimator` + `TPUClusterResolver`, `iterations_per_loop`,
-                bfloat16 and one-hot embedding lookups (the caller's model_fn
-                handles the last two); paths must be gs:// URLs.
+  tpu           `TPUEstimator(use_tpu=True)` + `TPUClusterResolver`,
+                `iterations_per_loop`, bfloat16 and one-hot embedding lookups
+                (the caller's model_fn handles the last two); paths must be
+                gs:// URLs. The TPU comes from --tpu_name, else the TPU_NAME
+                (or GKE's KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS) environment
+                variable; `local` is the TPU of a TPU VM. `--use_tpu` is
+                google-research/bert's spelling of `--strategy=tpu`.
 
 Model functions receive `params["strategy"]` and `params["num_replicas"]`.
 """
@@ -29,6 +33,11 @@ from absl import logging
 from data_gen.cli_options import UserError
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
+# Where TPUClusterResolver looks for a TPU when it is given no name (GKE's first).
+TPU_NAME_ENVIRONMENT = ("KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_NAME")
+TPU_NAME_HELP = ("--tpu_name=local on a TPU VM; for a TPU Node its name (with --tpu_zone/"
+                 "--gcp_project when not this VM's) or its grpc://IP:8470 address; or set "
+                 "the TPU_NAME environment variable")
 
 
 def _tf_config_workers():
@@ -108,15 +117,59 @@ def check_tpu_paths(**paths):
                     "pass gs:// paths (e.g. gsutil -m cp -r ... gs://BUCKET/...).")
 
 
+def resolve_tpu_name(tpu_name=None):
+    """--tpu_name, else the TPU named by the environment; refuses to go on without one."""
+    name = (tpu_name or "").strip()
+    if not name:
+        for variable in TPU_NAME_ENVIRONMENT:
+            name = os.environ.get(variable, "").strip()
+            if name:
+                logging.info("TPU from the %s environment variable: %s", variable, name)
+                break
+    if not name:
+        raise UserError(f"--strategy=tpu (or --use_tpu) needs --tpu_name: {TPU_NAME_HELP}. "
+                        "Without a TPU choose another --strategy (cpu, gpu, mirrored, "
+                        "multi_worker).")
+    return name
+
+
+def tpu_cluster_resolver(tpu_name=None, tpu_zone=None, gcp_project=None):
+    """TPUClusterResolver for the TPU `resolve_tpu_name` finds; failures name the flag.
+
+    `local` (a TPU VM) is checked for TPU cores here, as TPUEstimator would
+    check them at its first step; a named TPU is looked up through the Cloud
+    TPU API (needs the cloud-tpu-client package and GCE credentials).
+    """
+    name = resolve_tpu_name(tpu_name)
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            name, zone=tpu_zone, project=gcp_project)
+        resolver.master()  # a named TPU is looked up now, not at the first step
+    except (ValueError, RuntimeError, OSError) as err:
+        raise UserError(f"--tpu_name={name}: the TPU cannot be resolved ({type(err).__name__}: "
+                        f"{err}). Pass {TPU_NAME_HELP}.") from err
+    if name == "local":
+        from tensorflow.python.tpu import tpu_system_metadata  # pylint: disable=import-outside-toplevel
+        metadata = tpu_system_metadata._query_tpu_system_metadata(  # pylint: disable=protected-access
+            "", cluster_def=None, query_topology=False)
+        if not metadata.num_cores:
+            raise UserError("--tpu_name=local, but this machine has no TPU cores (devices: "
+                            f"{', '.join(d.name for d in metadata.devices)}). Run on a TPU VM, "
+                            f"or pass {TPU_NAME_HELP}.")
+    return resolver
+
+
 def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                     log_step_count_steps=100, iterations_per_loop=1000, tpu_name=None,
                     tpu_zone=None, gcp_project=None, num_tpu_cores=8, use_xla=False,
                     session_config=None, tf_random_seed=None, distribution=None,
-                    save_summary_steps=100):
+                    save_summary_steps=100, tpu_cluster=None):
     """RunConfig (tpu: `tf.estimator.tpu.RunConfig`) for the resolved strategy.
 
     `distribution` may pass a ready strategy (else one is created); the
-    strategy used is reachable as `run_config.train_distribute`.
+    strategy used is reachable as `run_config.train_distribute`. For `tpu`,
+    `tpu_cluster` may pass a ready `tpu_cluster_resolver(...)` (else one is
+    made from tpu_name / tpu_zone / gcp_project).
     """
     if session_config is None:
         session_config = tf.ConfigProto(allow_soft_placement=True)
@@ -129,10 +182,9 @@ def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep
                   save_summary_steps=save_summary_steps,
                   tf_random_seed=tf_random_seed)
     if strategy_name == "tpu":
-        resolver = None
-        if tpu_name:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-                tpu_name, zone=tpu_zone, project=gcp_project)
+        resolver = tpu_cluster
+        if resolver is None:
+            resolver = tpu_cluster_resolver(tpu_name, tpu_zone, gcp_project)
         return tf.estimator.tpu.RunConfig(
             cluster=resolver, **common,
             tpu_config=tf.estimator.tpu.TPUConfig(
@@ -157,14 +209,18 @@ def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep
 
 
 def build_estimator(strategy_name, model_fn, run_config, params=None, train_batch_size=None,
-                    eval_batch_size=None, predict_batch_size=None, use_tpu=True):
-    """Estimator (or TPUEstimator for `tpu`) with strategy facts in `params`.
+                    eval_batch_size=None, predict_batch_size=None, _tpu_estimator_on_cpu=False):
+    """Estimator (or TPUEstimator(use_tpu=True) for `tpu`) with strategy facts in `params`.
 
-    For `tpu`, `use_tpu=False` runs the same TPUEstimator on CPU (for tests):
-    TPUEstimator then passes the per-call batch as `params["batch_size"]`.
+    `_tpu_estimator_on_cpu` is a test device only (no flag reaches it): the
+    TPUEstimator runs the model_fn on CPU, without TPU shards, so it checks
+    the TPUEstimatorSpec plumbing and none of the TPU branches. TPUEstimator
+    passes the per-call batch as `params["batch_size"]` and sets
+    `params["use_tpu"]` itself.
     """
     params = dict(params or {})
     if strategy_name == "tpu":
+        use_tpu = not _tpu_estimator_on_cpu
         params.update(strategy="tpu", num_replicas=1, use_tpu=use_tpu)
         return tf.estimator.tpu.TPUEstimator(
             use_tpu=use_tpu, model_fn=model_fn, config=run_config, params=params,

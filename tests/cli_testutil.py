@@ -2,6 +2,7 @@
 import configparser
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 import time
@@ -50,3 +51,14 @@ def run_parallel(commands, cwd, env=None, preexec_fn=None):
 
 def module_command(module, *args):
     return [sys.executable, "-m", module, *args]
+
+
+def free_ports(count):
+    """`count` loopback ports free right now (for TF_CONFIG clusters of local workers)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports

@@ -11,13 +11,14 @@ copies are summed per micro-step, relative to the parameter count.
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+
+from cli_testutil import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, "tests")
@@ -229,20 +230,10 @@ def _spawn(mode, out_dir, env_extra=None):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _free_ports(count):
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("collectives")
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
     procs = [_spawn("mirrored", out)] + [
         _spawn("multi_worker", out, {"TF_CONFIG": json.dumps(
             {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]

@@ -1,8 +1,9 @@
-"""Strategy switching: auto/tpu resolution, TPUEstimator(use_tpu=False), mirrored on two
-logical CPUs (matches one device), multi_worker with two local processes on loopback."""
+"""Strategy switching: auto/tpu resolution, TPUEstimator's spec plumbing on CPU, mirrored on
+two logical CPUs (matches one device), multi_worker with two local processes on loopback.
+The TPU-only branches (cross-replica sum, scaffold) are tested in test_tpu_path.py."""
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from cli_testutil import free_ports
 from pretrain import input_pipeline, modeling, pretraining_model_fn, run_pretraining
 from pretrain import strategy as strategy_lib
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
@@ -44,11 +46,12 @@ def _run_python(code, env_extra=None, timeout=240):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _result(proc, timeout=240):
+def _result(proc, timeout=240, with_log=False):
     out, _ = proc.communicate(timeout=timeout)
     lines = [l for l in out.splitlines() if l.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, out[-3000:]
-    return json.loads(lines[-1][len("RESULT "):])
+    result = json.loads(lines[-1][len("RESULT "):])
+    return (result, out) if with_log else result
 
 
 def test_resolve_strategy_choices():
@@ -63,27 +66,40 @@ def test_resolve_strategy_choices():
         strategy_lib.per_replica_batch_size(8, 3)
 
 
-def test_tpu_refuses_local_paths(data, tmp_path):
+def test_tpu_refuses_local_paths(data, tmp_path, monkeypatch):
+    for variable in strategy_lib.TPU_NAME_ENVIRONMENT:
+        monkeypatch.delenv(variable, raising=False)
     with pytest.raises(ValueError, match=r"--input_file=.*a\.tfrecord is a local path.*gs://"):
         run_pretraining.run(_opts(data, "gs://bucket/out", use_tpu=True, tpu_name="t1"))
-    with pytest.raises(ValueError, match="--use_tpu needs --tpu_name"):
-        run_pretraining.run(_opts(data, "gs://bucket/out", use_tpu=True))
+    with pytest.raises(ValueError, match="needs --tpu_name: --tpu_name=local on a TPU VM"):
+        run_pretraining.run(_opts(data, "gs://bucket/out", strategy="tpu"))
     with pytest.raises(ValueError, match=r"--output_dir=.* is a local path"):
         run_pretraining.run(_opts(data, tmp_path / "o", input_file="gs://b/x.tfrecord",
-                                  use_tpu=True, tpu_name="t1"))
+                                  strategy="tpu", tpu_name="t1"))
 
 
-def test_tpu_estimator_path_runs_on_cpu(data, tmp_path):
+def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu(data, tmp_path):
+    """TPUEstimator's CPU emulation (a test device only: no flag reaches it) runs the
+    TPUEstimatorSpec train/eval plumbing and params["batch_size"]; none of the TPU
+    branches, which tests/test_tpu_path.py runs under a faked TPU context."""
+    tpu_config = strategy_lib.make_run_config(
+        "tpu", str(tmp_path / "grpc"), iterations_per_loop=2, num_tpu_cores=8,
+        tpu_name="grpc://127.0.0.1:8470")  # an address needs no lookup; nothing connects
+    assert isinstance(tpu_config, tf.estimator.tpu.RunConfig)
+    assert tpu_config.master == "grpc://127.0.0.1:8470"
+    assert (tpu_config.tpu_config.iterations_per_loop, tpu_config.tpu_config.num_shards) == (2, 8)
+    assert (tpu_config.tpu_config.per_host_input_for_training
+            == tf.estimator.tpu.InputPipelineConfig.PER_HOST_V2)
+
     config = modeling.BertConfig.from_json_file(data["cfg"])
-    run_config = strategy_lib.make_run_config("tpu", str(tmp_path), iterations_per_loop=2,
-                                              num_tpu_cores=1, save_checkpoints_steps=100)
-    assert isinstance(run_config, tf.estimator.tpu.RunConfig)
-    assert run_config.tpu_config.iterations_per_loop == 2
+    run_config = tf.estimator.tpu.RunConfig(
+        model_dir=str(tmp_path), save_checkpoints_steps=100,
+        tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=2, num_shards=1))
     model_fn = pretraining_model_fn.model_fn_builder(
         config, learning_rate=3e-3, num_train_steps=4, precision="bf16",
         use_one_hot_embeddings=True)
     estimator = strategy_lib.build_estimator("tpu", model_fn, run_config, train_batch_size=8,
-                                             eval_batch_size=8, use_tpu=False)
+                                             eval_batch_size=8, _tpu_estimator_on_cpu=True)
     assert isinstance(estimator, tf.estimator.tpu.TPUEstimator)
     train_fn = input_pipeline.input_fn_builder(data["a"], 16, 4, is_training=True, seed=1)
     estimator.train(train_fn, max_steps=4)
@@ -100,6 +116,9 @@ import tensorflow as tf2
 cpu = tf2.config.list_physical_devices("CPU")[0]
 tf2.config.set_logical_device_configuration(
     cpu, [tf2.config.LogicalDeviceConfiguration(), tf2.config.LogicalDeviceConfiguration()])
+from absl import logging
+logging.set_verbosity(logging.INFO)
+tf2.get_logger().setLevel("INFO")
 from pretrain import run_pretraining
 print("RESULT " + json.dumps(run_pretraining.run({OPTS})), flush=True)
 """
@@ -127,8 +146,13 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
     proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(mirrored_opts)))
     single_result = run_pretraining.run(dict(base, strategy="cpu",
                                              output_dir=str(tmp_path / "cpu")))
-    mirrored_result = _result(proc)
+    mirrored_result, log = _result(proc, with_log=True)
     assert mirrored_result["strategy"] == "mirrored"
+    # Estimator's own `loss = ...` line shows the global-batch mean, as the hook's does (it
+    # SUMs what the replicas report; each reports its share of the mean).
+    estimator_loss = float(re.search(r"loss = ([0-9.]+), step = 0", log).group(1))
+    hook_loss = float(re.search(r"step 0: loss=([0-9.]+)", log).group(1))
+    assert estimator_loss == pytest.approx(hook_loss, abs=2e-4), log[-3000:]
     assert mirrored_result["global_step"] == 3 == single_result["global_step"]
     mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored"))
     single = tf.train.load_checkpoint(str(tmp_path / "cpu"))
@@ -165,18 +189,8 @@ print("RESULT " + json.dumps(run_pretraining.run(opts)), flush=True)
 """
 
 
-def _free_ports(count):
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def test_multi_worker_two_local_processes(data, tmp_path):
-    ports = _free_ports(2)
+    ports = free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     opts = _opts(data, tmp_path / "mw", input_file=f"{data['a']},{data['b']}",
                  strategy="multi_worker", num_train_steps=3)
