@@ -17,6 +17,10 @@ The cyclic collector is paused during the call (see py_build_pair_instances).
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#if PY_VERSION_HEX < 0x030A0000  /* Python 3.9: no PyGC_Disable; the collector stays on */
+#define PyGC_Disable() 0
+#define PyGC_Enable() ((void)0)
+#endif
 
 static PyObject *zero, *one, *minus_one, *too_short_key;
 static PyObject *str_random, *str_getrandbits;

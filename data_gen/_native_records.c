@@ -9,6 +9,14 @@ and the caller then runs the Python reference.
 #include "records.h"
 #include <math.h>
 #include <string.h>
+#if PY_VERSION_HEX < 0x030A0000  /* Python 3.9: PyModule_AddObjectRef is 3.10+ */
+static int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject *v)
+{
+    Py_INCREF(v);
+    if (PyModule_AddObject(m, name, v) < 0) { Py_DECREF(v); return -1; }
+    return 0;
+}
+#endif
 
 /* The inputs, masking and Example encoding live in native_src/records_*.c;
    this file holds the Python-facing functions, MaskEncoder and module init. */

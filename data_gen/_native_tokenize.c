@@ -17,6 +17,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if PY_VERSION_HEX < 0x030A0000  /* Python 3.9: Py_NewRef is 3.10+ */
+static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
+#endif
 
 #define PAGE_BITS 8
 #define PAGE_SIZE (1 << PAGE_BITS)

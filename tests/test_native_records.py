@@ -153,6 +153,10 @@ def test_encode_errors_and_inputs_left_to_python_match():
 class FailingRandom(random.Random):
     """Raises from the `fail_at`-th call of random()."""
 
+    def __new__(cls, seed, fail_at):  # Python 3.10's Random.__new__ takes the seed only
+        del fail_at
+        return super().__new__(cls, seed)
+
     def __init__(self, seed, fail_at):
         super().__init__(seed)
         self.calls, self.fail_at = 0, fail_at
