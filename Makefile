@@ -24,7 +24,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml $(wildcard data_gen/*.c) $(wildcard 
 	@touch $(STAMP)
 
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests  # one test file per worker: module fixtures run once
 
 demo: setup
 	PYTHON=$(abspath $(PY)) bash scripts/demo.sh
