@@ -92,7 +92,7 @@ def _next_record(reader):
 
 def scan_file(path, compression=None):
     """Walks every record of `path`; compression None = detect (sidecar, gzip magic)."""
-    compression = compression or detect_compression(path)
+    compression = detect_compression(path, requested=compression)
     scan = FileScan(path)
     with open_input(path, "rb") as raw:
         stream = gzip.GzipFile(fileobj=raw, mode="rb") if compression == "gzip" else raw
@@ -119,6 +119,6 @@ def scan_file(path, compression=None):
 
 
 def find_damaged(paths, compression=None):
-    """The FileScan of each damaged file among `paths` (in order)."""
+    """The FileScan of each damaged file among `paths` (in order); compression as in scan_file."""
     scans = [scan_file(path, compression) for path in paths]
     return [scan for scan in scans if not scan.intact]

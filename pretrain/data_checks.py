@@ -208,15 +208,9 @@ SKIP_FLAG_ADVICE = ("regenerate the file, leave it out of the input, or pass "
                     "count what is skipped")
 
 
-def _scan(files, compression):
-    kinds = {path: metadata.detect_compression(path, requested=compression) for path in files}
-    return [scan for scan in (tfrecord_scan.scan_file(path, kinds[path]) for path in files)
-            if not scan.intact]
-
-
 def describe_corrupt_input(files, compression, error):
     """The message for a DataLossError met while reading `files`: which file, where, what to do."""
-    damaged = _scan(files, compression)
+    damaged = tfrecord_scan.find_damaged(files, compression)
     if not damaged:  # not in the framing (e.g. a remote read failed): TensorFlow's own words
         return (f"cannot read the input records ({error.message.splitlines()[0]}) in one of "
                 f"{len(files)} file(s): {', '.join(files[:5])}; {SKIP_FLAG_ADVICE}")
@@ -230,7 +224,7 @@ def account_for_damage(files, compression):
     Returns {"damaged_files": [description, ...], "records_skipped_per_pass": int},
     counting the bad record itself and the intact ones after it.
     """
-    damaged = _scan(files, compression)
+    damaged = tfrecord_scan.find_damaged(files, compression)
     skipped = sum(1 + scan.records_after_problem for scan in damaged)
     for scan in damaged:
         logging.warning("--skip_corrupt_records: %s", scan.describe())

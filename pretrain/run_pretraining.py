@@ -205,15 +205,14 @@ def run(values):
 
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head, "eval_results": None}
+    input_files = sorted({path for files in checked.values() for path in files})
     if opts.skip_corrupt_records:
-        result["skipped_records"] = data_checks.account_for_damage(
-            sorted({path for files in checked.values() for path in files}), compression)
+        result["skipped_records"] = data_checks.account_for_damage(input_files, compression)
     try:
         _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result)
     except tf.errors.DataLossError as err:
-        files = sorted({path for files in checked.values() for path in files})
         raise data_checks.DataCheckError(
-            data_checks.describe_corrupt_input(files, compression, err)) from None
+            data_checks.describe_corrupt_input(input_files, compression, err)) from None
     except tf.errors.OpError as err:
         if not any(reason in err.message for reason in OUTPUT_WRITE_FAILURES):
             raise
