@@ -13,6 +13,7 @@ import random
 from data_gen import instances as instance_lib
 from data_gen import masking
 from data_gen import native
+from data_gen.corpus_reader import CorpusAccount, CorpusReader
 from data_gen.example_proto import InstanceEncoder, records_module
 from data_gen.segmentation import make_segmenter
 from data_gen.tfrecord_writer import frame_records_joined
@@ -96,6 +97,8 @@ class ChunkProcessor:
         # The Python path reuses whole-word units across roberta's dupes; the
         # C path recomputes them inside its call, cheaper than holding tuples.
         self._precompute_units = records_module(use_native) is None
+        # The tokenizer and the masking + encoding ran in C (the bulk of the work).
+        self.uses_c_accelerators = self._native is not None and not self._precompute_units
 
     def _native_tokenizer(self, use_native):
         """The C tokenizer over this processor's caches, or None for the Python path."""
@@ -203,6 +206,19 @@ class ChunkProcessor:
                 built = [instance + (None,) for instance in built]
         instance_lib.shuffle(built, rng, use_native=self._use_native)
         return built
+
+    def process_span(self, span, opener=None):
+        """Reads chunk `span` (data_gen.corpus_chunks.ChunkSpan) and processes it ->
+        ChunkResult whose counts include what was read and skipped."""
+        account = CorpusAccount()
+        reader = CorpusReader((), self.config.on_decode_error,
+                              self.config.max_sentences_per_document, account=account)
+        result = self.process(span.index, list(reader.read_span(span, opener)))
+        result.counts.update(account.counts)
+        result.counts["chunks"] += 1
+        if self.uses_c_accelerators:
+            result.counts["chunks_made_in_c"] += 1
+        return result
 
     def process(self, chunk_index, documents):
         """Tokenize, build, mask, serialize and frame one chunk -> ChunkResult.

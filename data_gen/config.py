@@ -3,6 +3,7 @@ import dataclasses
 import os
 
 from data_gen.cli_options import UserError, option, required
+from data_gen.corpus_chunks import DEFAULT_CHUNK_BYTES
 from data_gen.corpus_reader import DECODE_ERROR_POLICIES
 from data_gen.instances import MODES
 from data_gen.segmentation import SEGMENTERS
@@ -59,8 +60,9 @@ class GenerationConfig:
                                   choices=DECODE_ERROR_POLICIES)
     max_sentences_per_document: int = option(2000, "A document is cut after this many sentences "
                                               "(files without blank lines).")
-    chunk_chars: int = option(40000, "Characters per work unit. Changes the output (chunk = seed "
-                              "unit).")
+    chunk_bytes: int = option(DEFAULT_CHUNK_BYTES, "Input bytes per work unit (the seed unit; "
+                              "chunk k starts at the first blank line after byte k*chunk_bytes "
+                              "of the inputs laid end to end). Changes the output.")
     progress: bool = option(True, "Print a progress line on stderr.")
 
     def validate(self):
@@ -84,6 +86,7 @@ class GenerationConfig:
             (self.dupe_factor >= 1, f"--dupe_factor={self.dupe_factor}: must be >= 1"),
             (self.ngram >= 1, f"--ngram={self.ngram}: must be >= 1"),
             (self.num_workers >= 0, f"--num_workers={self.num_workers}: must be >= 0 (0 = all cores)"),
+            (self.chunk_bytes >= 1024, f"--chunk_bytes={self.chunk_bytes}: must be >= 1024"),
             (self.num_output_shards >= 0,
              f"--num_output_shards={self.num_output_shards}: must be >= 0"),
             (0 <= self.random_seed < 2 ** 63, f"--random_seed={self.random_seed}: must be in [0, 2**63)"),

@@ -9,6 +9,7 @@ raise CorpusError naming file and byte offset, or with on_decode_error="skip"
 the line is skipped and counted.
 """
 import collections
+import io
 import os
 
 from data_gen import file_utils
@@ -21,9 +22,9 @@ class CorpusError(ValueError):
     """Unreadable input: no file matched, undecodable bytes, ..."""
 
 
-def expand_input_patterns(patterns):
+def expand_input_patterns(patterns, glob_files=None):
     """data_gen.file_utils.expand_input_patterns, raising CorpusError (see there)."""
-    return file_utils.expand_input_patterns(patterns, error=CorpusError)
+    return file_utils.expand_input_patterns(patterns, error=CorpusError, glob_files=glob_files)
 
 
 class CorpusAccount:
@@ -101,53 +102,93 @@ class CorpusReader:
             self.account.add("long_line_pieces")
 
     def _read_file(self, path):
-        account = self.account
-        account.add("files")
-        account.add("bytes", os.path.getsize(path))
-        document = []
-        first = True
-        any_line = False
+        size = os.path.getsize(path)
         with open(path, "rb") as reader:
-            for offset, raw in self._raw_lines(reader):
-                any_line = True
-                self.position = self._finished_bytes + offset + len(raw)
-                if first:
-                    first = False
-                    if raw.startswith(_BOM):
-                        raw = raw[len(_BOM):]
-                        offset += len(_BOM)
-                        account.add("files_with_bom")
-                if raw.endswith(b"\r"):
-                    raw = raw[:-1]
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    bad_offset = offset + error.start
-                    if self.on_decode_error == "error":
-                        raise CorpusError(
-                            f"{path}: byte offset {bad_offset}: invalid UTF-8 "
-                            f"(byte 0x{raw[error.start]:02x}: {error.reason}); convert the file "
-                            "to UTF-8 or pass --on_decode_error=skip to skip such lines.") from None
-                    account.add("lines_skipped_invalid_utf8")
-                    continue
-                line = line.strip()
-                if not line:
-                    if document:
-                        account.add("documents")
-                        yield document
-                        document = []
-                    continue
-                document.append(line)
-                account.add("sentences")
-                if len(document) >= self.max_sentences_per_document:
+            yield from self._read_stream(path, reader, 0, size, True)
+        self._finished_bytes += size
+        self.position = self._finished_bytes
+
+    def read_span(self, span, opener=None):
+        """Documents of chunk `span` (data_gen.corpus_chunks.ChunkSpan), segment by segment.
+
+        Each segment is read on its own: its end ends a document, and a file
+        is counted (files, bytes, empty_files, ...) only by the segment that
+        owns it. A chunk that starts inside a document is counted too.
+        `opener(path)` gives a seekable binary file (default: open).
+        """
+        opener = opener or (lambda path: open(path, "rb"))
+        if span.starts_inside_document:
+            self.account.add("chunk_starts_inside_document")
+        for segment in span.segments:
+            data = b""
+            if segment.end > segment.start:
+                with opener(segment.path) as handle:
+                    handle.seek(segment.start)
+                    data = _read_exactly(handle, segment.end - segment.start, segment.path)
+            yield from self._read_stream(segment.path, io.BytesIO(data), segment.start,
+                                         segment.size, segment.owns_file)
+
+    def _read_stream(self, path, reader, base_offset, size, owns_file):
+        """Documents of `reader`, whose first byte is at `base_offset` of file `path`."""
+        account = self.account
+        if owns_file:
+            account.add("files")
+            account.add("bytes", size)
+        document = []
+        first = base_offset == 0
+        any_line = False
+        for offset, raw in self._raw_lines(reader):
+            offset += base_offset
+            any_line = True
+            self.position = self._finished_bytes + offset + len(raw)
+            if first:
+                first = False
+                if raw.startswith(_BOM):
+                    raw = raw[len(_BOM):]
+                    offset += len(_BOM)
+                    account.add("files_with_bom")
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                bad_offset = offset + error.start
+                if self.on_decode_error == "error":
+                    raise CorpusError(
+                        f"{path}: byte offset {bad_offset}: invalid UTF-8 "
+                        f"(byte 0x{raw[error.start]:02x}: {error.reason}); convert the file "
+                        "to UTF-8 or pass --on_decode_error=skip to skip such lines.") from None
+                account.add("lines_skipped_invalid_utf8")
+                continue
+            line = line.strip()
+            if not line:
+                if document:
                     account.add("documents")
-                    account.add("documents_cut_at_sentence_cap")
                     yield document
                     document = []
-        self._finished_bytes += os.path.getsize(path)
-        self.position = self._finished_bytes
+                continue
+            document.append(line)
+            account.add("sentences")
+            if len(document) >= self.max_sentences_per_document:
+                account.add("documents")
+                account.add("documents_cut_at_sentence_cap")
+                yield document
+                document = []
         if document:
             account.add("documents")
             yield document
-        if not any_line:
+        if owns_file and not any_line and size == 0:
             account.add("empty_files")
+
+
+def _read_exactly(handle, count, path):
+    """`count` bytes from `handle` (several reads if the file object gives fewer)."""
+    parts = []
+    while count > 0:
+        block = handle.read(count)
+        if not block:
+            raise CorpusError(f"{path}: the file ended early while reading it (was it changed "
+                              "during the run?); rerun on files that do not change.")
+        parts.append(block)
+        count -= len(block)
+    return b"".join(parts)

@@ -15,10 +15,12 @@ import time
 
 from data_gen import cli_options
 from data_gen.config import ConfigError, GenerationConfig
-from data_gen.corpus_reader import CorpusAccount, CorpusError, CorpusReader, expand_input_patterns
-from data_gen.file_utils import file_sha256, remove_all_temporaries
+from data_gen.corpus_chunks import CorpusLayout
+from data_gen.corpus_reader import CorpusError, expand_input_patterns
+from data_gen.file_utils import BackgroundSync, file_sha256, input_size, remove_all_temporaries
 from data_gen.metadata import build_metadata, metadata_path, write_metadata
-from data_gen.parallel import chunk_documents, process_chunks
+from data_gen.parallel import ChunkJob, process_chunks
+from data_gen.shard_pieces import ShardTotals
 from data_gen.segmentation import SegmenterError
 from data_gen.tfrecord_writer import TFRecordWriter
 from data_gen.tokenization import VocabError, load_vocab, check_special_tokens
@@ -80,54 +82,37 @@ def run(config):
     check_special_tokens(vocab, config.vocab_file)
     vocab_sha256 = file_sha256(config.vocab_file)
     files = expand_input_patterns(config.input_file)
+    layout = CorpusLayout(files, [input_size(path) for path in files], config.chunk_bytes)
     output_paths = config.output_paths()
-    num_workers = config.resolved_num_workers()
-    total_bytes = sum(os.path.getsize(path) for path in files)
-
-    corpus_account = CorpusAccount()
-    reader = CorpusReader(files, config.on_decode_error, config.max_sentences_per_document,
-                          account=corpus_account)
-    progress = _Progress(config.progress, total_bytes)
+    num_workers = min(config.resolved_num_workers(), layout.num_chunks)
+    progress = _Progress(config.progress, layout.total)
     work_counts = collections.Counter()
-    file_counts = [collections.Counter() for _ in output_paths]
-    file_max_ids = [0] * len(output_paths)
+    totals = ShardTotals(len(output_paths))
 
     previous_handler = None
     if hasattr(signal, "SIGTERM") and _in_main_thread():
         previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
     writers = []
     committed = []
-    results = None
+    outcomes = None
     try:
         writers = [TFRecordWriter(path, config.compression) for path in output_paths]
-        chunk_end_positions = {}
-
-        def chunks():
-            for index, chunk in enumerate(chunk_documents(reader, config.chunk_chars)):
-                chunk_end_positions[index] = reader.position
-                yield chunk
-
-        results = process_chunks(config, chunks(), num_workers)
-        record_index = 0
-        num_shards = len(writers)
-        for result in results:
-            # Record i of the run goes to shard i % num_shards.
-            for shard, writer in enumerate(writers):
-                data, instances, masked, max_id = result.select(
-                    (shard - record_index) % num_shards, num_shards)
-                writer.write_framed(data, instances)
-                file_counts[shard]["instances"] += instances
-                file_counts[shard]["masked_tokens"] += masked
-                file_max_ids[shard] = max(file_max_ids[shard], max_id)
-            record_index += len(result)
-            work_counts.update(result.counts)
-            progress.update(chunk_end_positions.pop(result.chunk_index), record_index)
-        progress.update(total_bytes, record_index, force=True)
+        with BackgroundSync(writers):
+            outcomes = process_chunks(ChunkJob(config, layout, len(output_paths)), num_workers,
+                                      [writer.temporary for writer in writers])
+            for outcome in outcomes:
+                for piece in outcome.pieces:
+                    if piece.data is not None:  # else a worker has written it
+                        writers[piece.shard].write_encoded(piece.data, piece.records)
+                    totals.add(piece)
+                work_counts.update(outcome.counts)
+                progress.update(outcome.end, totals.total("instances"))
+        progress.update(layout.total, totals.total("instances"), force=True)
         progress.finish()
-        account = _make_account(corpus_account, work_counts, file_counts, total_bytes,
+        account = make_account(work_counts, totals, layout.total,
                                 time.monotonic() - started, num_workers)
         if account["instances"] == 0:
-            raise EmptyOutputError(_why_empty(account, files))
+            raise EmptyOutputError(why_empty(account, files))
         for writer in writers:
             writer.close()
             committed.append(writer.path)
@@ -135,7 +120,7 @@ def run(config):
                       if isinstance(value, int)}
         for index, path in enumerate(output_paths):
             write_metadata(path, build_metadata(config, len(vocab), vocab_sha256,
-                                                file_max_ids[index], file_counts[index],
+                                                totals.max_ids[index], totals.file_counts(index),
                                                 run_counts))
         account["output_files"] = output_paths
         return account
@@ -149,8 +134,8 @@ def run(config):
                     os.remove(leftover)
         raise
     finally:
-        if results is not None:
-            results.close()  # terminates the worker pool if still running
+        if outcomes is not None:
+            outcomes.close()  # terminates the worker pool if still running
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
 
@@ -160,7 +145,7 @@ def _in_main_thread():
     return threading.current_thread() is threading.main_thread()
 
 
-def _why_empty(account, files):
+def why_empty(account, files):
     """The message for a run that made no instance: what was read and what dropped it."""
     dropped = ", ".join(f"{key}={value}" for key, value in sorted(_skipped(account).items())
                         if value) or "nothing was dropped"
@@ -174,14 +159,13 @@ def _why_empty(account, files):
 def _skipped(account):
     return {key: value for key, value in account.items()
             if ("skipped" in key or "too_short" in key or "cut_at" in key
-                or key in ("empty_files", "long_line_pieces"))}
+                or key in ("empty_files", "long_line_pieces", "chunk_starts_inside_document"))}
 
 
-def _make_account(corpus_account, work_counts, file_counts, total_bytes, seconds, num_workers):
-    account = dict(corpus_account.as_dict())
-    account.update(work_counts)
-    account["instances"] = sum(counts["instances"] for counts in file_counts)
-    account["masked_tokens"] = sum(counts["masked_tokens"] for counts in file_counts)
+def make_account(work_counts, totals, total_bytes, seconds, num_workers):
+    account = dict(sorted(work_counts.items()))
+    account["instances"] = totals.total("instances")
+    account["masked_tokens"] = totals.total("masked_tokens")
     account["input_bytes"] = total_bytes
     account["num_workers"] = num_workers
     account["seconds"] = round(seconds, 3)
@@ -202,9 +186,9 @@ def format_account(account):
         "[data_gen] wrote: {instances} instances, {masked} masked tokens to {n} file(s)".format(
             instances=account.get("instances", 0), masked=account.get("masked_tokens", 0),
             n=len(account.get("output_files", []))),
-        "[data_gen] speed: {mbps:.3f} MB/s of input ({sec:.1f} s, {workers} workers)".format(
+        "[data_gen] speed: {mbps:.3f} MB/s of input ({sec:.1f} s, {workers})".format(
             mbps=account.get("mb_per_second", 0.0), sec=account.get("seconds", 0.0),
-            workers=account.get("num_workers", 1)),
+            workers=account.get("runner") or f"{account.get('num_workers', 1)} workers"),
     ]
     return "\n".join(lines)
 

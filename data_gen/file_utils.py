@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import posixpath
+import threading
 
 SIDECAR_SUFFIX = ".meta.json"  # F.meta.json describes data file F (data_gen.metadata)
 
@@ -101,6 +102,39 @@ class AtomicFile:
         return False
 
 
+class BackgroundSync:
+    """A thread that flushes written data of open files to disk every `seconds`, so
+    that the fsync of AtomicFile.commit() finds little left to write.
+
+    files: objects with fileno(); use as a context manager around the writing.
+    """
+
+    def __init__(self, files, seconds=0.25):
+        self._files = list(files)
+        self._seconds = seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="background-sync", daemon=True)
+
+    def _run(self):
+        while not self._stop.wait(self._seconds):
+            for handle in self._files:
+                try:
+                    os.fdatasync(handle.fileno())
+                except (OSError, ValueError):  # closed meanwhile, or not syncable: commit() says
+                    pass
+
+    def __enter__(self):
+        if hasattr(os, "fdatasync"):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *unused):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        return False
+
+
 @contextlib.contextmanager
 def atomic_output(path):
     """Yields a temporary path for any writer (e.g. tf.io.TFRecordWriter); renames it to
@@ -159,6 +193,16 @@ def open_input(path, mode="rb"):
     return open(path, mode) if "b" in mode else open(path, mode, encoding="utf-8")
 
 
+def open_binary_input(path):
+    """open_input(path, "rb"): a seekable binary file, local or remote."""
+    return open_input(path, "rb")
+
+
+def input_size(path):
+    """The size in bytes of a local or remote file."""
+    return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
 def input_exists(path):
     """True if the local or remote file exists."""
     return _gfile().exists(path) if is_remote(path) else os.path.isfile(path)
@@ -174,19 +218,23 @@ def _glob(pattern):
             and (hidden or not posixpath.basename(path).startswith("."))]
 
 
-def expand_input_patterns(patterns, flag="--input_file", error=ValueError):
+def expand_input_patterns(patterns, flag="--input_file", error=ValueError, glob_files=None):
     """Sorted, de-duplicated files of comma-separated globs (a str or a list of them).
 
     `*.meta.json` sidecars and directories are never inputs; hidden files only
     when the pattern names them (so files being written are not read). A
     pattern matching nothing raises `error` naming `flag` and the pattern.
+    glob_files(pattern) lists the files of one pattern (default: local glob,
+    tf.io.gfile for SCHEME:// paths; Beam passes its FileSystems.match).
     """
+    glob_files = glob_files or _glob
     if isinstance(patterns, str):
         patterns = patterns.split(",")
     files = []
     seen = set()
     for pattern in [p.strip() for p in patterns if p and p.strip()]:
-        matches = sorted(path for path in _glob(pattern) if not path.endswith(SIDECAR_SUFFIX))
+        matches = sorted(path for path in glob_files(pattern)
+                         if not path.endswith(SIDECAR_SUFFIX))
         if not matches:
             raise error(f"{flag} pattern {pattern!r} matches no file (cwd {os.getcwd()}; "
                         f"*{SIDECAR_SUFFIX} sidecars are not inputs); check the path or quote "

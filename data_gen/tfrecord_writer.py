@@ -2,8 +2,11 @@
 
 Framing of each record (all little-endian):
   uint64 length | uint32 masked_crc32c(length bytes) | data | uint32 masked_crc32c(data)
-With compression="gzip" the framed stream is gzip-compressed, as
-tf.data.TFRecordDataset(compression_type="GZIP") expects.
+With compression="gzip" every write_framed() call becomes one gzip member
+(`encode_framed`); a file of several members is one gzip stream, as
+tf.data.TFRecordDataset(compression_type="GZIP") and Python's gzip read it.
+Compressing piece by piece is what lets worker processes compress their own
+pieces and still give the bytes a single process would write.
 
 CRC-32C comes from the google-crc32c package; data_gen._native_tfrecord (C,
 optional) frames a whole chunk in one call, 3-10x faster
@@ -12,6 +15,7 @@ AtomicFile: hidden ".NAME.incomplete-PID" until close(), removed by abort().
 """
 import contextlib
 import gzip
+import os
 import struct
 
 import google_crc32c
@@ -50,8 +54,18 @@ def frame_records_joined(records, use_native=None):
     return b"".join([frame_record(data) for data in records])
 
 
+def encode_framed(framed, compression):
+    """The bytes that framed records take in a file: themselves, or one gzip member.
+
+    The member has mtime 0 and no file name, so identical input gives identical bytes.
+    """
+    if compression == "gzip":
+        return gzip.compress(framed, compresslevel=6, mtime=0)
+    return framed
+
+
 class TFRecordWriter:
-    """Appends framed records to an AtomicFile, optionally gzip-compressed."""
+    """Appends framed records to an AtomicFile, optionally gzip-compressed (see above)."""
 
     def __init__(self, path, compression="none"):
         if compression not in COMPRESSIONS:
@@ -60,12 +74,10 @@ class TFRecordWriter:
         self.compression = compression
         self._file = AtomicFile(path)
         self.path = self._file.path
-        self._stream = self._file.handle
-        if compression == "gzip":
-            # mtime=0 and no file name in the header: identical runs give identical bytes.
-            self._stream = gzip.GzipFile(filename="", mode="wb", fileobj=self._file.handle,
-                                         mtime=0, compresslevel=6)
+        self.temporary = self._file.temporary  # other processes may write here (os.pwrite)
+        self.fileno = self._file.handle.fileno
         self.records = 0
+        self.bytes_written = 0
 
     def write(self, data):
         """Appends one serialized record."""
@@ -73,15 +85,20 @@ class TFRecordWriter:
 
     def write_framed(self, framed, count=1):
         """Appends `count` records already framed by frame_record(), back to back."""
+        self.write_encoded(encode_framed(framed, self.compression), count)
+
+    def write_encoded(self, encoded, count):
+        """Appends the output of encode_framed() for `count` records."""
         with self._naming_the_output():
-            self._stream.write(framed)
+            self._file.handle.write(encoded)
         self.records += count
+        self.bytes_written += len(encoded)
 
     def close(self):
         """Finishes the file and gives it its final name."""
         with self._naming_the_output():
-            if self._stream is not self._file.handle:
-                self._stream.close()
+            if self.compression == "gzip" and os.fstat(self.fileno()).st_size == 0:
+                self._file.handle.write(encode_framed(b"", "gzip"))  # a valid empty stream
             self._file.commit()
 
     @contextlib.contextmanager
@@ -94,9 +111,5 @@ class TFRecordWriter:
 
     def abort(self):
         """Discards the partial file."""
-        try:
-            if self._stream is not self._file.handle:
-                self._stream.close()
-        except (OSError, ValueError):
-            pass
         self._file.abort()
+

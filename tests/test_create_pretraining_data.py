@@ -1,6 +1,7 @@
 """End to end: data_gen.create_pretraining_data.run and the CLI."""
 import collections
 import glob
+import gzip
 import json
 import os
 import signal
@@ -129,7 +130,7 @@ def test_output_is_byte_identical_for_one_and_two_workers(setup, monkeypatch):
             monkeypatch.setattr(parallel, "default_start_method", lambda: start_method)
         prefix = tmp_path / f"w{workers}{start_method}"
         run(_config(tmp_path, vocab, corpus, mode="albert", dupe_factor=2, num_workers=workers,
-                    chunk_chars=1500, num_output_shards=2, output_file=str(prefix)))
+                    chunk_bytes=4096, num_output_shards=2, output_file=str(prefix)))
         outputs[workers, start_method] = [
             open(f"{prefix}-{i:05d}-of-00002", "rb").read() for i in range(2)]
     assert outputs[1, None] == outputs[2, "fork"] == outputs[2, "spawn"]
@@ -147,10 +148,16 @@ def test_default_start_method_forks_only_without_tensorflow():
 
 
 def test_gzip_output_is_readable_by_tensorflow(setup):
+    """Workers compress their own pieces: the file is several gzip members, which
+    TensorFlow and Python read as one stream, equal to the uncompressed file."""
     tmp_path, vocab, corpus = setup
-    run(_config(tmp_path, vocab, corpus, compression="gzip"))
-    plain_config = _config(tmp_path, vocab, corpus, output_file=str(tmp_path / "plain.tfrecord"))
-    run(plain_config)
+    corpus = util.write_corpus(tmp_path / "big.txt", util.documents(100, 4))
+    run(_config(tmp_path, vocab, corpus, compression="gzip", chunk_bytes=2048, num_workers=2))
+    run(_config(tmp_path, vocab, corpus, output_file=str(tmp_path / "plain.tfrecord"),
+                chunk_bytes=2048))
+    zipped_bytes = (tmp_path / "out.tfrecord").read_bytes()
+    assert zipped_bytes.count(b"\x1f\x8b\x08\x00") > 3  # one member per chunk
+    assert gzip.decompress(zipped_bytes) == (tmp_path / "plain.tfrecord").read_bytes()
     zipped = util.read_records(tmp_path / "out.tfrecord", SEQ, PRED, compression="GZIP")
     plain = util.read_records(tmp_path / "plain.tfrecord", SEQ, PRED)
     assert len(zipped) == len(plain) > 0
@@ -247,7 +254,7 @@ def test_killed_run_leaves_no_finished_looking_file(tmp_path, signum):
     out_dir.mkdir()
     process = _cli([f"--input_file={corpus}", f"--output_file={out_dir}/data.tfrecord",
                     f"--vocab_file={vocab}", "--max_seq_length=64", "--dupe_factor=40",
-                    "--num_workers=1", "--chunk_chars=5000", "--noprogress"])
+                    "--num_workers=1", "--chunk_bytes=16384", "--noprogress"])
     deadline = time.monotonic() + 60
     temporaries = []
     while time.monotonic() < deadline and process.poll() is None:

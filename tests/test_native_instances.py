@@ -341,7 +341,7 @@ def test_cli_output_is_the_same_with_and_without_the_c_paths(tmp_path, mode):
                         f"--input_file={corpus}", f"--output_file={out}",
                         f"--vocab_file={vocab}", f"--mode={mode}", "--max_seq_length=32",
                         "--max_predictions_per_seq=5", "--dupe_factor=3", "--short_seq_prob=0.3",
-                        "--num_workers=1", "--chunk_chars=2000", "--noprogress"],
+                        "--num_workers=1", "--chunk_bytes=6000", "--noprogress"],
                        check=True, cwd=REPO_ROOT, env=env, capture_output=True)
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and len(outputs[0]) > 10000
