@@ -154,12 +154,15 @@ def asks_for_help(args):
     return False
 
 
-def run_main(options_class, function, argv=None, expected=(), positional=None):
+def run_main(options_class, function, argv=None, expected=(), positional=None,
+             pass_other_args=False):
     """Console-script body: define flags, parse, run `function(options)`, fail cleanly.
 
     positional: name of a comma-separated string field that also takes the
     positional arguments (`tool A B` = `tool --FIELD=A,B`); without it a
-    positional argument is an error.
+    positional argument is an error. pass_other_args: arguments that are not
+    this tool's flags go, as a list, to `function(options, other_args)`, which
+    must check them (e.g. Beam's pipeline options).
     """
     from absl import logging  # pylint: disable=import-outside-toplevel
     define_flags(options_class)
@@ -168,9 +171,11 @@ def run_main(options_class, function, argv=None, expected=(), positional=None):
     def _main(arguments):
         logging.set_verbosity(logging.INFO)
         try:
-            options = options_from_flags(options_class, positional_args=arguments[1:],
-                                         positional=positional)
-            function(options)
+            if pass_other_args:
+                function(options_from_flags(options_class), arguments[1:])
+            else:
+                function(options_from_flags(options_class, positional_args=arguments[1:],
+                                            positional=positional))
         except KeyboardInterrupt as stop:
             print(f"\ninterrupted ({stop or 'Ctrl-C'}); no partial output is left under a "
                   "final name", file=sys.stderr)
@@ -185,17 +190,18 @@ def run_main(options_class, function, argv=None, expected=(), positional=None):
             print(f"error: {message}", file=sys.stderr)
             sys.exit(EXIT_USER_ERROR)
 
-    run_app(_main, argv)
+    run_app(_main, argv, known_only=pass_other_args)
 
 
-def run_app(main_function, argv=None):
+def run_app(main_function, argv=None, known_only=False):
     """absl's `app.run`, except that `--help` (which lists the tool's flags) exits 0 and a
-    flag that does not parse is one `error:` line with exit code 2."""
+    flag that does not parse is one `error:` line with exit code 2. known_only: flags
+    absl does not know stay in the arguments given to `main_function`."""
     from absl import app, flags  # pylint: disable=import-outside-toplevel
 
     def parse_flags(arguments):
         try:
-            return flags.FLAGS(arguments)
+            return flags.FLAGS(arguments, known_only=known_only)
         except flags.Error as error:  # an unknown flag or a value of the wrong type/choice
             print(f"error: {error}; see --help", file=sys.stderr)
             sys.exit(EXIT_USER_ERROR)

@@ -8,7 +8,8 @@ imports this module; it needs no TensorFlow except for remote (gs://) paths.
 import json
 import os
 
-from data_gen.file_utils import SIDECAR_SUFFIX, input_exists, open_input, write_json_atomically
+from data_gen.file_utils import (SIDECAR_SUFFIX, input_exists, is_remote, open_input,
+                                 write_json_atomically)
 from data_gen.record_schema import SENTENCE_TASK_BY_MODE
 
 FORMAT_VERSION = 1
@@ -37,7 +38,8 @@ def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, 
         "max_predictions_per_seq": config.max_predictions_per_seq,
         "has_token_boundary": config.mode == "albert",
         "compression": config.compression,
-        "vocab_file": os.path.abspath(config.vocab_file),
+        "vocab_file": config.vocab_file if is_remote(config.vocab_file)
+        else os.path.abspath(config.vocab_file),
         "vocab_size": vocab_size,
         "vocab_sha256": vocab_sha256,
         "max_token_id": max_token_id,
