@@ -99,7 +99,8 @@ def run(config):
         writers = [TFRecordWriter(path, config.compression) for path in output_paths]
         with BackgroundSync(writers):
             outcomes = process_chunks(ChunkJob(config, layout, len(output_paths)), num_workers,
-                                      [writer.temporary for writer in writers])
+                                      [writer.temporary for writer in writers],
+                                      [writer.path for writer in writers])
             for outcome in outcomes:
                 for piece in outcome.pieces:
                     if piece.data is not None:  # else a worker has written it

@@ -31,8 +31,9 @@ class OrderedOffsets:
     on; the writing itself then runs in parallel, with os.pwrite.
     """
 
-    def __init__(self, paths, context):
+    def __init__(self, paths, context, names=None):
         self.paths = list(paths)
+        self.names = list(names or paths)  # what an error calls the files
         self._condition = context.Condition()
         self._next_chunk = context.RawValue("q", 0)
         self._offsets = context.RawArray("q", len(self.paths))
@@ -60,10 +61,13 @@ class OrderedOffsets:
         if fd is None:
             fd = self._fds[path] = os.open(path, os.O_WRONLY)
         view = memoryview(data)
-        while view:
-            written = os.pwrite(fd, view, offset)
-            view = view[written:]
-            offset += written
+        try:
+            while view:
+                written = os.pwrite(fd, view, offset)
+                view = view[written:]
+                offset += written
+        except OSError as error:  # disk full, file too large: name the output
+            raise OSError(error.errno, error.strerror, self.names[shard]) from None
 
 
 @dataclasses.dataclass
@@ -136,12 +140,13 @@ def _terminate(executor):
         process.join(timeout=5)
 
 
-def process_chunks(job, num_workers, shard_paths):
+def process_chunks(job, num_workers, shard_paths, shard_names=None):
     """Yields the ChunkOutcome of every chunk of job.layout, in chunk order.
 
     num_workers == 1 runs in this process and leaves the pieces' data to the
     caller. Otherwise worker processes (started as default_start_method()
-    says) write the pieces into the existing files `shard_paths` and get at
+    says) write the pieces into the existing files `shard_paths` (called
+    `shard_names` in errors) and get at
     most 2 * num_workers chunks ahead of the caller. A worker that dies or
     fails to start raises BrokenProcessPool instead of hanging.
     """
@@ -155,7 +160,7 @@ def process_chunks(job, num_workers, shard_paths):
     global _worker
     start_method = default_start_method()
     context = multiprocessing.get_context(start_method)
-    job = dataclasses.replace(job, offsets=OrderedOffsets(shard_paths, context))
+    job = dataclasses.replace(job, offsets=OrderedOffsets(shard_paths, context, shard_names))
     if start_method == "fork":
         _worker = (job, job.processor())
         # Objects the workers inherit stay out of the cyclic collector: a

@@ -171,6 +171,9 @@ def results(work):
         ("generate: file size limit", module_command(
             "data_gen.create_pretraining_data", "--output_file=out/big.tfrecord", *GENERATE,
             "--dupe_factor=200")),
+        ("generate: file size limit, workers", module_command(  # the workers write the output
+            "data_gen.create_pretraining_data", "--output_file=out/big2.tfrecord", *GENERATE,
+            "--dupe_factor=200", "--num_workers=2", "--chunk_bytes=1024")),
         ("pretrain: file size limit", module_command(
             "pretrain.run_pretraining", "--bert_config_file=cfg.json",
             "--input_file=good.tfrecord", "--output_dir=out/p7", *PRETRAIN)),
@@ -200,6 +203,9 @@ def test_full_disk_names_the_output_and_leaves_nothing(results, work):
     assert "free some space" in line
     line = _error_line("generate: file size limit", results["generate: file size limit"])
     assert "File too large" in line and "big.tfrecord" in line and "ulimit -f" in line
+    line = _error_line("generate: file size limit, workers",
+                       results["generate: file size limit, workers"])
+    assert "File too large" in line and "/out/big2.tfrecord" in line and "ulimit -f" in line
     line = _error_line("pretrain: file size limit", results["pretrain: file size limit"])
     assert "--output_dir=out/p7" in line and "File too large" in line
     leftovers = [name for name in os.listdir(work / "out")
