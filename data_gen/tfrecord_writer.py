@@ -77,7 +77,6 @@ class TFRecordWriter:
         self.temporary = self._file.temporary  # other processes may write here (os.pwrite)
         self.fileno = self._file.handle.fileno
         self.records = 0
-        self.bytes_written = 0
 
     def write(self, data):
         """Appends one serialized record."""
@@ -92,7 +91,6 @@ class TFRecordWriter:
         with self._naming_the_output():
             self._file.handle.write(encoded)
         self.records += count
-        self.bytes_written += len(encoded)
 
     def close(self):
         """Finishes the file and gives it its final name."""
