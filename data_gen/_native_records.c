@@ -77,8 +77,8 @@ static PyObject *py_create_masked_lm_predictions(PyObject *module, PyObject *arg
     int whole_word, ok = 1;
     i64 *s = NULL, *u = NULL, total = 0, cap;
     double cumul[64];
-    MaskParams mp = {0, NULL, 0, 0};
-    Work w = {NULL, NULL, NULL, NULL};
+    MaskParams mp = {0, NULL, 0, 0, 0, NULL, NULL};
+    Work w = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     Py_ssize_t count, num;
     (void)module;
     if (!PyArg_ParseTuple(args, "OOOLOpOOO", &ids, &starts, &random, &mp.num_to_predict,
@@ -169,32 +169,40 @@ typedef struct {
     i64 max_predictions, mask_id, *replacements;
     double masked_lm_prob, cumulative[64];
     Py_ssize_t n_replacements, ngram, max_len, max_pred;
-    int whole_word, with_boundary;
-    PyObject *fallback;
+    int whole_word, with_boundary, per_span, with_spans;
+    PyObject *fallback, *similar;
 } MaskEncoder;
 
 static void mask_encoder_dealloc(MaskEncoder *self)
 {
     PyMem_Free(self->replacements);
     Py_XDECREF(self->fallback);
+    Py_XDECREF(self->similar);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *mask_encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *replacements, *cumulative, *fallback;
+    PyObject *replacements, *cumulative, *fallback, *similar;
     MaskEncoder *self = (MaskEncoder *)type->tp_alloc(type, 0);
     int ok;
     (void)kwargs;
     if (self == NULL) return NULL;
-    if (!PyArg_ParseTuple(args, "LdLOpOnnpO", &self->max_predictions, &self->masked_lm_prob,
-                          &self->mask_id, &replacements, &self->whole_word, &cumulative,
-                          &self->max_len, &self->max_pred, &self->with_boundary, &fallback))
+    if (!PyArg_ParseTuple(args, "LdLOpOnnpOiOp", &self->max_predictions,
+                          &self->masked_lm_prob, &self->mask_id, &replacements,
+                          &self->whole_word, &cumulative, &self->max_len, &self->max_pred,
+                          &self->with_boundary, &fallback, &self->per_span, &similar,
+                          &self->with_spans))
         goto fail;
     Py_INCREF(fallback);
     self->fallback = fallback;
+    Py_INCREF(similar);
+    self->similar = similar;
     self->ngram = -1;
     if (!PyCallable_Check(fallback) || self->mask_id < 0 || !is_seq(replacements) ||
+        self->per_span < 0 || self->per_span > 2 ||
+        (self->per_span && cumulative == Py_None) ||
+        (self->per_span == 2 && !PyDict_CheckExact(similar)) ||
         (cumulative != Py_None &&
          !zr_read_cumulative(cumulative, self->cumulative, &self->ngram))) {
         PyErr_SetString(PyExc_ValueError, "MaskEncoder: parameters the C path does not take");
@@ -215,7 +223,7 @@ static PyObject *mask_encoder_call(MaskEncoder *self, PyObject *args, PyObject *
     PyObject *ids, *starts, *segments, *label_obj, *units, *rng, *random = NULL;
     PyObject *result = NULL, *record;
     i64 *v = NULL, *s = NULL, *g = NULL, *u = NULL, label, total = 0, cap, max_id = 0;
-    Work w = {NULL, NULL, NULL, NULL};
+    Work w = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     Py_ssize_t count, num, n, n_starts;
     int ok = 0;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
@@ -235,11 +243,12 @@ static PyObject *mask_encoder_call(MaskEncoder *self, PyObject *args, PyObject *
     MaskParams mp = {num_to_predict < self->max_predictions ? num_to_predict
                                                              : self->max_predictions,
                      self->ngram < 0 ? NULL : self->cumulative, self->ngram,
-                     self->n_replacements};
+                     self->n_replacements, self->per_span, self->similar, NULL};
     if ((ok = zr_as_i64(label_obj, 0, &label)) != 1 || (v = zr_ints_of(ids, 0, &ok)) == NULL ||
         (s = zr_ints_of(starts, LLONG_MIN, &ok)) == NULL ||
         (g = zr_ints_of(segments, 0, &ok)) == NULL)
         goto done;
+    mp.ids = v;
     u = zr_instance_units(units, s, n_starts, self->whole_word, n, mp.cumulative != NULL,
                        &count, &total, &ok);
     cap = mp.num_to_predict < total ? mp.num_to_predict : total;
@@ -253,15 +262,18 @@ static PyObject *mask_encoder_call(MaskEncoder *self, PyObject *args, PyObject *
         labels[k] = v[w.chosen[k]];
         max_id = labels[k] > max_id ? labels[k] : max_id;
     }
-    for (Py_ssize_t k = 0; k < num; k++)
-        if (w.action[k] != -2)
-            v[w.chosen[k]] = w.action[k] == -1 ? self->mask_id : self->replacements[w.action[k]];
+    for (Py_ssize_t k = 0; k < num; k++) {
+        i64 a = w.action[k];
+        if (a != ZR_KEEP)
+            v[w.chosen[k]] = a == ZR_MASK ? self->mask_id
+                             : a >= 0 ? self->replacements[a] : ZR_LITERAL(a);
+    }
     for (Py_ssize_t i = 0; i < n; i++) max_id = v[i] > max_id ? v[i] : max_id;
     for (Py_ssize_t i = 0; self->with_boundary && i < n_starts; i++) boundary[i] = s[i] != 0;
     if (zr_check_sizes(n, num, self->max_len, self->max_pred) < 0) goto done;
     Instance in = {{v, n}, {g, SIZE(segments)}, {w.chosen, num}, {labels, num},
-                   {boundary, n_starts}, label, self->max_len, self->max_pred,
-                   self->with_boundary};
+                   {boundary, n_starts}, {w.left, num}, {w.right, num}, label, self->max_len,
+                   self->max_pred, self->with_boundary, self->with_spans && self->per_span};
     if ((record = zr_encode_instance(&in)) != NULL)
         result = Py_BuildValue("(NnL)", record, num, max_id);
 done:
@@ -283,7 +295,8 @@ static PyTypeObject MaskEncoderType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "MaskEncoder(max_predictions, masked_lm_prob, mask_id, replacements, whole_word,"
               " cumulative_or_None, max_seq_length, max_predictions_per_seq, with_boundary,"
-              " fallback)(ids, starts, segment_ids, label, units, rng)"
+              " fallback, per_span, similar_or_None, with_spans)"
+              "(ids, starts, segment_ids, label, units, rng)"
               " -> (record, num_masked, max_id); see masking.make_mask_and_encode",
     .tp_new = mask_encoder_new,
     .tp_dealloc = (destructor)mask_encoder_dealloc,

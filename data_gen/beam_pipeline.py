@@ -118,7 +118,8 @@ class MakePieces(beam.DoFn if beam else object):
     def setup(self):
         _limit_malloc_arenas()
         local = dataclasses.replace(self.config, vocab_file=localize(self.config.vocab_file),
-                                    jieba_user_dict=localize(self.config.jieba_user_dict))
+                                    jieba_user_dict=localize(self.config.jieba_user_dict),
+                                    similar_words_file=localize(self.config.similar_words_file))
         self.job = ChunkJob(local, self.layout, self.num_shards, opener=open_for_reading)
         self.processor = self.job.processor()
 
@@ -273,7 +274,8 @@ def run(config, beam_args):
             "create_pretraining_data flag nor a Beam pipeline option; see --help")
     local_vocab = localize(config.vocab_file)
     dataclasses.replace(config, vocab_file=local_vocab,
-                        jieba_user_dict=localize(config.jieba_user_dict)).validate()
+                        jieba_user_dict=localize(config.jieba_user_dict),
+                        similar_words_file=localize(config.similar_words_file)).validate()
     vocab = load_vocab(local_vocab)
     check_special_tokens(vocab, config.vocab_file)
     files = expand_input_patterns(config.input_file, glob_files=_glob_with_beam)
@@ -301,6 +303,7 @@ def run(config, beam_args):
     if account["instances"] == 0:
         raise EmptyOutputError(why_empty(account, files))
     account["output_files"] = output_paths
+    account["masking"] = config.masking_recipe()
     account["runner"] = options.get_all_options()["runner"] or "DirectRunner"
     return account
 

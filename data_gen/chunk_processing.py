@@ -16,6 +16,7 @@ from data_gen import native
 from data_gen.corpus_reader import CorpusAccount, CorpusReader
 from data_gen.example_proto import InstanceEncoder, records_module
 from data_gen.segmentation import make_segmenter
+from data_gen.similar_words import load_similar_words
 from data_gen.tfrecord_writer import frame_records_joined
 from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
 
@@ -81,16 +82,23 @@ class ChunkProcessor:
         if config.do_whole_word_mask:
             self.segmenter = make_segmenter(config.segmenter, config.jieba_user_dict or None,
                                             config.jieba_hmm, use_native=use_native)
-        self.masking_config = masking.MaskingConfig(
-            config.masked_lm_prob, config.max_predictions_per_seq, vocab["[MASK]"],
-            masking.replacement_ids(vocab), config.do_whole_word_mask,
-            config.ngram_for_mode())
         self._word_entries = {}
         self._use_native = use_native
         self._native = self._native_tokenizer(use_native)
+        recipe = config.masking_recipe()
+        self.similar_words_counts = {}
+        similar = None
+        if recipe == "macbert":
+            similar, self.similar_words_counts = load_similar_words(
+                config.similar_words_file, self.word_ids)
+        self.masking_config = masking.MaskingConfig(
+            config.masked_lm_prob, config.max_predictions_per_seq, vocab["[MASK]"],
+            masking.replacement_ids(vocab), config.do_whole_word_mask,
+            config.ngram_for_mode(), recipe, similar)
         self.encoder = InstanceEncoder(config.max_seq_length, config.max_predictions_per_seq,
                                        len(vocab), with_token_boundary=config.mode == "albert",
-                                       use_native=use_native)
+                                       use_native=use_native,
+                                       with_span_boundaries=self.masking_config.span_boundaries)
         # One call per instance: masking, token_boundary (albert), encoding.
         self._mask_and_encode = masking.make_mask_and_encode(
             self.masking_config, self.encoder, use_native=use_native)
@@ -123,6 +131,17 @@ class ChunkProcessor:
         if len(self._word_entries) < 500000:
             self._word_entries[word] = entry
         return entry
+
+    def word_ids(self, word):
+        """Token ids of one word (a similar-words entry), or None if any is [UNK].
+
+        Only the ids matter here, so no word segmentation runs."""
+        if self._native is not None:
+            ids = self._native.tokenize(word, None)[0]
+        else:
+            vocab = self.tokenizer.vocab
+            ids = [vocab.get(token, self.unk_id) for token in self.tokenizer.tokenize(word)]
+        return None if not ids or self.unk_id in ids else ids
 
     def tokenize_sentence(self, sentence):
         """Returns (ids, starts) of one sentence (see masking.py for starts).
@@ -216,6 +235,9 @@ class ChunkProcessor:
         result = self.process(span.index, list(reader.read_span(span, opener)))
         result.counts.update(account.counts)
         result.counts["chunks"] += 1
+        if span.index == 0:  # counted once, whichever process makes chunk 0
+            result.counts.update({f"similar_words_{key}": value
+                                  for key, value in self.similar_words_counts.items() if value})
         if self.uses_c_accelerators:
             result.counts["chunks_made_in_c"] += 1
         return result

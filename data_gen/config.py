@@ -6,6 +6,7 @@ from data_gen.cli_options import UserError, option, required
 from data_gen.corpus_chunks import DEFAULT_CHUNK_BYTES
 from data_gen.corpus_reader import DECODE_ERROR_POLICIES
 from data_gen.instances import MODES
+from data_gen.masking import MASKINGS
 from data_gen.segmentation import SEGMENTERS
 from data_gen.tfrecord_writer import COMPRESSIONS
 
@@ -38,6 +39,15 @@ class GenerationConfig:
                                    "maximum (albert/bert).")
     do_whole_word_mask: bool = option(True, "Mask whole words: jieba words for Chinese, "
                                       "WordPiece words otherwise.")
+    masking: str = option("auto", "Masking recipe over whole words. auto: wwm (roberta, bert) or "
+                          "ngram (albert); wwm: whole words, 80/10/10 per token; ngram: ALBERT "
+                          "n-grams, P(n) ~ 1/n up to --ngram; span: SpanBERT spans of "
+                          "Geometric(0.2) words (at most 10), one 80/10/10 decision per span, "
+                          "records carry span boundaries; macbert: n-grams of 1-4 words "
+                          "(40/30/20/10%), 80% similar words (--similar_words_file), 10% random, "
+                          "10% kept.", choices=MASKINGS)
+    similar_words_file: str = option("", "macbert masking: TSV of a word, then its similar words "
+                                     "(python -m data_gen.build_similar_words makes one).")
     ngram: int = option(3, "albert mode: largest n of n-gram masking over whole words "
                         "(P(n) ~ 1/n).")
     num_workers: int = option(0, "Worker processes (0 = all cores). Output is identical for any "
@@ -85,6 +95,15 @@ class GenerationConfig:
              f"--short_seq_prob={self.short_seq_prob}: must be in [0, 1]"),
             (self.dupe_factor >= 1, f"--dupe_factor={self.dupe_factor}: must be >= 1"),
             (self.ngram >= 1, f"--ngram={self.ngram}: must be >= 1"),
+            (self.masking in MASKINGS,
+             f"--masking={self.masking!r}: choose one of {', '.join(MASKINGS)}"),
+            (self.masking_recipe() != "macbert" or bool(self.similar_words_file),
+             "--masking=macbert needs --similar_words_file (a TSV of a word, then its similar "
+             "words; python -m data_gen.build_similar_words makes one from word vectors)"),
+            (bool(self.similar_words_file) <= (self.masking_recipe() == "macbert"),
+             f"--similar_words_file is used by --masking=macbert only (--masking={self.masking})"),
+            (self.masking_recipe() in ("wwm", "ngram") or self.do_whole_word_mask,
+             f"--masking={self.masking} works over whole words: drop --nodo_whole_word_mask"),
             (self.num_workers >= 0, f"--num_workers={self.num_workers}: must be >= 0 (0 = all cores)"),
             (self.chunk_bytes >= 1024, f"--chunk_bytes={self.chunk_bytes}: must be >= 1024"),
             (self.num_output_shards >= 0,
@@ -99,6 +118,8 @@ class GenerationConfig:
                 raise ConfigError(message)
         if not os.path.isfile(self.vocab_file):
             raise ConfigError(f"--vocab_file={self.vocab_file}: file not found")
+        if self.similar_words_file and not os.path.isfile(self.similar_words_file):
+            raise ConfigError(f"--similar_words_file={self.similar_words_file}: file not found")
 
     def resolved_num_workers(self):
         return self.num_workers or (os.cpu_count() or 1)
@@ -113,9 +134,15 @@ class GenerationConfig:
             raise ConfigError(f"--output_file lists a file twice: {self.output_file}")
         return paths
 
+    def masking_recipe(self):
+        """The masking recipe: --masking, or the mode's own when auto."""
+        if self.masking != "auto":
+            return self.masking
+        return "ngram" if self.mode == "albert" else "wwm"
+
     def ngram_for_mode(self):
-        """N-gram masking is ALBERT's: other modes mask single units."""
-        return self.ngram if self.mode == "albert" else 1
+        """--ngram applies to the ngram recipe (albert's default) only."""
+        return self.ngram if self.masking_recipe() == "ngram" else 1
 
     def as_flags(self):
         return dataclasses.asdict(self)

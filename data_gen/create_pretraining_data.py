@@ -112,6 +112,7 @@ def run(config):
         progress.finish()
         account = make_account(work_counts, totals, layout.total,
                                 time.monotonic() - started, num_workers)
+        account["masking"] = config.masking_recipe()
         if account["instances"] == 0:
             raise EmptyOutputError(why_empty(account, files))
         for writer in writers:
@@ -174,6 +175,22 @@ def make_account(work_counts, totals, total_bytes, seconds, num_workers):
     return account
 
 
+def _masking_line(account):
+    """The recipe, and for macbert what the similar-words table kept and dropped."""
+    line = f"[data_gen] masking: {account.get('masking', '?')}"
+    prefix = "similar_words_"
+    table = {key[len(prefix):]: value for key, value in account.items()
+             if key.startswith(prefix)}
+    if table:
+        dropped = ", ".join(f"{key}={value}" for key, value in sorted(table.items())
+                            if "dropped" in key)
+        line += (f"; similar words: {table.get('words_kept', 0)} of "
+                 f"{table.get('words_read', 0)} words kept, {table.get('candidates_kept', 0)} "
+                 f"of {table.get('candidates_read', 0)} candidates kept"
+                 + (f" (dropped: {dropped})" if dropped else ""))
+    return line
+
+
 def format_account(account):
     """Human-readable end-of-run report."""
     skipped = _skipped(account)
@@ -184,6 +201,7 @@ def format_account(account):
                              mb=account.get("input_bytes", 0) / 1e6),
         "[data_gen] skipped/adjusted: " + (", ".join(f"{key}={value}" for key, value in
                                                    sorted(skipped.items())) or "nothing"),
+        _masking_line(account),
         "[data_gen] wrote: {instances} instances, {masked} masked tokens to {n} file(s)".format(
             instances=account.get("instances", 0), masked=account.get("masked_tokens", 0),
             n=len(account.get("output_files", []))),

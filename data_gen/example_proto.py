@@ -64,19 +64,23 @@ class InstanceEncoder:
     """Serializes pretraining instances to Example bytes, padded as BERT does.
 
     The features, their dtypes and lengths are data_gen.record_schema's
-    (token_boundary, the optional one, when with_token_boundary).
+    (the optional ones: token_boundary when with_token_boundary, the span
+    boundaries when with_span_boundaries).
     """
 
     def __init__(self, max_seq_length, max_predictions_per_seq, vocab_size,
-                 with_token_boundary=False, use_native=None):
+                 with_token_boundary=False, use_native=None, with_span_boundaries=False):
         self._native = records_module(use_native)
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
         self.with_token_boundary = with_token_boundary
+        self.with_span_boundaries = with_span_boundaries
         # (name, Feature's list tag) in sorted key order, as protobuf's deterministic
         # serialization writes a map.
+        optional = ((record_schema.TOKEN_BOUNDARY if with_token_boundary else ())
+                    + (record_schema.SPAN_BOUNDARIES if with_span_boundaries else ()))
         features = record_schema.feature_lengths(max_seq_length, max_predictions_per_seq,
-                                                 with_optional=with_token_boundary)
+                                                 with_optional=optional)
         self._layout = [(name, _LIST_TAGS[dtype]) for name, (dtype, _) in sorted(features.items())]
         table_size = max(vocab_size, max_seq_length, 2)
         self._varints = [encode_varint(value) for value in range(table_size)]
@@ -91,9 +95,9 @@ class InstanceEncoder:
         return body + b"\x00" * (length - len(values))
 
     def encode(self, input_ids, segment_ids, masked_positions, masked_ids, label,
-               boundary=None):
+               boundary=None, span_left=None, span_right=None):
         """Returns the serialized Example of one instance (lists of int, unpadded)."""
-        if self._native is not None:
+        if self._native is not None and not self.with_span_boundaries:
             record = self._native.encode(input_ids, segment_ids, masked_positions, masked_ids,
                                          label, boundary, self.max_seq_length,
                                          self.max_predictions_per_seq, self.with_token_boundary)
@@ -121,6 +125,9 @@ class InstanceEncoder:
         }
         if self.with_token_boundary:
             payloads["token_boundary"] = self._packed(boundary, max_len)
+        if self.with_span_boundaries:
+            payloads["masked_lm_span_left"] = self._packed(span_left, max_pred)
+            payloads["masked_lm_span_right"] = self._packed(span_right, max_pred)
         entries = [_feature_entry(name, tag, payloads[name]) for name, tag in self._layout]
         body = b"".join(entries)
         return b"".join((b"\x0a", _varint(len(body)), body))

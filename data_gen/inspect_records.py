@@ -109,6 +109,11 @@ def format_record(record, names, sentence_task=None):
     if "token_boundary" in record:
         lines.append("  token_boundary: " +
                      " ".join(str(b) for b in record["token_boundary"][:length]))
+    if "masked_lm_span_left" in record:
+        spans = sorted(set(zip(record["masked_lm_span_left"][:len(labels)],
+                               record["masked_lm_span_right"][:len(labels)])))
+        lines.append("  masked spans (boundary positions): " +
+                     " ".join(f"({left} | {right})" for left, right in spans))
     return lines
 
 

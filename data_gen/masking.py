@@ -24,6 +24,14 @@ from data_gen.example_proto import records_module
 # Tokens that must never be drawn as a random replacement.
 _BRACKETED = re.compile(r"^\[[^\[\]]+\]$|^<[^<>]+>$")
 
+# --masking recipes (auto: wwm for roberta/bert, ngram for albert).
+MASKINGS = ("auto", "wwm", "ngram", "span", "macbert")
+SPAN_GEOMETRIC_P = 0.2          # SpanBERT: span length in words ~ Geometric(0.2),
+SPAN_MAX_WORDS = 10             # truncated at 10 words
+MACBERT_NGRAM_SHARES = (0.4, 0.3, 0.2, 0.1)  # MacBERT: 1- to 4-word n-grams
+# How the C MaskEncoder decides: 0 per token, 1 per span ([MASK]), 2 per span (similar words).
+PER_SPAN_CODES = {"wwm": 0, "ngram": 0, "span": 1, "macbert": 2}
+
 
 def replacement_ids(vocab):
     """Sorted ids of real tokens: no [special]/[unused*]/<S>-style, no "##" pieces."""
@@ -35,6 +43,29 @@ def replacement_ids(vocab):
     return sorted(ids)
 
 
+def _cumulative(weights):
+    """Running sums of `weights` normalised to end at exactly 1.0."""
+    total = sum(weights)
+    running, cumulative = 0.0, []
+    for weight in weights:
+        running += weight / total
+        cumulative.append(running)
+    cumulative[-1] = 1.0
+    return cumulative
+
+
+def span_length_weights(recipe, ngram=1):
+    """Unnormalised P(n) of a span of n whole words, n = 1.. (None: single units)."""
+    if recipe == "ngram":
+        return [1.0 / n for n in range(1, ngram + 1)] if ngram > 1 else None
+    if recipe == "span":
+        return [SPAN_GEOMETRIC_P * (1 - SPAN_GEOMETRIC_P) ** (n - 1)
+                for n in range(1, SPAN_MAX_WORDS + 1)]
+    if recipe == "macbert":
+        return list(MACBERT_NGRAM_SHARES)
+    return None
+
+
 class MaskingConfig:
     """Parameters of MLM selection.
 
@@ -44,32 +75,39 @@ class MaskingConfig:
       mask_id: id of [MASK].
       replacement_ids: ids allowed as random replacement (see replacement_ids()).
       do_whole_word_mask: group continuation tokens with their unit.
-      ngram: largest n of ALBERT n-gram masking over units (1 = off).
+      ngram: largest n of ALBERT n-gram masking over units (recipe "ngram").
+      recipe: wwm | ngram | span | macbert (None: ngram when ngram > 1, else wwm).
+      similar_words: macbert: {word ids tuple: tuple of same-length id tuples}.
+      ngram_cumulative: cumulative P(n) of spans of n units, None for single units.
+      per_span: one 80/10/10 decision per span instead of per token (span, macbert).
+      span_boundaries: records carry each prediction's span boundaries (span).
     """
 
     def __init__(self, masked_lm_prob, max_predictions_per_seq, mask_id, replacement_ids,
-                 do_whole_word_mask=True, ngram=1):
+                 do_whole_word_mask=True, ngram=1, recipe=None, similar_words=None):
         if not 0.0 <= masked_lm_prob <= 1.0:
             raise ValueError(f"--masked_lm_prob={masked_lm_prob}: must be within [0, 1]")
         if max_predictions_per_seq < 1:
             raise ValueError(f"--max_predictions_per_seq={max_predictions_per_seq}: must be >= 1")
         if ngram < 1:
             raise ValueError(f"--ngram={ngram}: must be >= 1")
+        recipe = recipe or ("ngram" if ngram > 1 else "wwm")
+        if recipe not in MASKINGS[1:]:
+            raise ValueError(f"--masking={recipe!r}: choose one of {', '.join(MASKINGS)}")
+        if recipe == "macbert" and similar_words is None:
+            raise ValueError("--masking=macbert needs --similar_words_file")
         self.masked_lm_prob = masked_lm_prob
         self.max_predictions_per_seq = max_predictions_per_seq
         self.mask_id = mask_id
         self.replacement_ids = list(replacement_ids)
         self.do_whole_word_mask = do_whole_word_mask
         self.ngram = ngram
-        # Cumulative weights of n = 1..ngram, proportional to 1/n (ALBERT).
-        weights = [1.0 / n for n in range(1, ngram + 1)]
-        total = sum(weights)
-        running = 0.0
-        self.ngram_cumulative = []
-        for weight in weights:
-            running += weight / total
-            self.ngram_cumulative.append(running)
-        self.ngram_cumulative[-1] = 1.0
+        self.recipe = recipe
+        self.similar_words = similar_words if recipe == "macbert" else None
+        weights = span_length_weights(recipe, ngram)
+        self.ngram_cumulative = _cumulative(weights) if weights else None
+        self.per_span = recipe in ("span", "macbert")
+        self.span_boundaries = recipe == "span"
 
 
 def whole_word_units(starts, do_whole_word_mask=True, use_native=None):
@@ -133,8 +171,13 @@ def _select_units(units, num_to_predict, rng):
     return chosen
 
 
-def _select_ngrams(units, num_to_predict, rng, cumulative):
-    """ALBERT n-gram selection: spans of n adjacent units, P(n) proportional to 1/n."""
+def _select_ngrams(units, num_to_predict, rng, cumulative, spans=None):
+    """N-gram selection: spans of n adjacent units, n drawn from `cumulative`.
+
+    A span stops early at a gap between units ([SEP]), a covered unit or the
+    budget. Appends (begin, end, first unit, end unit) of each span to `spans`
+    when given.
+    """
     size = len(units)
     order = list(range(size))
     random = rng.random
@@ -151,6 +194,7 @@ def _select_ngrams(units, num_to_predict, rng, cumulative):
         n = _draw_n(random, cumulative)
         span_begin = units[first][0]
         span_end = span_begin
+        last = first
         for index in range(first, min(first + n, size)):
             begin, end = units[index]
             if begin != span_end and index != first:  # not adjacent: do not cross [SEP]
@@ -158,10 +202,13 @@ def _select_ngrams(units, num_to_predict, rng, cumulative):
             if covered[begin] or len(chosen) + (end - span_begin) > num_to_predict:
                 break
             span_end = end
+            last = index + 1
         if span_end == span_begin:
             continue
         covered[span_begin:span_end] = b"\x01" * (span_end - span_begin)
         chosen.extend(range(span_begin, span_end))
+        if spans is not None:
+            spans.append((span_begin, span_end, first, last))
     return chosen
 
 
@@ -180,8 +227,9 @@ def create_masked_lm_predictions(ids, starts, rng, config, units=None, use_nativ
       the chosen positions corrupted (80% [MASK], 10% random real token,
       10% unchanged); positions are sorted; labels[i] = ids[positions[i]].
     """
-    num_to_predict = min(config.max_predictions_per_seq,
-                         max(1, int(round(len(ids) * config.masked_lm_prob))))
+    if config.per_span:
+        return mask_spans(ids, starts, rng, config, units)[:3]
+    num_to_predict = _num_to_predict(ids, config)
     module = records_module(use_native)
     if module is not None:
         result = module.create_masked_lm_predictions(
@@ -192,7 +240,7 @@ def create_masked_lm_predictions(ids, starts, rng, config, units=None, use_nativ
             return result
     if units is None:
         units = whole_word_units(starts, config.do_whole_word_mask, use_native=False)
-    if config.ngram > 1:
+    if config.ngram_cumulative is not None:
         chosen = _select_ngrams(units, num_to_predict, rng, config.ngram_cumulative)
     else:
         chosen = _select_units(units, num_to_predict, rng)
@@ -209,6 +257,60 @@ def create_masked_lm_predictions(ids, starts, rng, config, units=None, use_nativ
         elif draw >= 0.9:
             output_ids[position] = replacements[int(random() * len(replacements))]
     return output_ids, chosen, labels
+
+
+def _num_to_predict(ids, config):
+    return min(config.max_predictions_per_seq,
+               max(1, int(round(len(ids) * config.masked_lm_prob))))
+
+
+def _random_tokens(output_ids, begin, end, replacements, random):
+    for position in range(begin, end):
+        output_ids[position] = replacements[int(random() * len(replacements))]
+
+
+def mask_spans(ids, starts, rng, config, units=None):
+    """The per-span recipes (span, macbert): n-grams of whole words, one decision each.
+
+    Spans are chosen as _select_ngrams does. Then, span by span in position
+    order, one draw decides: below 0.8 every token becomes [MASK] (span) or
+    each word of the span becomes one of its similar words, drawn uniformly,
+    or random tokens when it has none (macbert); from 0.9 every token becomes
+    a random token; otherwise the span is kept. Word lengths never change.
+
+    Returns (output_ids, positions, labels, span_left, span_right): the first
+    three as create_masked_lm_predictions; span_left[i] / span_right[i] are the
+    positions just before and just after the span of positions[i].
+    """
+    if units is None:
+        units = whole_word_units(starts, config.do_whole_word_mask, use_native=False)
+    spans = []
+    _select_ngrams(units, _num_to_predict(ids, config), rng, config.ngram_cumulative, spans)
+    spans.sort()
+    output_ids = list(ids)
+    positions, labels, span_left, span_right = [], [], [], []
+    replacements = config.replacement_ids
+    similar = config.similar_words
+    random = rng.random
+    for begin, end, first, last in spans:
+        positions.extend(range(begin, end))
+        labels.extend(ids[begin:end])
+        span_left.extend([begin - 1] * (end - begin))
+        span_right.extend([end] * (end - begin))
+        draw = random()
+        if draw >= 0.9:
+            _random_tokens(output_ids, begin, end, replacements, random)
+        elif draw < 0.8 and similar is None:
+            output_ids[begin:end] = [config.mask_id] * (end - begin)
+        elif draw < 0.8:
+            for word_begin, word_end in units[first:last]:
+                candidates = similar.get(tuple(ids[word_begin:word_end]))
+                if candidates:
+                    output_ids[word_begin:word_end] = candidates[
+                        int(random() * len(candidates))]
+                else:
+                    _random_tokens(output_ids, word_begin, word_end, replacements, random)
+    return output_ids, positions, labels, span_left, span_right
 
 
 def token_boundary(starts, use_native=None):
@@ -229,10 +331,18 @@ def mask_and_encode(ids, starts, segment_ids, label, units, rng, config, encoder
     encoder.encode(...), len(positions), and the largest id in the output ids
     and labels. The reference of make_mask_and_encode(), which is faster.
     """
-    output_ids, positions, labels = create_masked_lm_predictions(
-        ids, starts, rng, config, units, use_native=use_native)
+    span_left = span_right = None
+    if config.per_span:
+        output_ids, positions, labels, span_left, span_right = mask_spans(
+            ids, starts, rng, config, units)
+    else:
+        output_ids, positions, labels = create_masked_lm_predictions(
+            ids, starts, rng, config, units, use_native=use_native)
+    if not encoder.with_span_boundaries:
+        span_left = span_right = None
     boundary = token_boundary(starts, use_native) if encoder.with_token_boundary else None
-    record = encoder.encode(output_ids, segment_ids, positions, labels, label, boundary)
+    record = encoder.encode(output_ids, segment_ids, positions, labels, label, boundary,
+                            span_left, span_right)
     return record, len(positions), max(max(output_ids), max(labels, default=0))
 
 
@@ -251,8 +361,9 @@ def make_mask_and_encode(config, encoder, use_native=None):
     try:
         return module.MaskEncoder(
             config.max_predictions_per_seq, config.masked_lm_prob, config.mask_id,
-            config.replacement_ids, config.do_whole_word_mask,
-            config.ngram_cumulative if config.ngram > 1 else None, encoder.max_seq_length,
-            encoder.max_predictions_per_seq, encoder.with_token_boundary, python)
+            config.replacement_ids, config.do_whole_word_mask, config.ngram_cumulative,
+            encoder.max_seq_length, encoder.max_predictions_per_seq,
+            encoder.with_token_boundary, python, PER_SPAN_CODES[config.recipe],
+            config.similar_words, encoder.with_span_boundaries)
     except (TypeError, ValueError, OverflowError):  # parameters the C path does not take
         return python

@@ -37,6 +37,8 @@ def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, 
         "max_seq_length": config.max_seq_length,
         "max_predictions_per_seq": config.max_predictions_per_seq,
         "has_token_boundary": config.mode == "albert",
+        "masking": config.masking_recipe(),
+        "has_span_boundaries": config.masking_recipe() == "span",
         "compression": config.compression,
         "vocab_file": config.vocab_file if is_remote(config.vocab_file)
         else os.path.abspath(config.vocab_file),

@@ -42,7 +42,14 @@ FEATURES = (
     Feature("next_sentence_labels", "int64", 1, "the sentence-task label (see below)"),
     Feature("token_boundary", "int64", SEQ, "1 where a word starts (albert mode only)",
             optional=True),
+    Feature("masked_lm_span_left", "int64", PREDICTIONS, "position just before the masked "
+            "span of each prediction, 0-padded (--masking=span only)", optional=True),
+    Feature("masked_lm_span_right", "int64", PREDICTIONS, "position just after the masked "
+            "span of each prediction, 0-padded (--masking=span only)", optional=True),
 )
+# The optional features written together, by what the sidecar says of the data.
+TOKEN_BOUNDARY = ("token_boundary",)
+SPAN_BOUNDARIES = ("masked_lm_span_left", "masked_lm_span_right")
 
 # What `next_sentence_labels` means, by data_gen --mode (also the sidecar's
 # "sentence_task" field).
@@ -57,11 +64,14 @@ SENTENCE_LABEL_MEANINGS = {
 def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False):
     """{name: (dtype, length)} of the features, in the table's order.
 
-    with_optional: include the optional features (token_boundary).
+    with_optional: True (every optional feature), False (none), or the names
+      of the optional ones to include (e.g. SPAN_BOUNDARIES).
     """
     sizes = {SEQ: max_seq_length, PREDICTIONS: max_predictions_per_seq, 1: 1}
+    wanted = (lambda name: with_optional) if isinstance(with_optional, bool) else (
+        lambda name: name in with_optional)
     return {feature.name: (feature.dtype, sizes[feature.length]) for feature in FEATURES
-            if with_optional or not feature.optional}
+            if not feature.optional or wanted(feature.name)}
 
 
 def required_names():

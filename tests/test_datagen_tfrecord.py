@@ -19,21 +19,33 @@ _ENCODERS = [False] + ([True] if native.load("_native_records") else [])
 
 
 @pytest.mark.parametrize("use_native", _ENCODERS, ids=lambda c: "C" if c else "Python")
-@pytest.mark.parametrize("with_token_boundary", [False, True])
-def test_both_encoders_write_exactly_the_schema(use_native, with_token_boundary):
+@pytest.mark.parametrize("optional", [(), record_schema.TOKEN_BOUNDARY,
+                                      record_schema.SPAN_BOUNDARIES,
+                                      record_schema.TOKEN_BOUNDARY + record_schema.SPAN_BOUNDARIES],
+                         ids=["plain", "token_boundary", "span_boundaries", "both"])
+def test_both_encoders_write_exactly_the_schema(use_native, optional):
     """The Python encoder and its C twin write record_schema's names, dtypes and lengths."""
     import tensorflow as tf
-    encoder = InstanceEncoder(12, 5, 30000, with_token_boundary, use_native=use_native)
-    data = encoder.encode([2, 20000, 4, 3], [0, 0, 1, 1], [2], [7000], 1, [1, 1, 0, 1])
+    with_token_boundary = "token_boundary" in optional
+    with_spans = "masked_lm_span_left" in optional
+
+    def encode(native_or_not):
+        encoder = InstanceEncoder(12, 5, 30000, with_token_boundary, use_native=native_or_not,
+                                  with_span_boundaries=with_spans)
+        return encoder.encode([2, 20000, 4, 3], [0, 0, 1, 1], [1, 2], [7000, 4], 1,
+                              [1, 1, 0, 1], [0, 0], [3, 3])
+    data = encode(use_native)
     feature = tf.train.Example.FromString(data).features.feature
-    expected = record_schema.feature_lengths(12, 5, with_optional=with_token_boundary)
+    expected = record_schema.feature_lengths(12, 5, with_optional=optional)
     assert sorted(feature) == sorted(expected)
     kinds = {"int64": "int64_list", "float32": "float_list"}
     for name, (dtype, length) in expected.items():
         assert feature[name].WhichOneof("kind") == kinds[dtype], name
         assert len(getattr(feature[name], kinds[dtype]).value) == length, name
-    python = InstanceEncoder(12, 5, 30000, with_token_boundary, use_native=False)
-    assert data == python.encode([2, 20000, 4, 3], [0, 0, 1, 1], [2], [7000], 1, [1, 1, 0, 1])
+    if with_spans:
+        assert list(feature["masked_lm_span_left"].int64_list.value) == [0, 0, 0, 0, 0]
+        assert list(feature["masked_lm_span_right"].int64_list.value) == [3, 3, 0, 0, 0]
+    assert data == encode(False)
 
 
 def test_varints():

@@ -39,9 +39,18 @@ typedef struct {
     const double *cumulative;  /* NULL: _select_units, else _select_ngrams */
     Py_ssize_t ngram;          /* len(cumulative) */
     i64 n_replacements;
+    int per_span;              /* 0 per token, 1 per span [MASK], 2 per span similar words */
+    PyObject *similar;         /* per_span 2: dict {ids tuple: tuple of id tuples} */
+    const i64 *ids;            /* per_span 2: the instance's ids (the similar-word keys) */
 } MaskParams;
 
-typedef struct { i64 *order, *chosen, *action; char *covered; } Work;
+/* chosen/action/left/right: one entry per chosen position; spans: 4 per span. */
+typedef struct { i64 *order, *chosen, *action, *left, *right, *spans; char *covered; } Work;
+
+/* action values: keep, [MASK], replacements[r] (r >= 0), or a literal id. */
+#define ZR_KEEP (-2)
+#define ZR_MASK (-1)
+#define ZR_LITERAL(id) (-3 - (id))
 
 ZR_INTERNAL int zr_read_cumulative(PyObject *cumulative, double *out, Py_ssize_t *ngram);
 ZR_INTERNAL int zr_work_alloc(Work *w, const i64 *u, Py_ssize_t count, i64 cap);
@@ -52,10 +61,10 @@ ZR_INTERNAL Py_ssize_t zr_mask_core(const i64 *u, Py_ssize_t size, const MaskPar
 
 typedef struct { const i64 *v; Py_ssize_t n; } Ints;
 typedef struct {
-    Ints input_ids, segment_ids, positions, masked_ids, boundary;
+    Ints input_ids, segment_ids, positions, masked_ids, boundary, span_left, span_right;
     i64 label;
     Py_ssize_t max_len, max_pred;
-    int with_boundary;
+    int with_boundary, with_spans;
 } Instance;
 
 ZR_INTERNAL int zr_check_sizes(Py_ssize_t seq_len, Py_ssize_t num_masked, Py_ssize_t max_len,

@@ -80,13 +80,17 @@ PyObject *zr_encode_instance(const Instance *in)
 {
     static const char float_one[4] = {0x00, 0x00, (char)0x80, 0x3f};
     Py_ssize_t seq_len = in->input_ids.n, num_masked = in->positions.n, body = 0;
-    Feature f[8] = {
+    Feature f[10] = {
         {"input_ids", 0x1a, in->input_ids.v, seq_len, NULL, 0, 0, pad(in->max_len, seq_len), {0}},
         {"input_mask", 0x1a, NULL, 0, "\x01", 1, seq_len, in->max_len - seq_len, {0}},
         {"masked_lm_ids", 0x1a, in->masked_ids.v, in->masked_ids.n, NULL, 0, 0,
          pad(in->max_pred, in->masked_ids.n), {0}},
         {"masked_lm_positions", 0x1a, in->positions.v, num_masked, NULL, 0, 0,
          pad(in->max_pred, num_masked), {0}},
+        {"masked_lm_span_left", 0x1a, in->span_left.v, in->span_left.n, NULL, 0, 0,
+         pad(in->max_pred, in->span_left.n), {0}},
+        {"masked_lm_span_right", 0x1a, in->span_right.v, in->span_right.n, NULL, 0, 0,
+         pad(in->max_pred, in->span_right.n), {0}},
         {"masked_lm_weights", 0x12, NULL, 0, float_one, 4, num_masked,
          4 * (in->max_pred - num_masked), {0}},
         {"next_sentence_labels", 0x1a, &in->label, 1, NULL, 0, 0, 0, {0}},
@@ -95,13 +99,13 @@ PyObject *zr_encode_instance(const Instance *in)
         {"token_boundary", 0x1a, in->boundary.v, in->boundary.n, NULL, 0, 0,
          pad(in->max_len, in->boundary.n), {0}},
     };
-    int count = in->with_boundary ? 8 : 7;
-    for (int i = 0; i < count; i++) body += feature_size(&f[i]);
+    int on[10] = {1, 1, 1, 1, in->with_spans, in->with_spans, 1, 1, 1, in->with_boundary};
+    for (int i = 0; i < 10; i++) body += on[i] ? feature_size(&f[i]) : 0;
     PyObject *out = PyBytes_FromStringAndSize(NULL, 1 + varint_len(body) + body);
     if (out == NULL) return NULL;
     char *p = PyBytes_AS_STRING(out);
     *p++ = 0x0a;
     p = put_varint(p, body);
-    for (int i = 0; i < count; i++) p = put_feature(p, &f[i]);
+    for (int i = 0; i < 10; i++) p = on[i] ? put_feature(p, &f[i]) : p;
     return out;
 }
