@@ -32,7 +32,8 @@ import tensorflow.compat.v1 as tf
 
 from pretrain import checkpoint_io
 
-SURGERY_VARIABLES = ("bert/embeddings/word_embeddings", "cls/predictions/output_bias")
+SURGERY_VARIABLES = ("bert/embeddings/word_embeddings", "cls/predictions/output_bias",
+                     "cls/span_boundary/output_bias")
 WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
 _WRAPPER_PREFIXES = ("module/",)
 _TRAINING_STATE = re.compile(

@@ -124,6 +124,38 @@ def _check_record(path, record, flags):
     return problems
 
 
+SPAN_DATA_ADVICE = ("make the data with python -m data_gen.create_pretraining_data "
+                    "--masking=span, or train without --span_boundary_objective")
+
+
+def _span_boundary_gap(path, meta, record):
+    """Why file `path` cannot feed the SBO head (a phrase naming the file), or None.
+
+    The sidecar must say has_span_boundaries=true; without a sidecar, the first
+    record must hold record_schema.SPAN_BOUNDARIES.
+    """
+    if meta is not None and not meta.get("has_span_boundaries"):
+        where = metadata.metadata_path(path)
+        if "has_span_boundaries" not in meta:
+            return f"{where} has no has_span_boundaries field (data made before --masking=span)"
+        return (f"{where} says has_span_boundaries={_json_bool(meta['has_span_boundaries'])} "
+                f"(masking={meta.get('masking', '?')})")
+    absent = [name for name in record_schema.SPAN_BOUNDARIES if name not in record]
+    if absent:
+        return f"{path}: first record has no {' / '.join(absent)} feature"
+    return None
+
+
+def _json_bool(value):
+    return "true" if value is True else "false" if value is False else repr(value)
+
+
+def _span_boundary_message(gaps):
+    more = f" (and {len(gaps) - 1} more file(s))" if len(gaps) > 1 else ""
+    return (f"--span_boundary_objective needs span boundaries in the data, but {gaps[0]}"
+            f"{more}; {SPAN_DATA_ADVICE}")
+
+
 DEFAULT_LENGTHS = {"max_seq_length": 128, "max_predictions_per_seq": 20}  # Google's defaults
 
 
@@ -147,7 +179,7 @@ def lengths_from_data(input_patterns, **lengths):
 
 
 def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, bert_config,
-                     use_sentence_head=None, compression=None):
+                     use_sentence_head=None, compression=None, span_boundary_objective=False):
     """Checks every file of `input_patterns`; returns (files, metas).
 
     Args:
@@ -155,8 +187,11 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
         type_vocab_size).
       use_sentence_head: whether the model trains the SOP/NSP head (None: skip
         that check).
+      span_boundary_objective: the SBO head is on, so every file must carry span
+        boundaries (sidecar has_span_boundaries, else the first record's features).
     Raises:
-      DataCheckError listing every problem found (file and value named).
+      DataCheckError listing every problem found (file and value named); data
+      without span boundaries alone gives a one-line message saying how to make it.
     """
     if max_seq_length > bert_config.max_position_embeddings:
         raise DataCheckError(f"--max_seq_length={max_seq_length} exceeds the model's "
@@ -167,7 +202,7 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
     flags = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                  vocab_size=bert_config.vocab_size, use_sentence_head=use_sentence_head,
                  type_vocab_size=bert_config.type_vocab_size)
-    problems, metas, without_sidecar = [], [], []
+    problems, metas, without_sidecar, span_gaps = [], [], [], []
     for path in files:
         try:
             meta = metadata.read_metadata(path)
@@ -187,10 +222,17 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
             problems.append(str(err))
             continue
         problems.extend(_check_record(path, record, flags))
+        gap = _span_boundary_gap(path, meta, record) if span_boundary_objective else None
+        if gap:
+            span_gaps.append(gap)
     if without_sidecar:
         logging.warning("%d input file(s) have no %s sidecar (not written by data_gen?); "
                         "checked from their first record only: %s", len(without_sidecar),
                         SIDECAR_SUFFIX, ", ".join(without_sidecar[:5]))
+    if span_gaps:
+        if not problems:
+            raise DataCheckError(_span_boundary_message(span_gaps))
+        problems.insert(0, _span_boundary_message(span_gaps))
     if problems:
         head = f"input data does not fit the flags/model config ({len(problems)} problem(s)):"
         raise DataCheckError("\n  ".join([head] + problems[:20]))

@@ -1,4 +1,4 @@
-"""Heads (masked LM, 2-way sentence task, sequence classification) and eval metrics.
+"""Heads (masked LM, 2-way sentence task, sequence classification), their loss and eval metrics.
 
 Heads run entirely in float32 (their inputs are cast), so logits and losses
 are float32 whatever the encoder's compute type. Variable names follow
@@ -116,15 +116,29 @@ def get_masked_lm_output(config, input_tensor, output_weights, positions, label_
                                       initializer=tf.zeros_initializer())
         logits = tf.matmul(hidden, tf.cast(output_weights, tf.float32), transpose_b=True)
         logits = tf.nn.bias_add(logits, output_bias)
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        loss, per_example_loss, log_probs = weighted_prediction_loss(logits, label_ids,
+                                                                     label_weights)
+    return loss, per_example_loss, log_probs
 
-        label_ids = tf.reshape(label_ids, [-1])
-        label_weights = tf.cast(tf.reshape(label_weights, [-1]), tf.float32)
-        per_example_loss = cross_entropy(logits, log_probs, label_ids,
-                                         one_hot=prefers_one_hot_cross_entropy(logits))
-        numerator = tf.reduce_sum(label_weights * per_example_loss)
-        denominator = tf.reduce_sum(label_weights) + 1e-5
-        loss = numerator / denominator
+
+def weighted_prediction_loss(logits, label_ids, label_weights):
+    """Cross-entropy of token predictions, averaged over the real ones.
+
+    Args:
+      logits: [N, V] float32 (N = B*P predictions).
+      label_ids: [B, P] (or [N]) int; label_weights: [B, P] (or [N]), 1.0 real / 0.0 padding.
+    Returns:
+      (loss = sum(w * ce) / (sum(w) + 1e-5), per_example_loss [N], log_probs [N, V]).
+    """
+    log_probs = tf.nn.log_softmax(logits, axis=-1)
+
+    label_ids = tf.reshape(label_ids, [-1])
+    label_weights = tf.cast(tf.reshape(label_weights, [-1]), tf.float32)
+    per_example_loss = cross_entropy(logits, log_probs, label_ids,
+                                     one_hot=prefers_one_hot_cross_entropy(logits))
+    numerator = tf.reduce_sum(label_weights * per_example_loss)
+    denominator = tf.reduce_sum(label_weights) + 1e-5
+    loss = numerator / denominator
     return loss, per_example_loss, log_probs
 
 
@@ -183,26 +197,19 @@ def get_classifier_output(config, pooled_output, num_labels, is_training):
 
 def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
               masked_lm_weights, sentence_example_loss=None, sentence_log_probs=None,
-              sentence_labels=None):
+              sentence_labels=None, span_boundary_example_loss=None,
+              span_boundary_log_probs=None):
     """Eval metrics (tf.metrics pairs) for Estimator.
 
     Returns a dict with masked_lm_accuracy and masked_lm_loss (weighted by
     masked_lm_weights), plus, when the sentence head's tensors are given,
     next_sentence_accuracy and next_sentence_loss (google-research/bert's
     names, also for SOP) and the same two metrics as sentence_accuracy and
-    sentence_loss.
+    sentence_loss; when the span boundary head's are given (pretrain.span_boundary),
+    span_boundary_accuracy and span_boundary_loss, against the same labels and weights.
     """
-    vocab_size = masked_lm_log_probs.shape[-1]
-    masked_lm_log_probs = tf.reshape(masked_lm_log_probs, [-1, vocab_size])
-    predictions = tf.argmax(masked_lm_log_probs, axis=-1, output_type=tf.int32)
-    masked_lm_ids = tf.reshape(masked_lm_ids, [-1])
-    masked_lm_weights = tf.reshape(masked_lm_weights, [-1])
-    metrics = {
-        "masked_lm_accuracy": tf.metrics.accuracy(
-            labels=masked_lm_ids, predictions=predictions, weights=masked_lm_weights),
-        "masked_lm_loss": tf.metrics.mean(
-            values=tf.reshape(masked_lm_example_loss, [-1]), weights=masked_lm_weights),
-    }
+    metrics = _prediction_metrics("masked_lm", masked_lm_example_loss, masked_lm_log_probs,
+                                  masked_lm_ids, masked_lm_weights)
     if sentence_log_probs is not None:
         sentence_predictions = tf.argmax(tf.reshape(sentence_log_probs, [-1, 2]),
                                          axis=-1, output_type=tf.int32)
@@ -212,7 +219,26 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
             values=tf.reshape(sentence_example_loss, [-1]))
         metrics["sentence_accuracy"] = metrics["next_sentence_accuracy"]
         metrics["sentence_loss"] = metrics["next_sentence_loss"]
+    if span_boundary_log_probs is not None:
+        metrics.update(_prediction_metrics("span_boundary", span_boundary_example_loss,
+                                           span_boundary_log_probs, masked_lm_ids,
+                                           masked_lm_weights))
     return metrics
+
+
+def _prediction_metrics(prefix, example_loss, log_probs, label_ids, weights):
+    """{prefix_accuracy, prefix_loss} of token predictions (any [B, P] / [B*P] shapes)."""
+    vocab_size = log_probs.shape[-1]
+    log_probs = tf.reshape(log_probs, [-1, vocab_size])
+    predictions = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    label_ids = tf.reshape(label_ids, [-1])
+    weights = tf.reshape(weights, [-1])
+    return {
+        prefix + "_accuracy": tf.metrics.accuracy(
+            labels=label_ids, predictions=predictions, weights=weights),
+        prefix + "_loss": tf.metrics.mean(
+            values=tf.reshape(example_loss, [-1]), weights=weights),
+    }
 
 
 pretraining_metrics = metric_fn

@@ -303,7 +303,9 @@ def google_to_hf(tensors, config):
     num_labels = tensors["classifier/output_weights"].shape[0] if classifier else None
     expected = model_variable_shapes(config, num_labels)
     _check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)
-    unknown = sorted(set(tensors) - set(expected))
+    from pretrain import span_boundary  # pylint: disable=import-outside-toplevel
+    unknown = sorted(name for name in set(tensors) - set(expected)
+                     if not span_boundary.is_span_boundary_variable(name))
     if unknown:
         raise UserError("checkpoint tensor(s) %s are not part of the model the config "
                         "describes; cannot export them" % ", ".join(unknown[:5]))
@@ -329,7 +331,9 @@ def google_to_hf(tensors, config):
         rows.append((key, entry.ours, tuple(state_dict[key].shape),
                      "transposed" if entry.transpose else ""))
     exported = {row[1] for row in rows}
-    skipped = [(name, "head of the pretraining model, not part of a sequence classifier")
+    skipped = [(name, "SpanBERT span boundary head; transformers has no such head"
+                if span_boundary.is_span_boundary_variable(name)
+                else "head of the pretraining model, not part of a sequence classifier")
                for name in sorted(tensors) if name.startswith("cls/") and name not in exported]
     task = "sequence_classification" if classifier else "pretraining"
     return HfExport(state_dict, Report(rows, skipped, _fresh(missing)), task, num_labels or 2,

@@ -3,7 +3,9 @@
 Features are data_gen.record_schema's (docs/architecture.md §1): input_ids,
 input_mask, segment_ids [B, S]; masked_lm_positions, masked_lm_ids [B, P];
 masked_lm_weights [B, P] float32; next_sentence_labels [B, 1]. ALBERT's
-optional `token_boundary` is not in the parse spec, so it is ignored. Globs
+optional `token_boundary` is not in the parse spec, so it is ignored; the
+span boundaries (masked_lm_span_left/right [B, P]) are parsed only for the SBO
+head (span_boundaries=True), else ignored too. Globs
 and compression follow data_gen.file_utils and data_gen.metadata, the same
 rules data_gen's own tools use (gs:// paths through tf.io.gfile).
 """
@@ -17,11 +19,13 @@ from pretrain import strategy as strategy_lib
 _TF_DTYPES = {"int64": tf.int64, "float32": tf.float32}
 
 
-def feature_spec(max_seq_length, max_predictions_per_seq):
-    """tf.io parse spec of one pretraining record (data_gen.record_schema's required features)."""
+def feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries=False):
+    """tf.io parse spec of one pretraining record: data_gen.record_schema's required
+    features, and with span_boundaries its SPAN_BOUNDARIES (required then)."""
+    optional = record_schema.SPAN_BOUNDARIES if span_boundaries else False
     return {name: tf.io.FixedLenFeature([length], _TF_DTYPES[dtype])
             for name, (dtype, length) in record_schema.feature_lengths(
-                max_seq_length, max_predictions_per_seq).items()}
+                max_seq_length, max_predictions_per_seq, with_optional=optional).items()}
 
 
 def compression_types(files, compression=None):
@@ -51,7 +55,8 @@ def _shard(dataset, files_count, input_context, by_file):
 
 def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_training,
                      num_cpu_threads=4, compression=None, batch_size=None,
-                     shuffle_buffer=1000, seed=None, skip_corrupt_records=False):
+                     shuffle_buffer=1000, seed=None, skip_corrupt_records=False,
+                     span_boundaries=False):
     """Returns `input_fn(params, input_context=None)` for Estimator / TPUEstimator.
 
     Args:
@@ -63,6 +68,7 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
       skip_corrupt_records: a file ends at its first truncated or corrupt record
         instead of stopping the run (TensorFlow's reader cannot resume past it;
         data_gen.tfrecord_scan counts what is skipped).
+      span_boundaries: also parse masked_lm_span_left/right (for the SBO head).
     Training: files sharded per input pipeline (or records, when there are
     fewer files than pipelines), shuffled, repeated, read by parallel
     interleave, records shuffled; eval reads files in order once. Both drop
@@ -99,7 +105,7 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
             records = pairs.flat_map(read)
             if not by_file:
                 records = _shard(records, len(files), input_context, by_file=False)
-        spec = feature_spec(max_seq_length, max_predictions_per_seq)
+        spec = feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries)
         dataset = records.map(lambda r: decode_record(r, spec),
                               num_parallel_calls=tf.data.AUTOTUNE)
         dataset = dataset.batch(batch, drop_remainder=True)

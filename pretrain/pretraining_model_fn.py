@@ -1,4 +1,4 @@
-"""Estimator model_fn for pretraining: encoder + masked LM + optional SOP/NSP head.
+"""Estimator model_fn for pretraining: encoder + masked LM + optional SOP/NSP and SBO heads.
 
 Works under `tf.estimator.Estimator` (with or without a tf.distribute
 strategy) and `TPUEstimator` (TPU or `use_tpu=False`): it returns a
@@ -8,16 +8,20 @@ import tensorflow.compat.v1 as tf
 from absl import logging
 
 from pretrain import (checkpoint_compat, checkpoint_loading, heads, mixed_precision, modeling,
-                      optimization, training_hooks)
+                      optimization, span_boundary, training_hooks)
 
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
-                       use_one_hot_embeddings=False, compute_type=tf.float32):
+                       use_one_hot_embeddings=False, compute_type=tf.float32,
+                       span_boundary_objective=False):
     """Builds the model and heads; returns a dict of loss and eval tensors.
 
-    Keys: loss (MLM + sentence), masked_lm_loss, masked_lm_example_loss [B*P],
+    Keys: loss (MLM + sentence [+ SBO]), masked_lm_loss, masked_lm_example_loss [B*P],
     masked_lm_log_probs [B*P, V], and with the sentence head sentence_loss,
     sentence_example_loss [B], sentence_log_probs [B, 2] (else sentence_loss 0).
+    span_boundary_objective: also SpanBERT's SBO head (pretrain.span_boundary; the
+    features need masked_lm_span_left/right), weight 1 in the loss; adds
+    span_boundary_loss, span_boundary_example_loss [B*P], span_boundary_log_probs [B*P, V].
     """
     model = modeling.create_model(
         bert_config, is_training=is_training, input_ids=features["input_ids"],
@@ -38,6 +42,15 @@ def pretraining_losses(bert_config, features, is_training, use_sentence_head,
     else:
         out["sentence_loss"] = tf.constant(0.0)
         out["loss"] = tf.identity(mlm_loss)
+    if span_boundary_objective:
+        sbo_loss, sbo_example_loss, sbo_log_probs = span_boundary.get_span_boundary_output(
+            bert_config, model.get_sequence_output(), model.get_embedding_table(),
+            features["masked_lm_positions"], features["masked_lm_span_left"],
+            features["masked_lm_span_right"], features["masked_lm_ids"],
+            features["masked_lm_weights"])
+        out.update(span_boundary_loss=sbo_loss, span_boundary_example_loss=sbo_example_loss,
+                   span_boundary_log_probs=sbo_log_probs)
+        out["loss"] = out["loss"] + sbo_loss
     return out
 
 
@@ -65,10 +78,27 @@ def _init_from_checkpoint(init_checkpoint, use_tpu):
     return None
 
 
+def _metric_args(outputs, features, use_sentence_head):
+    """heads.metric_fn's keyword arguments (TPUEstimator passes a dict as keywords too)."""
+    args = dict(masked_lm_example_loss=outputs["masked_lm_example_loss"],
+                masked_lm_log_probs=outputs["masked_lm_log_probs"],
+                masked_lm_ids=features["masked_lm_ids"],
+                masked_lm_weights=features["masked_lm_weights"])
+    if use_sentence_head:
+        args.update(sentence_example_loss=outputs["sentence_example_loss"],
+                    sentence_log_probs=outputs["sentence_log_probs"],
+                    sentence_labels=features["next_sentence_labels"])
+    if "span_boundary_log_probs" in outputs:
+        args.update(span_boundary_example_loss=outputs["span_boundary_example_loss"],
+                    span_boundary_log_probs=outputs["span_boundary_log_probs"])
+    return args
+
+
 def _logged_losses(outputs):
     """The losses the logs show; build_train_op averages them over replicas (and the
     micro-batches of a gradient-accumulation cycle) in the gradients' all-reduce."""
-    return {name: outputs[name] for name in ("loss", "masked_lm_loss", "sentence_loss")}
+    names = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss")
+    return {name: outputs[name] for name in names if name in outputs}
 
 
 def _reported_loss(loss, num_replicas):
@@ -89,8 +119,11 @@ def _reported_loss(loss, num_replicas):
 def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_train_steps=1000,
                      num_warmup_steps=0, use_one_hot_embeddings=False, optimizer="adamw",
                      poly_power=1.0, weight_decay_rate=0.01, gradient_accumulation_steps=1,
-                     precision="fp32", use_sentence_head=True):
+                     precision="fp32", use_sentence_head=True, span_boundary_objective=False):
     """Returns `model_fn(features, labels, mode, params)`.
+
+    span_boundary_objective: add SpanBERT's SBO head (pretrain.span_boundary); the
+    input must carry masked_lm_span_left/right (input_fn_builder(span_boundaries=True)).
 
     `num_train_steps`/`num_warmup_steps` count optimizer updates; with
     gradient accumulation the Estimator runs k times as many micro-steps.
@@ -108,7 +141,8 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
         for name in sorted(features):
             logging.debug("feature %s: %s %s", name, features[name].shape, features[name].dtype)
         outputs = pretraining_losses(bert_config, features, is_training, use_sentence_head,
-                                     use_one_hot_embeddings or use_tpu, compute_type)
+                                     use_one_hot_embeddings or use_tpu, compute_type,
+                                     span_boundary_objective=span_boundary_objective)
         scaffold_fn = None
         if init_checkpoint:
             scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu)
@@ -143,17 +177,13 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                 train_op=train_op)
 
         if mode == tf.estimator.ModeKeys.EVAL:
-            metric_args = [outputs["masked_lm_example_loss"], outputs["masked_lm_log_probs"],
-                           features["masked_lm_ids"], features["masked_lm_weights"]]
-            if use_sentence_head:
-                metric_args += [outputs["sentence_example_loss"], outputs["sentence_log_probs"],
-                                features["next_sentence_labels"]]
+            metric_args = _metric_args(outputs, features, use_sentence_head)
             if on_tpu_estimator:
                 return tf.estimator.tpu.TPUEstimatorSpec(
                     mode=mode, loss=outputs["loss"], scaffold_fn=scaffold_fn,
                     eval_metrics=(heads.metric_fn, metric_args))
             return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
-                                              eval_metric_ops=heads.metric_fn(*metric_args))
+                                              eval_metric_ops=heads.metric_fn(**metric_args))
         raise ValueError(f"pretraining model_fn supports TRAIN and EVAL, not {mode}")
 
     return model_fn

@@ -73,6 +73,8 @@ class PretrainingOptions:
     sentence_head: str = option("auto", "Train the SOP/NSP head (auto: from the data's metadata; "
                                 "roberta data -> off; no metadata -> on).",
                                 choices=("auto", "true", "false"))
+    span_boundary_objective: bool = option(False, "Add SpanBERT's span boundary objective (SBO) "
+                                           "head; needs data made with --masking=span.")
     compression: str = option("auto", "Input TFRecord compression (auto: sidecar, else the "
                               "file's first bytes).", choices=("auto", "none", "gzip"))
     skip_corrupt_records: bool = option(False, "Read each input file up to its first truncated "
@@ -119,7 +121,7 @@ def run(values):
     """Runs training and/or eval from a dict of options; returns a result dict.
 
     Result: {"strategy", "global_step", "eval_results" (dict or None),
-    "sentence_head", "precision"}.
+    "sentence_head", "span_boundary_objective", "precision"}.
     """
     opts = options_from(values)
     _validate(opts)
@@ -159,7 +161,8 @@ def run(values):
         if enabled and pattern not in checked:
             files, file_metas = data_checks.check_input_data(
                 pattern, opts.max_seq_length, opts.max_predictions_per_seq, config,
-                use_sentence_head=head_flag, compression=compression)
+                use_sentence_head=head_flag, compression=compression,
+                span_boundary_objective=opts.span_boundary_objective)
             checked[pattern] = files
             metas.extend(file_metas)
     use_sentence_head = head_flag
@@ -189,7 +192,8 @@ def run(values):
         use_one_hot_embeddings=strategy_name == "tpu", optimizer=opts.optimizer,
         poly_power=opts.poly_power, weight_decay_rate=opts.weight_decay_rate,
         gradient_accumulation_steps=k, precision=precision,
-        use_sentence_head=use_sentence_head)
+        use_sentence_head=use_sentence_head,
+        span_boundary_objective=opts.span_boundary_objective)
     estimator = strategy_lib.build_estimator(
         strategy_name, model_fn, run_config, train_batch_size=opts.train_batch_size,
         eval_batch_size=opts.eval_batch_size)
@@ -201,10 +205,12 @@ def run(values):
             checked[pattern], opts.max_seq_length, opts.max_predictions_per_seq, is_training,
             num_cpu_threads=opts.num_cpu_threads, compression=compression,
             shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed,
-            skip_corrupt_records=opts.skip_corrupt_records)
+            skip_corrupt_records=opts.skip_corrupt_records,
+            span_boundaries=opts.span_boundary_objective)
 
     result = {"strategy": strategy_name, "precision": precision,
-              "sentence_head": use_sentence_head, "eval_results": None}
+              "sentence_head": use_sentence_head,
+              "span_boundary_objective": opts.span_boundary_objective, "eval_results": None}
     input_files = sorted({path for files in checked.values() for path in files})
     if opts.skip_corrupt_records:
         result["skipped_records"] = data_checks.account_for_damage(input_files, compression)

@@ -4,7 +4,7 @@
   * a non-finite loss stops training at once with the step and the last
     checkpoint named (`NonFiniteLossError`), instead of a silent NaN run;
   * an fp16 step skipped for inf/nan gradients is reported;
-and every `every_n_steps` logs loss, MLM and sentence losses, learning rate,
+and every `every_n_steps` logs loss, MLM and sentence (and SBO) losses, learning rate,
 gradient norm, examples/sec and an ETA. `add_summaries` writes the same
 scalars as TensorBoard summaries (saved by Estimator's summary hook).
 """
@@ -14,8 +14,8 @@ import time
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-SUMMARY_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "learning_rate", "grad_norm",
-                 "loss_scale")
+SUMMARY_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss",
+                 "learning_rate", "grad_norm", "loss_scale")
 
 
 LOG_COLLECTION_PREFIX = "pretrain_logging/"
@@ -140,9 +140,11 @@ class PretrainingLoggingHook(tf.train.SessionRunHook):
         logged.update(examples_per_sec=examples_per_sec)
         self.history.append((step, logged))
         update = f" (update {step // self._k})" if self._k > 1 else ""
+        sbo = (f" sbo_loss={logged['span_boundary_loss']:.4f}"
+               if "span_boundary_loss" in logged else "")
         logging.info(
-            "step %d%s: loss=%.4f mlm_loss=%.4f sentence_loss=%.4f lr=%.3g grad_norm=%.3f "
+            "step %d%s: loss=%.4f mlm_loss=%.4f sentence_loss=%.4f%s lr=%.3g grad_norm=%.3f "
             "examples/sec=%.1f eta=%s", step, update, loss, logged.get("masked_lm_loss", loss),
-            logged.get("sentence_loss", 0.0), logged["learning_rate"],
+            logged.get("sentence_loss", 0.0), sbo, logged["learning_rate"],
             logged.get("grad_norm", float("nan")), examples_per_sec, format_eta(eta))
         self._mark_time, self._mark_step = now, self._step

@@ -115,3 +115,28 @@ class NumpyEncoder(object):
             layers.append(x)
         pooled = np.tanh(self.lin(x[:, 0], "bert/pooler/dense"))
         return x, pooled, layers
+
+
+def span_boundary_log_probs(w, sequence, table, positions, left, right, act=gelu_tanh):
+    """SpanBERT's SBO head: log-probabilities [B*P, V] of each prediction's token.
+
+    y = MLP([h_left; h_right; p_k]) with k = position - left - 1 clipped to the
+    relative position table; each MLP layer is dense -> GELU -> LayerNorm; the
+    decoder is the word-embedding table `table` [V, E] plus the head's own bias.
+    `w` maps checkpoint names (cls/span_boundary/...) to arrays.
+    """
+    p = "cls/span_boundary/"
+    w = {k: np.asarray(v, dtype=np.float64) for k, v in w.items() if k.startswith(p)}
+    rows = w[p + "position_embeddings"].shape[0]
+    batch = np.arange(sequence.shape[0])[:, None]
+    k = np.clip(positions - left - 1, 0, rows - 1)
+    x = np.concatenate([sequence[batch, left], sequence[batch, right],
+                        w[p + "position_embeddings"][k]], axis=-1)
+    x = x.reshape(-1, x.shape[-1])
+    for dense, norm in (("dense", "LayerNorm"), ("dense_1", "LayerNorm_1")):
+        t = p + "transform/"
+        x = act(x @ w[t + dense + "/kernel"] + w[t + dense + "/bias"])
+        x = layer_norm(x, w[t + norm + "/gamma"], w[t + norm + "/beta"])
+    logits = x @ np.asarray(table, dtype=np.float64).T + w[p + "output_bias"]
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    return logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))

@@ -41,6 +41,53 @@ def make_examples(count, max_seq_length=16, max_predictions_per_seq=4, vocab_siz
     return examples
 
 
+def make_span_examples(count, max_seq_length=16, max_predictions_per_seq=4, seed=0):
+    """Like `make_examples` (roberta-style: no sentence task), with SpanBERT span masking:
+    one or two spans of 1-3 tokens masked as wholes, and each prediction's span boundaries
+    (`masked_lm_span_left` / `_right`: the positions just outside its span, 0-padded).
+
+    A masked token is its left boundary's token + its offset in the span (mod 20), so the
+    boundary states and relative position alone predict it.
+    """
+    rng = np.random.RandomState(seed)
+    examples = []
+    for _ in range(count):
+        length = int(rng.randint(max_seq_length // 2 + 2, max_seq_length + 1))
+        start = int(rng.randint(0, 20))
+        ids = [2] + [5 + (start + i) % 20 for i in range(length - 2)] + [3]
+        spans = []  # (first, end): up to two separate spans within the prediction budget
+        for _ in range(10):
+            width = int(rng.randint(1, 4))
+            first = int(rng.randint(1, length - width))  # inside [CLS] ... [SEP]
+            used = sum(end - begin for begin, end in spans)
+            if used + width <= max_predictions_per_seq and all(
+                    first + width < begin or end < first for begin, end in spans):
+                spans.append((first, first + width))
+            if len(spans) == 2:
+                break
+        spans.sort()
+        positions = [p for begin, end in spans for p in range(begin, end)]
+        lefts = [begin - 1 for begin, end in spans for _ in range(begin, end)]
+        rights = [end for begin, end in spans for _ in range(begin, end)]
+        taken = set(positions)
+        real = len(positions)
+        pad = max_predictions_per_seq - real
+        masked = [4 if i in taken else t for i, t in enumerate(ids)]
+        seq_pad = max_seq_length - length
+        examples.append({
+            "input_ids": masked + [0] * seq_pad,
+            "input_mask": [1] * length + [0] * seq_pad,
+            "segment_ids": [0] * max_seq_length,
+            "masked_lm_positions": positions + [0] * pad,
+            "masked_lm_ids": [ids[p] for p in positions] + [0] * pad,
+            "masked_lm_weights": [1.0] * real + [0.0] * pad,
+            "next_sentence_labels": [0],
+            "masked_lm_span_left": lefts + [0] * pad,
+            "masked_lm_span_right": rights + [0] * pad,
+        })
+    return examples
+
+
 def _example_proto(features):
     feature = {}
     for name, values in features.items():
