@@ -1,7 +1,7 @@
 """Throughput and peak memory of data_gen.create_pretraining_data, as JSON lines.
 
     python bench/data_gen_bench.py [EXTRA_CORPUS.txt ...] [--modes=roberta,albert,bert]
-        [--workers=1,2] [--no-growth]
+        [--workers=1,2] [--maskings=auto,span,macbert --similar_words_file=TSV] [--no-growth]
 
 For every corpus (../shared/data/corpus/clue_small_sample.txt, then any given),
 mode and worker count it runs the CLI in a subprocess with seq 128,
@@ -79,6 +79,15 @@ def _tree_memory_kb(root_pid):
     return rss_total, pss_total
 
 
+def masking_flags(masking, similar_words=None):
+    """The data_gen flags of one --masking recipe (macbert: its similar-words file)."""
+    if masking == "macbert":
+        if not similar_words:
+            raise SystemExit("bench: --masking=macbert needs --similar_words_file=TSV")
+        return (f"--masking={masking}", f"--similar_words_file={similar_words}")
+    return (f"--masking={masking}",)
+
+
 def run_once(corpus, mode, workers, out_dir, extra_flags=()):
     output = os.path.join(out_dir, f"{mode}-{workers}.tfrecord")
     command = [sys.executable, "-m", "data_gen.create_pretraining_data",
@@ -126,13 +135,16 @@ def run_once(corpus, mode, workers, out_dir, extra_flags=()):
         "peak_rss_mb_largest_process": round(usage.ru_maxrss / 1024, 1),
         # CPU of the whole run (parent + workers): less sensitive to other load.
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
-        "flags": "seq 128, 20 predictions, dupe_factor 5, whole-word (jieba)",
+        "flags": "seq 128, 20 predictions, dupe_factor 5, over jieba words "
+                 + " ".join(extra_flags),
+        "masking": meta.get("masking", "wwm"),
         "target_mb_per_s_2_workers": TARGET_MB_PER_S, "target_peak_mb": TARGET_PEAK_MB,
     }
 
 
 def main(argv):
-    options = {"modes": "roberta,albert,bert", "workers": "1,2"}
+    options = {"modes": "roberta,albert,bert", "workers": "1,2", "maskings": "auto",
+               "similar_words_file": ""}
     corpora = []
     growth = True
     for arg in argv:
@@ -154,7 +166,10 @@ def main(argv):
         for corpus in corpora:
             for mode in options["modes"].split(","):
                 for workers in [int(w) for w in options["workers"].split(",")]:
-                    _emit(run_once(corpus, mode, workers, out_dir))
+                    for masking in options["maskings"].split(","):
+                        flags = () if masking == "auto" else masking_flags(
+                            masking, options["similar_words_file"])
+                        _emit(run_once(corpus, mode, workers, out_dir, flags))
         if growth and corpora:
             tripled = os.path.join(out_dir, "corpus_x3.txt")
             with open(corpora[0], "rb") as source:

@@ -33,7 +33,8 @@ its modules are run unmodified through the shim below.
     oneDNN default therefore does not apply); `on` / `off` force one of them.
     Each line says which ran.
   - `--paired` with data_gen (bench `paired_data_gen`): Google's script and
-    ours (bench/data_gen_bench.py: bert mode, whole-word, 2 workers) run in
+    ours (bench/data_gen_bench.py: bert mode, 2 workers, each recipe of
+    `--maskings=wwm,span,...`; macbert needs `--similar_words_file`) run in
     turn `--rounds` times on the same corpus; prints each run and the ratios.
   - `--paired` (bench `paired_pretrain`): ours (bench/pretrain_bench.py's
     graph) and Google's are built in this one process, with the same kernels,
@@ -240,29 +241,39 @@ def bench_data_gen(args):
             continue
         with tempfile.TemporaryDirectory(prefix="google_data_gen_") as out_dir:
             if args.paired:
-                emit(paired_data_gen(corpus, out_dir, args.max_mb, args.rounds))
+                for summary in paired_data_gen(corpus, out_dir, args.max_mb, args.rounds,
+                                               args.maskings.split(","), args.similar_words_file):
+                    emit(summary)
             else:
                 emit(google_data_gen(corpus, out_dir, args.max_mb))
 
 
-def paired_data_gen(corpus, out_dir, max_mb, rounds):
-    """Google's script and ours (bert mode, whole-word, 2 workers), run in turn `rounds` times."""
+def paired_data_gen(corpus, out_dir, max_mb, rounds, maskings=("wwm",), similar_words=None):
+    """Google's script, then ours (bert mode, 2 workers) with each --masking recipe, in turn
+    `rounds` times; one summary line per recipe (its ratios to the Google run of its round)."""
     import data_gen_bench  # pylint: disable=import-outside-toplevel
     source = truncate_corpus(corpus, max_mb, out_dir) if max_mb else corpus
-    ratios, google_rates, our_rates = [], [], []
+    google_rates = []
+    ours = {masking: {"rates": [], "ratios": []} for masking in maskings}
     for _ in range(rounds):
         google = google_data_gen(source, out_dir)
-        ours = data_gen_bench.run_once(source, "bert", 2, out_dir)
         emit(google)
-        emit(ours)
         google_rates.append(google["input_mb_per_s"])
-        our_rates.append(ours["input_mb_per_s"])
-        ratios.append(round(ours["input_mb_per_s"] / google["input_mb_per_s"], 2))
-    return {"bench": "paired_data_gen", "corpus": corpus, "max_mb": max_mb, "rounds": rounds,
-            "google_mb_per_s": google_rates, "ours_mb_per_s": our_rates,
-            "ours_over_google": ratios, "median_ratio": sorted(ratios)[len(ratios) // 2],
-            "ours": "mode bert, whole-word (jieba), 2 workers",
-            "google": "bert/create_pretraining_data.py, per-character masking, 1 process"}
+        for masking in maskings:
+            record = data_gen_bench.run_once(
+                source, "bert", 2, out_dir,
+                data_gen_bench.masking_flags(masking, similar_words))
+            emit(record)
+            ours[masking]["rates"].append(record["input_mb_per_s"])
+            ours[masking]["ratios"].append(
+                round(record["input_mb_per_s"] / google["input_mb_per_s"], 2))
+    return [{"bench": "paired_data_gen", "corpus": corpus, "max_mb": max_mb, "rounds": rounds,
+             "masking": masking, "google_mb_per_s": google_rates,
+             "ours_mb_per_s": ours[masking]["rates"], "ours_over_google": ours[masking]["ratios"],
+             "median_ratio": sorted(ours[masking]["ratios"])[rounds // 2],
+             "ours": f"mode bert, --masking={masking} over jieba words, 2 workers",
+             "google": "bert/create_pretraining_data.py, per-character masking, 1 process"}
+            for masking in maskings]
 
 
 def build_google_step(name, batch, seed=0):
@@ -375,6 +386,11 @@ def main(argv):
     parser.add_argument("--quick", action="store_true", help="fewer steps, as pretrain_bench")
     parser.add_argument("--onednn", default="tf_default", choices=["tf_default", "on", "off"],
                         help="pretrain: CPU kernels of this process (see the docstring)")
+    parser.add_argument("--maskings", default="wwm",
+                        help="--paired data_gen: our --masking recipes, each against Google's "
+                             "(wwm,ngram,span,macbert)")
+    parser.add_argument("--similar_words_file", default=None,
+                        help="macbert: the similar-words TSV (else macbert is skipped)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="data_gen --paired: Google/ours run pairs per corpus")
     parser.add_argument("--paired", action="store_true",
