@@ -8,6 +8,7 @@ import array
 import collections
 import gc
 import itertools
+import os
 import random
 
 from data_gen import instances as instance_lib
@@ -16,7 +17,7 @@ from data_gen import native
 from data_gen.corpus_reader import CorpusAccount, CorpusReader
 from data_gen.example_proto import InstanceEncoder, records_module
 from data_gen.segmentation import make_segmenter
-from data_gen.similar_words import load_similar_words
+from data_gen.similar_words import load_similar_words_cached
 from data_gen.tfrecord_writer import frame_records_joined
 from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
 
@@ -89,8 +90,12 @@ class ChunkProcessor:
         self.similar_words_counts = {}
         similar = None
         if recipe == "macbert":
-            similar, self.similar_words_counts = load_similar_words(
-                config.similar_words_file, self.word_ids)
+            vocab_stat = os.stat(config.vocab_file)
+            tokenizer_key = (f"{os.path.abspath(config.vocab_file)}|{vocab_stat.st_size}|"
+                             f"{vocab_stat.st_mtime_ns}|{config.do_lower_case}|"
+                             f"{config.full_width_to_half}")
+            similar, self.similar_words_counts = load_similar_words_cached(
+                config.similar_words_file, self.word_ids, tokenizer_key)
         self.masking_config = masking.MaskingConfig(
             config.masked_lm_prob, config.max_predictions_per_seq, vocab["[MASK]"],
             masking.replacement_ids(vocab), config.do_whole_word_mask,

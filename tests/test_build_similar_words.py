@@ -227,3 +227,25 @@ def test_writer_refuses_what_the_format_cannot_hold(tmp_path):
         with pytest.raises(ValueError):
             similar_words.write_similar_words(tmp_path / "s.tsv", [entry])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cached_load_matches_and_never_serves_a_stale_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(similar_words.tempfile, "gettempdir", lambda: str(tmp_path))
+    path = tmp_path / "similar.tsv"
+    path.write_text("北京\t上海\t天津\n", encoding="utf-8")
+    word_ids = lambda text: [ord(char) for char in text]  # noqa: E731
+    first = similar_words.load_similar_words_cached(str(path), word_ids, "vocab-a")
+    assert first == similar_words.load_similar_words(str(path), word_ids)
+    assert len(list(tmp_path.glob("zh_pretrain_similar_words_*.bin"))) == 1
+    calls = []
+    real = similar_words.load_similar_words
+    monkeypatch.setattr(similar_words, "load_similar_words",
+                        lambda *args: calls.append(args) or real(*args))
+    assert similar_words.load_similar_words_cached(str(path), word_ids, "vocab-a") == first
+    assert not calls  # served from the cache
+    other = similar_words.load_similar_words_cached(str(path), word_ids, "vocab-b")
+    assert other == first and len(calls) == 1  # another tokenizer key: loaded again
+    path.write_text("北京\t上海\n", encoding="utf-8")  # edited: size (and mtime) change
+    table, counts = similar_words.load_similar_words_cached(str(path), word_ids, "vocab-a")
+    assert len(calls) == 2 and counts["candidates_read"] == 1
+    assert table == {(ord("北"), ord("京")): ((ord("上"), ord("海")),)}
