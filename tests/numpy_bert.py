@@ -140,3 +140,16 @@ def span_boundary_log_probs(w, sequence, table, positions, left, right, act=gelu
     logits = x @ np.asarray(table, dtype=np.float64).T + w[p + "output_bias"]
     logits = logits - logits.max(axis=-1, keepdims=True)
     return logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+
+
+def assert_weighted_prediction_loss(got, ref_log_probs, labels, weights):
+    """got = (loss, per_example [N], log_probs [N, V]) of a prediction head match
+    ref_log_probs [N, V] with labels / weights [B, P] (the weighted mean of pretrain.heads)."""
+    got_loss, got_per_example, got_log_probs = got
+    count = ref_log_probs.shape[0]
+    ref_per_example = -ref_log_probs[np.arange(count), labels.reshape(-1)]
+    ref_loss = (ref_per_example * weights.reshape(-1)).sum() / (weights.sum() + 1e-5)
+    assert got_log_probs.shape == ref_log_probs.shape and got_log_probs.dtype == np.float32
+    np.testing.assert_allclose(got_log_probs, ref_log_probs, atol=1e-4)
+    np.testing.assert_allclose(got_per_example, ref_per_example, atol=1e-4)
+    np.testing.assert_allclose(got_loss, ref_loss, rtol=1e-5)

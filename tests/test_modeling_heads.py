@@ -9,7 +9,7 @@ from pretrain import heads, modeling, vocab_surgery
 
 from tests.conftest import shared_path
 from tests.modeling_helpers import tiny_config
-from tests.numpy_bert import gelu_tanh, layer_norm
+from tests.numpy_bert import assert_weighted_prediction_loss, gelu_tanh, layer_norm
 
 
 def log_softmax(x):
@@ -46,12 +46,9 @@ def test_masked_lm_head_matches_numpy(layout):
     if layout == "brightmart":
         hidden = hidden @ projection.T
     ref_log_probs = log_softmax(hidden @ table.T + values["cls/predictions/output_bias"])
-    ref_per_example = -ref_log_probs[np.arange(6), labels.reshape(-1)]
-    ref_loss = (ref_per_example * weights.reshape(-1)).sum() / (weights.sum() + 1e-5)
-    assert got_log_probs.shape == (6, 50) and got_log_probs.dtype == np.float32
-    np.testing.assert_allclose(got_log_probs, ref_log_probs, atol=1e-4)
-    np.testing.assert_allclose(got_per_example, ref_per_example, atol=1e-4)
-    np.testing.assert_allclose(got_loss, ref_loss, rtol=1e-5)
+    assert ref_log_probs.shape == (6, 50)
+    assert_weighted_prediction_loss((got_loss, got_per_example, got_log_probs), ref_log_probs,
+                                    labels, weights)
     assert values[p + "dense/kernel"].shape == (16, 8 if layout == "google" else 16)
 
 

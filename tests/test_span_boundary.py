@@ -17,7 +17,7 @@ from pretrain import (checkpoint_loading, data_checks, input_pipeline, modeling,
                       pretraining_model_fn, run_pretraining, span_boundary)
 from pretrain_testdata import make_examples, make_span_examples, tiny_config, write_records
 from tests import modeling_helpers
-from tests.numpy_bert import span_boundary_log_probs
+from tests.numpy_bert import assert_weighted_prediction_loss, span_boundary_log_probs
 
 SEQ, PREDS = 16, 4
 SBO = "cls/span_boundary/"
@@ -94,12 +94,9 @@ def test_head_matches_numpy_reference(layout):
         got_loss, got_per_example, got_log_probs = session.run([loss, per_example, log_probs])
     assert values[SBO + "position_embeddings"].shape == (3, 16)
     ref_log_probs = span_boundary_log_probs(values, sequence, table, positions, left, right)
-    ref_per_example = -ref_log_probs[np.arange(8), labels.reshape(-1)]
-    ref_loss = (ref_per_example * weights.reshape(-1)).sum() / (weights.sum() + 1e-5)
-    assert got_log_probs.shape == (8, 50) and got_log_probs.dtype == np.float32
-    np.testing.assert_allclose(got_log_probs, ref_log_probs, atol=1e-4)
-    np.testing.assert_allclose(got_per_example, ref_per_example, atol=1e-4)
-    np.testing.assert_allclose(got_loss, ref_loss, rtol=1e-5)
+    assert ref_log_probs.shape == (8, 50)
+    assert_weighted_prediction_loss((got_loss, got_per_example, got_log_probs), ref_log_probs,
+                                    labels, weights)
     # the clipped offset and the right boundary matter: change them, the output changes
     moved = span_boundary_log_probs(values, sequence, table, positions, left,
                                     np.where(right == 8, 7, right))
