@@ -130,7 +130,7 @@ stage "pretraining, ${PRETRAIN_STEPS} steps of ${PRETRAIN_BATCH}"
   --num_warmup_steps="${PRETRAIN_WARMUP}" --save_checkpoints_steps="${PRETRAIN_STEPS}" \
   --strategy=cpu ${PRETRAIN_FLAGS[@]+"${PRETRAIN_FLAGS[@]}"} > "${ROW}/pretrain.log" 2>&1 \
   || { tail -n 5 "${ROW}/pretrain.log" >&2; die "pretraining failed; its log: ${ROW}/pretrain.log"; }
-grep -E "step [0-9]+:" "${ROW}/pretrain.log" | tail -n 2 || true
+grep -E "\] step [0-9]+:" "${ROW}/pretrain.log" | tail -n 2 || true
 
 FINETUNE_FLAGS=(--data_dir="${LCQMC_DIR}" --vocab_file="${VOCAB}" --max_seq_length=64
   --max_train_examples="${FINETUNE_EXAMPLES}" --num_train_epochs="${FINETUNE_EPOCHS}"
