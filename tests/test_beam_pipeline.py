@@ -1,7 +1,9 @@
-"""data_gen.beam_pipeline on the DirectRunner, 2 worker processes: the CLI's files."""
+"""data_gen.beam_pipeline on the DirectRunner, 2 worker processes: the CLI's files
+(albert mode with MacBERT masking, so the similar-words table goes to the workers too)."""
 import glob
 import json
 import os
+import pathlib
 
 import pytest
 
@@ -29,6 +31,8 @@ def corpus(tmp_path_factory):
     util.write_corpus(inputs / "a.txt", util.documents(120, 4))
     util.write_corpus(inputs / "b.txt", util.documents(50, 3, offset=7), newline="\r\n", bom=True)
     (inputs / "c.txt").write_bytes(b"")
+    (directory / "similar.tsv").write_text("北京\t上海\n图书馆\t火车站\n天气\t政府\t经济\n",
+                                           encoding="utf-8")
     return directory, vocab, f"{inputs}/*.txt"
 
 
@@ -36,7 +40,8 @@ def _flags(vocab, pattern, output, **overrides):
     settings = dict(input_file=pattern, output_file=str(output), vocab_file=str(vocab),
                     mode="albert", max_seq_length=SEQ, max_predictions_per_seq=PRED,
                     dupe_factor=2, random_seed=11, chunk_bytes=4096, num_output_shards=3,
-                    compression="gzip")
+                    compression="gzip", masking="macbert",
+                    similar_words_file=str(pathlib.Path(vocab).parent / "similar.tsv"))
     settings.update(overrides)
     return settings
 
@@ -80,11 +85,14 @@ def test_beam_writes_the_cli_files_and_their_account(corpus):
     for a, b in zip(cli_meta, beam_meta):
         assert b["file_counts"] == a["file_counts"] and b["max_token_id"] == a["max_token_id"]
         assert b["compression"] == "gzip" and b["sentence_task"] == "sop"
+        assert b["masking"] == a["masking"] == "macbert"
         for key in ("files", "empty_files", "files_with_bom", "documents", "sentences",
-                    "instances", "masked_tokens", "chunks", "input_bytes"):
+                    "instances", "masked_tokens", "chunks", "input_bytes",
+                    "similar_words_words_kept", "similar_words_candidates_kept"):
             assert b["run_counts"][key] == a["run_counts"][key], key
     run_counts = beam_meta[0]["run_counts"]
     assert run_counts["files"] == 3 and run_counts["empty_files"] == 1
+    assert run_counts["similar_words_words_kept"] == 3  # the table counted once, not per worker
     assert run_counts["instances"] == sum(m["file_counts"]["instances"] for m in beam_meta)
     if native.resolve("_native_tokenize", None) and native.resolve("_native_records", None):
         # The C accelerators did the work inside Beam's worker processes.
