@@ -12,6 +12,8 @@ Words kept, in file order (each word read is counted as kept or dropped by reaso
   * the format must be able to hold it (data_gen.similar_words: no tab or
     line break, no leading "#"): else `dropped_unwritable`;
   * the first of a repeated word: `dropped_duplicate`;
+  * with --chinese_only (the default), a word of Chinese characters only:
+    else `dropped_not_chinese` (punctuation would be swapped for particles);
   * with --vocab_file, a word whose every character is a token of that vocab
     after BERT's basic tokenization (so it is as many tokens as characters,
     as MacBERT's same-length replacement needs): else `dropped_not_in_vocab`;
@@ -55,7 +57,7 @@ from data_gen import cli_options, similar_words, tokenization
 from data_gen.cli_options import UserError
 
 ACCOUNT_ORDER = ("words_read", "words_kept", "dropped_unwritable", "dropped_duplicate",
-                 "dropped_not_in_vocab", "dropped_zero_vector", "not_read_max_words",
+                 "dropped_not_chinese", "dropped_not_in_vocab", "dropped_zero_vector", "not_read_max_words",
                  "blank_lines", "words_no_candidate", "candidates_below_min_similarity",
                  "words_written", "candidates_written")
 _FIELDS = re.compile(r"[ \t]+")
@@ -126,7 +128,7 @@ def _allocate(rows, dim, path):
                         "give --max_words") from None
 
 
-def read_vectors(path, account, keep_word=None, max_words=0):
+def read_vectors(path, account, keep_word=None, max_words=0, chinese_only=False):
     """(words, unit-norm float32 matrix) of the kept words of a word2vec text file."""
     words, seen = [], set()
     with open(path, "rb") as reader:
@@ -153,6 +155,8 @@ def read_vectors(path, account, keep_word=None, max_words=0):
                 account["dropped_unwritable"] += 1
             elif word in seen:
                 account["dropped_duplicate"] += 1
+            elif chinese_only and not all(map(tokenization.is_cjk_char, word)):
+                account["dropped_not_chinese"] += 1
             elif keep_word is not None and not keep_word(word):
                 account["dropped_not_in_vocab"] += 1
             elif norm == 0.0:
@@ -239,6 +243,8 @@ class BuildSimilarWordsOptions:
                                          "block_size x words of a group).")
     same_length: bool = cli_options.option(True, "Compare only words of the same number of "
                                            "characters (MacBERT's same-length replacement).")
+    chinese_only: bool = cli_options.option(True, "Keep only words made of Chinese characters "
+                                            "(punctuation, digits and Latin words are dropped).")
 
 
 def check_options(options):
@@ -260,7 +266,8 @@ def build(options, report=print):
     account = collections.Counter({key: 0 for key in ACCOUNT_ORDER})
     keep_word = (vocab_word_filter(options.vocab_file, options.do_lower_case)
                  if options.vocab_file else None)
-    words, matrix = read_vectors(options.vectors, account, keep_word, options.max_words)
+    words, matrix = read_vectors(options.vectors, account, keep_word, options.max_words,
+                                 options.chinese_only)
     lengths = [len(word) for word in words] if options.same_length else None
     neighbours, account["candidates_below_min_similarity"] = nearest_neighbours(
         matrix, options.top_k, lengths, options.block_size, options.min_similarity)
@@ -278,7 +285,8 @@ def build(options, report=print):
     settings = (f"built by data_gen.build_similar_words from {os.path.basename(options.vectors)}:"
                 f" top_k={options.top_k} min_similarity={options.min_similarity:g}"
                 f" same_length={str(options.same_length).lower()}"
-                f" max_words={options.max_words} vocab_filter={'yes' if keep_word else 'no'}")
+                f" max_words={options.max_words} vocab_filter={'yes' if keep_word else 'no'}"
+                f" chinese_only={str(options.chinese_only).lower()}")
     account["words_written"] = similar_words.write_similar_words(
         options.output_file, entries(),
         comments=[settings, "word<TAB>candidates, most similar first"])

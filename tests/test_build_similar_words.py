@@ -112,13 +112,24 @@ def test_every_word_is_accounted_for(tmp_path):
         account[key] for key in bsw.ACCOUNT_ORDER if key.startswith("dropped_"))
 
 
+def test_chinese_only_drops_punctuation_digits_and_latin_by_default(tmp_path):
+    words = ["手机", "？", "啊", "iphone", "5s", "电脑", "３", "手机壳"]
+    path = write_vectors(tmp_path / "v.txt", words, np.ones((8, 3)))
+    account, output = build(tmp_path, path, same_length=False)
+    assert sorted(read_output(output)) == ["啊", "手机", "手机壳", "电脑"]
+    assert account["dropped_not_chinese"] == 4
+    account, output = build(tmp_path, path, same_length=False, chinese_only=False)
+    assert len(read_output(output)) == 8 and account["dropped_not_chinese"] == 0
+
+
 def test_vocab_file_keeps_words_made_of_vocab_characters(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "手", "机", "电",
                                 "脑", "o", "k", "ok", "a"]) + "\n", encoding="utf-8")
     words = ["手机", "电脑", "手表", "ok", "A", "机"]
     path = write_vectors(tmp_path / "v.txt", words, np.ones((6, 3)))
-    account, output = build(tmp_path, path, vocab_file=str(vocab), same_length=False)
+    account, output = build(tmp_path, path, vocab_file=str(vocab), same_length=False,
+                            chinese_only=False)
     # 手表: 表 is not a token; ok: one token of two characters; A: lower-cased to the token a.
     assert read_output(output) == {"手机": ["电脑", "A", "机"], "电脑": ["手机", "A", "机"],
                                    "A": ["手机", "电脑", "机"], "机": ["手机", "电脑", "A"]}
