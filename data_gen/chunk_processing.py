@@ -99,7 +99,7 @@ class ChunkProcessor:
         self.masking_config = masking.MaskingConfig(
             config.masked_lm_prob, config.max_predictions_per_seq, vocab["[MASK]"],
             masking.replacement_ids(vocab), config.do_whole_word_mask,
-            config.ngram_for_mode(), recipe, similar)
+            config.ngram_for_masking(), recipe, similar)
         self.encoder = InstanceEncoder(config.max_seq_length, config.max_predictions_per_seq,
                                        len(vocab), with_token_boundary=config.mode == "albert",
                                        use_native=use_native,

@@ -140,7 +140,7 @@ class GenerationConfig:
             return self.masking
         return "ngram" if self.mode == "albert" else "wwm"
 
-    def ngram_for_mode(self):
+    def ngram_for_masking(self):
         """--ngram applies to the ngram recipe (albert's default) only."""
         return self.ngram if self.masking_recipe() == "ngram" else 1
 

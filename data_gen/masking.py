@@ -234,7 +234,7 @@ def create_masked_lm_predictions(ids, starts, rng, config, units=None, use_nativ
     if module is not None:
         result = module.create_masked_lm_predictions(
             ids, starts, rng.random, num_to_predict, units, config.do_whole_word_mask,
-            config.ngram_cumulative if config.ngram > 1 else None, config.mask_id,
+            config.ngram_cumulative, config.mask_id,
             config.replacement_ids)
         if result is not NotImplemented:  # else inputs the C path does not take, no draw made
             return result
@@ -255,7 +255,7 @@ def create_masked_lm_predictions(ids, starts, rng, config, units=None, use_nativ
         if draw < 0.8:
             output_ids[position] = config.mask_id
         elif draw >= 0.9:
-            output_ids[position] = replacements[int(random() * len(replacements))]
+            _random_tokens(output_ids, position, position + 1, replacements, random)
     return output_ids, chosen, labels
 
 
@@ -338,8 +338,6 @@ def mask_and_encode(ids, starts, segment_ids, label, units, rng, config, encoder
     else:
         output_ids, positions, labels = create_masked_lm_predictions(
             ids, starts, rng, config, units, use_native=use_native)
-    if not encoder.with_span_boundaries:
-        span_left = span_right = None
     boundary = token_boundary(starts, use_native) if encoder.with_token_boundary else None
     record = encoder.encode(output_ids, segment_ids, positions, labels, label, boundary,
                             span_left, span_right)
