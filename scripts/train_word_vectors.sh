@@ -12,6 +12,11 @@ W2V_PYTHON="${W2V_PYTHON:-python3}"
 case " $* " in  # --help needs neither gensim nor jieba
   *" -h "*|*" --help "*) exec "${W2V_PYTHON}" "${SCRIPT_DIR}/train_word_vectors.py" --help;;
 esac
+if [[ $# -ge 1 && "$1" != -* && ! -f "$1" ]]; then
+  echo "error: DOCS file $1 not found (the first argument: one sentence per line, e.g." \
+       "python -m data_gen.lcqmc_to_docs output)" >&2
+  exit 2
+fi
 if ! "${W2V_PYTHON}" -c "import gensim, jieba" 2>/dev/null; then
   cat >&2 <<EOF
 error: W2V_PYTHON=${W2V_PYTHON} cannot import gensim and jieba. Make an interpreter that can,

@@ -1,4 +1,5 @@
-"""scripts/lcqmc_experiment.sh: one row end to end at a toy budget, and its refusals."""
+"""scripts/lcqmc_experiment.sh: one row end to end at a toy budget, and its refusals;
+scripts/train_word_vectors.sh: what it needs, said clearly."""
 import subprocess
 import sys
 
@@ -45,3 +46,25 @@ def test_refuses_an_unknown_recipe_and_missing_lcqmc(tmp_path):
     result = _run(["roberta"], LCQMC_DIR=str(tmp_path), RUNS=str(tmp_path / "runs"))
     assert result.returncode == 2 and f"no train.txt in LCQMC_DIR={tmp_path}" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_train_word_vectors_says_what_it_needs(tmp_path):
+    """gensim is not a dependency: without it (this venv) the script says how to get an
+    interpreter that has it; a missing DOCS file is named first."""
+    script = str(REPO_ROOT / "scripts" / "train_word_vectors.sh")
+    docs = tmp_path / "docs.txt"
+    missing = subprocess.run(["bash", script, str(docs), str(tmp_path / "v.txt")],
+                             capture_output=True, text=True,
+                             env=tool_env(W2V_PYTHON=sys.executable))
+    assert missing.returncode == 2 and f"DOCS file {docs} not found" in missing.stderr
+    docs.write_text("一句话\n", encoding="utf-8")
+    result = subprocess.run(["bash", script, str(docs), str(tmp_path / "v.txt")],
+                            capture_output=True, text=True,
+                            env=tool_env(W2V_PYTHON=sys.executable))
+    try:
+        import gensim  # noqa: F401
+    except ImportError:
+        assert result.returncode == 2
+        assert f"W2V_PYTHON={sys.executable} cannot import gensim and jieba" in result.stderr
+        assert "pip install gensim jieba" in result.stderr
+        assert not (tmp_path / "v.txt").exists()
