@@ -2,6 +2,7 @@
 import dataclasses
 import os
 
+from data_gen import model_limits
 from data_gen.cli_options import UserError, option, required
 from data_gen.corpus_chunks import DEFAULT_CHUNK_BYTES
 from data_gen.corpus_reader import DECODE_ERROR_POLICIES
@@ -29,6 +30,9 @@ class GenerationConfig:
     do_lower_case: bool = option(True, "Lower-case and strip accents (use with uncased/Chinese "
                                  "vocabs).")
     max_seq_length: int = option(128, "Maximum sequence length.")
+    bert_config_file: str = option("", "Optional: the model config (bert_config.json) the "
+                                   "records are for; when given, --max_seq_length is checked "
+                                   "against it before any work.")
     max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per "
                                           "sequence.")
     masked_lm_prob: float = option(0.15, "Masked LM probability.")
@@ -120,6 +124,19 @@ class GenerationConfig:
             raise ConfigError(f"--vocab_file={self.vocab_file}: file not found")
         if self.similar_words_file and not os.path.isfile(self.similar_words_file):
             raise ConfigError(f"--similar_words_file={self.similar_words_file}: file not found")
+        if self.bert_config_file:
+            self._check_against_model()
+
+    def _check_against_model(self):
+        """--max_seq_length fits the model of --bert_config_file (data_gen.model_limits)."""
+        try:
+            model = model_limits.read_config(self.bert_config_file)
+        except ValueError as err:
+            raise ConfigError(f"--bert_config_file: {err}") from None
+        too_long = model_limits.length_error(self.max_seq_length, model,
+                                             f"--bert_config_file={self.bert_config_file}")
+        if too_long:
+            raise ConfigError(too_long)
 
     def resolved_num_workers(self):
         return self.num_workers or (os.cpu_count() or 1)

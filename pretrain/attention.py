@@ -45,38 +45,48 @@ def create_attention_mask(input_mask, token_type_ids=None, mode="bidirectional")
 
 
 def attention_layer(from_tensor_2d, attention_mask, batch_size, seq_length,
-                    num_attention_heads, size_per_head, scopes,
+                    num_attention_heads, key_size, value_size, scopes,
                     attention_probs_dropout_prob=0.0, initializer_range=0.02,
-                    reuse=None):
+                    reuse=None, previous_scores=None):
     """Multi-head self-attention.
 
     Args:
       from_tensor_2d: [B*S, H] in the compute dtype.
       attention_mask: [B, S, S] float32 from `create_attention_mask`.
+      key_size: per-head width Dk of queries and keys; value_size: per-head
+        width Dv of values.
       scopes: dict with full variable-scope names for "query", "key", "value".
+      previous_scores: [B, N, S, S] float32 or None. RealFormer's residual
+        attention: the running sum of the earlier layers' unmasked scores,
+        added to this layer's scaled scores before the mask.
     Returns:
-      [B*S, N*D] context in the compute dtype. Scores are scaled, masked and
-      softmaxed in float32; the two matmuls run in the compute dtype.
+      (context [B*S, N*Dv] in the compute dtype, scores [B, N, S, S] float32:
+      this layer's scaled scores plus `previous_scores`, before masking, the
+      next layer's `previous_scores`). Scores are scaled, masked and softmaxed
+      in float32; the two matmuls run in the compute dtype.
     """
-    def project(name):
-        out = layers.dense(from_tensor_2d, num_attention_heads * size_per_head,
+    def project(name, size):
+        out = layers.dense(from_tensor_2d, num_attention_heads * size,
                            scopes[name], initializer_range=initializer_range,
                            reuse=reuse)
-        out = tf.reshape(out, [batch_size, seq_length, num_attention_heads, size_per_head])
+        out = tf.reshape(out, [batch_size, seq_length, num_attention_heads, size])
         return tf.transpose(out, [0, 2, 1, 3])  # [B, N, S, D]
 
-    query = project("query")
-    key = project("key")
-    value = project("value")
+    query = project("query", key_size)
+    key = project("key", key_size)
+    value = project("value", value_size)
 
     scores = tf.matmul(query, key, transpose_b=True)  # [B, N, F, T]
-    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(float(size_per_head)))
+    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(float(key_size)))
+    if previous_scores is not None:
+        scores += previous_scores
+    unmasked_scores = scores
     if attention_mask is not None:
         adder = (1.0 - attention_mask[:, tf.newaxis, :, :]) * -10000.0
         scores += adder
     probs = tf.nn.softmax(scores)
     probs = layers.dropout(probs, attention_probs_dropout_prob)
-    context = tf.matmul(tf.cast(probs, value.dtype), value)  # [B, N, F, D]
+    context = tf.matmul(tf.cast(probs, value.dtype), value)  # [B, N, F, Dv]
     context = tf.transpose(context, [0, 2, 1, 3])
-    return tf.reshape(context, [batch_size * seq_length,
-                                num_attention_heads * size_per_head])
+    context = tf.reshape(context, [batch_size * seq_length, num_attention_heads * value_size])
+    return context, unmasked_scores

@@ -9,6 +9,8 @@ import copy
 import difflib
 import json
 
+from data_gen import model_limits
+
 MODEL_TYPES = ("bert", "albert")
 ALBERT_LAYOUTS = ("google", "brightmart")
 SHARING_MODES = ("all", "attention", "ffn", "none")
@@ -42,6 +44,28 @@ _DEFAULTS = {
     "sharing": None,
     "layer_norm_position": "post",
 }
+
+# Model options (bert4keras's names), all off by default. A field at its
+# default is left out of `to_dict()`, so configs written without options stay
+# exactly as google-research/bert writes them.
+_OPTION_DEFAULTS = {
+    # RealFormer: each layer's pre-softmax scores add the running sum of the
+    # earlier layers' scores (the mask is added afterwards, not carried).
+    "residual_attention": False,
+    # alpha of hierarchical position embeddings: with n trained positions,
+    # inputs up to n * n positions run on the same table.
+    "hierarchical_position": None,
+    # Per-head width of queries/keys and of values (default hidden_size /
+    # num_attention_heads).
+    "attention_key_size": None,
+    "attention_head_size": None,
+    # Conditional LayerNorm: width C of the condition vector [B, C], an
+    # optional dense layer mapping it, and that layer's activation.
+    "layer_norm_cond_size": None,
+    "layer_norm_cond_hidden_size": None,
+    "layer_norm_cond_hidden_act": "linear",
+}
+_FIELDS = dict(_DEFAULTS, **_OPTION_DEFAULTS)
 
 # Keys that released configs carry and that this toolkit does not use. They
 # are kept (so to_dict round-trips) but have no effect.
@@ -83,11 +107,11 @@ class BertConfig(object):
     """
 
     def __init__(self, vocab_size=None, **kwargs):
-        values = dict(_DEFAULTS)
+        values = dict(_FIELDS)
         values["vocab_size"] = vocab_size
         self.extra = {}
         for key, value in kwargs.items():
-            if key in _DEFAULTS:
+            if key in _FIELDS:
                 values[key] = value
             else:
                 self._accept_extra_key(key, value)
@@ -127,6 +151,8 @@ class BertConfig(object):
 
     def to_dict(self):
         out = {key: copy.deepcopy(getattr(self, key)) for key in _DEFAULTS}
+        out.update({key: copy.deepcopy(getattr(self, key)) for key, default
+                    in _OPTION_DEFAULTS.items() if getattr(self, key) != default})
         out.update(copy.deepcopy(self.extra))
         return out
 
@@ -135,7 +161,7 @@ class BertConfig(object):
 
     def __repr__(self):
         return "BertConfig(%s)" % ", ".join(
-            "%s=%r" % (k, getattr(self, k)) for k in _DEFAULTS)
+            "%s=%r" % (k, getattr(self, k)) for k in _FIELDS)
 
     # -- derived properties -------------------------------------------------
     @property
@@ -148,13 +174,27 @@ class BertConfig(object):
         return self.embedding_size if self.is_albert else self.hidden_size
 
     @property
-    def attention_head_size(self):
-        return self.hidden_size // self.num_attention_heads
+    def key_size_per_head(self):
+        """Per-head width of queries and keys."""
+        return self.attention_key_size or self.hidden_size // self.num_attention_heads
+
+    @property
+    def value_size_per_head(self):
+        """Per-head width of values (the attention context is N times this wide)."""
+        return self.attention_head_size or self.hidden_size // self.num_attention_heads
+
+    @property
+    def max_sequence_length(self):
+        """Longest input the position embeddings cover: n, or n * n with
+        hierarchical positions."""
+        return model_limits.longest_input({
+            "max_position_embeddings": self.max_position_embeddings,
+            "hierarchical_position": self.hierarchical_position})
 
     # -- inference and validation --------------------------------------------
     def _accept_extra_key(self, key, value):
         if key not in _KNOWN_EXTRA_KEYS:
-            close = difflib.get_close_matches(key, list(_DEFAULTS), n=1, cutoff=0.85)
+            close = difflib.get_close_matches(key, list(_FIELDS), n=1, cutoff=0.85)
             if close:
                 raise ConfigError("unknown config field %r: did you mean %r?"
                                   % (key, close[0]))
@@ -199,9 +239,11 @@ class BertConfig(object):
                       "max_position_embeddings", "type_vocab_size",
                       "num_hidden_groups", "inner_group_num"):
             positive_int(field)
-        require(self.hidden_size % self.num_attention_heads == 0, "hidden_size",
-                "must be divisible by num_attention_heads=%d"
-                % self.num_attention_heads)
+        require(self.hidden_size % self.num_attention_heads == 0
+                or (self.attention_key_size and self.attention_head_size), "hidden_size",
+                "must be divisible by num_attention_heads=%d (or set both "
+                "attention_key_size and attention_head_size)" % self.num_attention_heads)
+        self._validate_options(require, positive_int)
         require(isinstance(self.hidden_act, str)
                 and self.hidden_act.lower() in ACTIVATIONS, "hidden_act",
                 "unknown activation; use one of %s" % ", ".join(ACTIVATIONS))
@@ -251,3 +293,22 @@ class BertConfig(object):
                     "the brightmart layout has no groups; use sharing instead")
             require(self.inner_group_num == 1, "inner_group_num",
                     "the brightmart layout has no inner groups")
+
+    def _validate_options(self, require, positive_int):
+        require(isinstance(self.residual_attention, bool), "residual_attention",
+                "must be true or false")
+        alpha = self.hierarchical_position
+        require(alpha is None or (isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
+                                  and 0.0 < alpha < 1.0),
+                "hierarchical_position", "must be a number in (0, 1), e.g. 0.4 (or null: off)")
+        for field in ("attention_key_size", "attention_head_size", "layer_norm_cond_size",
+                      "layer_norm_cond_hidden_size"):
+            if getattr(self, field) is not None:
+                positive_int(field)
+        require(self.layer_norm_cond_size is not None
+                or self.layer_norm_cond_hidden_size is None, "layer_norm_cond_hidden_size",
+                "maps the condition of conditional LayerNorm; set layer_norm_cond_size too")
+        act = self.layer_norm_cond_hidden_act
+        require(isinstance(act, str) and act.lower() in ACTIVATIONS,
+                "layer_norm_cond_hidden_act", "unknown activation; use one of %s"
+                % ", ".join(ACTIVATIONS))

@@ -17,6 +17,7 @@ import tensorflow.compat.v1 as tf
 from absl import logging
 
 from data_gen import metadata
+from data_gen import model_limits
 from data_gen import record_schema
 from data_gen import tfrecord_scan
 from data_gen.file_utils import SIDECAR_SUFFIX, expand_input_patterns
@@ -179,7 +180,8 @@ def lengths_from_data(input_patterns, **lengths):
 
 
 def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, bert_config,
-                     use_sentence_head=None, compression=None, span_boundary_objective=False):
+                     use_sentence_head=None, compression=None, span_boundary_objective=False,
+                     bert_config_file=None):
     """Checks every file of `input_patterns`; returns (files, metas).
 
     Args:
@@ -189,15 +191,17 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
         that check).
       span_boundary_objective: the SBO head is on, so every file must carry span
         boundaries (sidecar has_span_boundaries, else the first record's features).
+      bert_config_file: the config's path, named when --max_seq_length is longer
+        than the model allows (data_gen.model_limits).
     Raises:
       DataCheckError listing every problem found (file and value named); data
       without span boundaries alone gives a one-line message saying how to make it.
     """
-    if max_seq_length > bert_config.max_position_embeddings:
-        raise DataCheckError(f"--max_seq_length={max_seq_length} exceeds the model's "
-                             f"max_position_embeddings={bert_config.max_position_embeddings}"
-                             " (--bert_config_file); lower --max_seq_length and regenerate the "
-                             "data, or use a config with more position embeddings")
+    too_long = model_limits.length_error(
+        max_seq_length, bert_config.to_dict(),
+        "--bert_config_file" + (f"={bert_config_file}" if bert_config_file else ""))
+    if too_long:
+        raise DataCheckError(too_long)
     files = expand_input_patterns(input_patterns, error=DataCheckError)
     flags = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                  vocab_size=bert_config.vocab_size, use_sentence_head=use_sentence_head,

@@ -23,6 +23,7 @@ import tensorflow.compat.v1 as tf
 
 from pretrain import attention
 from pretrain import layers
+from pretrain import position_embeddings as positions
 
 
 def embedding_lookup(input_ids, vocab_size, width, initializer_range,
@@ -46,20 +47,19 @@ def embedding_lookup(input_ids, vocab_size, width, initializer_range,
     return tf.reshape(output, [batch_size, seq_length, width]), table
 
 
-def embedding_postprocessor(input_tensor, token_type_ids, config, dropout_prob):
+def embedding_postprocessor(input_tensor, token_type_ids, config, dropout_prob, condition=None):
     """Adds segment and position embeddings, then LayerNorm and dropout.
 
     Args:
       input_tensor: [B, S, W] float32 word embeddings.
       token_type_ids: [B, S] int.
+      condition: [B, C'] float32 condition of conditional LayerNorm, or None.
     Returns:
       [B, S, W] float32. Creates token_type_embeddings [T, W],
-      position_embeddings [P, W] and LayerNorm/{gamma,beta} [W].
+      position_embeddings [P, W] and LayerNorm/{gamma,beta} [W]. S may exceed P
+      (up to P * P) with config.hierarchical_position (pretrain.position_embeddings).
     """
     batch_size, seq_length, width = layers.get_shape_list(input_tensor, 3)
-    if isinstance(seq_length, int) and seq_length > config.max_position_embeddings:
-        raise ValueError("sequence length %d exceeds max_position_embeddings=%d of "
-                         "the model config" % (seq_length, config.max_position_embeddings))
     init = layers.create_initializer(config.initializer_range)
     with layers.float32_reads():
         token_type_table = tf.get_variable(
@@ -70,13 +70,15 @@ def embedding_postprocessor(input_tensor, token_type_ids, config, dropout_prob):
                                depth=config.type_vocab_size, dtype=tf.float32)
     token_type_embeddings = tf.reshape(tf.matmul(one_hot_types, token_type_table),
                                        [batch_size, seq_length, width])
-    position_embeddings = tf.slice(position_table, [0, 0], [seq_length, -1])
+    position_embeddings = positions.position_embeddings(
+        position_table, seq_length, config.hierarchical_position)
     output = input_tensor + token_type_embeddings + position_embeddings[tf.newaxis]
-    output = layers.layer_norm(output, "LayerNorm")
+    output = layers.layer_norm(output, "LayerNorm", condition=condition)
     return layers.dropout(output, dropout_prob)
 
 
-def embeddings(config, input_ids, token_type_ids, use_one_hot_embeddings, dropout_prob):
+def embeddings(config, input_ids, token_type_ids, use_one_hot_embeddings, dropout_prob,
+               condition=None):
     """The `embeddings` scope for the configured layout (call inside it).
 
     Returns:
@@ -93,7 +95,7 @@ def embeddings(config, input_ids, token_type_ids, use_one_hot_embeddings, dropou
                 "word_embeddings_2", [config.embedding_size, config.hidden_size],
                 initializer=layers.create_initializer(config.initializer_range))
         output = tf.einsum("bse,eh->bsh", output, projection)
-    output = embedding_postprocessor(output, token_type_ids, config, dropout_prob)
+    output = embedding_postprocessor(output, token_type_ids, config, dropout_prob, condition)
     return output, table, projection
 
 
@@ -142,36 +144,44 @@ def block_scopes(config, layer_index, inner_index=0):
 
 
 def transformer_block(layer_input, attention_mask, config, scopes, batch_size,
-                      seq_length, dropout_prob, attention_dropout_prob, reuse=None):
+                      seq_length, dropout_prob, attention_dropout_prob, reuse=None,
+                      previous_scores=None, condition=None):
     """One attention + feed-forward block.
 
     Args:
       layer_input: [B*S, H] in the compute dtype.
       attention_mask: [B, S, S] float32.
       scopes: from `block_scopes`.
+      previous_scores: [B, N, S, S] float32 running sum of the earlier blocks'
+        attention scores (residual attention), or None.
+      condition: [B, C'] float32 condition of conditional LayerNorm, or None.
     Returns:
-      [B*S, H] in the compute dtype.
+      (output [B*S, H] in the compute dtype, attention scores [B, N, S, S]
+      float32 before masking, including `previous_scores`).
     """
     pre_ln = config.layer_norm_position == "pre"
     hidden = config.hidden_size
     init_range = config.initializer_range
 
+    def layer_norm(tensor, name):
+        return layers.layer_norm(tensor, scopes[name], reuse=reuse, condition=condition)
+
     attn_input = layer_input
     if pre_ln:
-        attn_input = layers.layer_norm(layer_input, scopes["attention_layer_norm"], reuse=reuse)
-    context = attention.attention_layer(
-        attn_input, attention_mask, batch_size, seq_length,
-        config.num_attention_heads, config.attention_head_size, scopes,
-        attention_dropout_prob, init_range, reuse=reuse)
+        attn_input = layer_norm(layer_input, "attention_layer_norm")
+    context, scores = attention.attention_layer(
+        attn_input, attention_mask, batch_size, seq_length, config.num_attention_heads,
+        config.key_size_per_head, config.value_size_per_head, scopes,
+        attention_dropout_prob, init_range, reuse=reuse, previous_scores=previous_scores)
     attn_output = layers.dense(context, hidden, scopes["attention_output"],
                                initializer_range=init_range, reuse=reuse)
     attn_output = layers.dropout(attn_output, dropout_prob) + layer_input
     if not pre_ln:
-        attn_output = layers.layer_norm(attn_output, scopes["attention_layer_norm"], reuse=reuse)
+        attn_output = layer_norm(attn_output, "attention_layer_norm")
 
     ffn_input = attn_output
     if pre_ln:
-        ffn_input = layers.layer_norm(attn_output, scopes["output_layer_norm"], reuse=reuse)
+        ffn_input = layer_norm(attn_output, "output_layer_norm")
     intermediate = layers.dense(ffn_input, config.intermediate_size, scopes["intermediate"],
                                 activation=layers.get_activation(config.hidden_act),
                                 initializer_range=init_range, reuse=reuse)
@@ -179,16 +189,18 @@ def transformer_block(layer_input, attention_mask, config, scopes, batch_size,
                               initializer_range=init_range, reuse=reuse)
     output = layers.dropout(ffn_output, dropout_prob) + attn_output
     if not pre_ln:
-        output = layers.layer_norm(output, scopes["output_layer_norm"], reuse=reuse)
-    return output
+        output = layer_norm(output, "output_layer_norm")
+    return output, scores
 
 
-def transformer(input_tensor, attention_mask, config, dropout_prob, attention_dropout_prob):
+def transformer(input_tensor, attention_mask, config, dropout_prob, attention_dropout_prob,
+                condition=None):
     """The stacked encoder (call inside the `encoder` scope).
 
     Args:
       input_tensor: [B, S, W] in the compute dtype (W = E for Google ALBERT
         with E != H, mapped to H by `embedding_hidden_mapping_in`).
+      condition: [B, C'] float32 condition of conditional LayerNorm, or None.
     Returns:
       list of num_hidden_layers tensors [B, S, H] in the compute dtype.
     """
@@ -201,14 +213,18 @@ def transformer(input_tensor, attention_mask, config, dropout_prob, attention_dr
                                     initializer_range=config.initializer_range)
     prev_output = tf.reshape(input_tensor, [-1, hidden])
     inner_count = config.inner_group_num if config.is_albert else 1
+    scores = None  # residual attention: the running sum over every block run so far
     all_layers = []
     for layer_index in range(config.num_hidden_layers):
         with tf.name_scope("layer_%d" % layer_index):
             for inner_index in range(inner_count):
                 scopes, shared = block_scopes(config, layer_index, inner_index)
-                prev_output = transformer_block(
+                prev_output, block_scores = transformer_block(
                     prev_output, attention_mask, config, scopes, batch_size, seq_length,
                     dropout_prob, attention_dropout_prob,
-                    reuse=tf.AUTO_REUSE if shared else None)
+                    reuse=tf.AUTO_REUSE if shared else None, previous_scores=scores,
+                    condition=condition)
+                if config.residual_attention:
+                    scores = block_scores
         all_layers.append(tf.reshape(prev_output, [batch_size, seq_length, hidden]))
     return all_layers

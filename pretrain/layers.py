@@ -167,19 +167,67 @@ def dense(input_tensor, units, name, activation=None, initializer_range=0.02,
     return output
 
 
-def layer_norm(input_tensor, name="LayerNorm", epsilon=1e-12, reuse=None):
+def layer_norm(input_tensor, name="LayerNorm", epsilon=1e-12, reuse=None, condition=None):
     """LayerNorm over the last axis; statistics computed in float32.
 
     Creates `<name>/gamma` and `<name>/beta` (float32). Returns a tensor of the
     input's dtype. epsilon=1e-12 matches tf.contrib.layers.layer_norm, which
     Google's BERT and ALBERT checkpoints were trained with.
+
+    Conditional LayerNorm: with `condition` [B, C'] float32, the input is
+    [B*S, W] or [B, S, W], and the bias-free `<name>/gamma_dense/kernel` and
+    `<name>/beta_dense/kernel` [C', W], zero-initialised, add condition @ kernel
+    to gamma and beta, so a fresh condition leaves a loaded model's outputs
+    exactly as they were.
     """
     width = int(input_tensor.shape[-1])
     with tf.variable_scope(name, reuse=reuse), float32_reads():
         gamma = tf.get_variable("gamma", [width], initializer=tf.ones_initializer())
         beta = tf.get_variable("beta", [width], initializer=tf.zeros_initializer())
+        shifts = None if condition is None else _condition_shifts(condition, width)
     x = tf.cast(input_tensor, tf.float32)
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
     normed = (x - mean) * tf.math.rsqrt(variance + epsilon)
     output = normed * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32)
+    if shifts is not None:
+        output = _add_condition_shifts(output, x, shifts, condition, epsilon)
     return tf.cast(output, input_tensor.dtype)
+
+
+def _condition_shifts(condition, width):
+    """(gamma shift, beta shift), each [B, W] = condition [B, C'] @ zero-initialised kernel."""
+    shifts = []
+    for name in ("gamma_dense", "beta_dense"):
+        with tf.variable_scope(name):
+            kernel = tf.get_variable("kernel", [int(condition.shape[-1]), width],
+                                     initializer=tf.zeros_initializer())
+        shifts.append(tf.matmul(tf.cast(condition, tf.float32), kernel))
+    return shifts
+
+
+def _normalize_apart(x, epsilon):
+    """(x - mean) / std over the last axis, with ops of its own: reusing the plain
+    LayerNorm's tensors would stop Grappler and oneDNN from rewriting and fusing it
+    as they do without a condition, and its outputs would move by rounding."""
+    width = float(int(x.shape[-1]))
+    centered = x - tf.reduce_sum(x, axis=-1, keepdims=True) / width
+    variance = tf.reduce_sum(tf.square(centered), axis=-1, keepdims=True) / width
+    return centered / tf.sqrt(variance + epsilon)
+
+
+def _add_condition_shifts(output, x, shifts, condition, epsilon):
+    """output + normalised(x) * gamma_shift + beta_shift, per example, for [B*S, W] or
+    [B, S, W] (x is the LayerNorm's float32 input).
+
+    Added after the plain LayerNorm rather than folded into gamma/beta: oneDNN's
+    fused LayerNorm kernel assumes [W] parameters (it crashes on [B, 1, W]), and
+    zero shifts then add exactly 0, so a loaded model's outputs stay bit-identical
+    (tests/test_model_options.py checks it with Grappler's rewrites on).
+    """
+    width = int(output.shape[-1])
+    gamma_shift, beta_shift = (shift[:, tf.newaxis, :] for shift in shifts)  # [B, 1, W]
+    if output.shape.ndims == 2:  # [B*S, W]
+        grouped = tf.reshape(x, [get_shape_list(condition)[0], -1, width])
+        grouped = _normalize_apart(grouped, epsilon) * gamma_shift + beta_shift
+        return output + tf.reshape(grouped, [-1, width])
+    return output + _normalize_apart(x, epsilon) * gamma_shift + beta_shift

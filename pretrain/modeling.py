@@ -36,7 +36,7 @@ class BertModel(object):
 
     def __init__(self, config, is_training, input_ids, input_mask=None,
                  token_type_ids=None, use_one_hot_embeddings=False, scope=None,
-                 attention_mode="bidirectional", compute_type=tf.float32):
+                 attention_mode="bidirectional", compute_type=tf.float32, condition=None):
         """Builds the graph.
 
         Args:
@@ -49,6 +49,8 @@ class BertModel(object):
           scope: variable scope, default "bert".
           attention_mode: "bidirectional" | "causal" | "unilm".
           compute_type: tf.float32, tf.bfloat16 or tf.float16.
+          condition: [B, C] float32 condition vector of conditional LayerNorm,
+            required when config.layer_norm_cond_size = C, else None.
         """
         if not isinstance(config, BertConfig):
             raise TypeError("config must be a pretrain.modeling.BertConfig, got %r"
@@ -71,11 +73,15 @@ class BertModel(object):
         if token_type_ids is None:
             token_type_ids = tf.zeros([batch_size, seq_length], dtype=tf.int32)
 
+        _check_condition(config, condition)
         with layers.mixed_precision_scope(scope, compute_type, default_name="bert"):
+            if condition is not None:
+                condition = _map_condition(config, condition)
             with tf.variable_scope("embeddings"), layers.float32_reads():
                 (embedding_output, self.embedding_table,
                  self.embedding_projection) = encoder.embeddings(
-                     config, input_ids, token_type_ids, use_one_hot_embeddings, dropout_prob)
+                     config, input_ids, token_type_ids, use_one_hot_embeddings, dropout_prob,
+                     condition)
             if self.embedding_projection is not None:
                 tf.add_to_collection(EMBEDDING_PROJECTION_COLLECTION,
                                      self.embedding_projection)
@@ -86,7 +92,7 @@ class BertModel(object):
                     input_mask, token_type_ids, attention_mode)
                 encoder_layers = encoder.transformer(
                     tf.cast(embedding_output, compute_type), self.attention_mask,
-                    config, dropout_prob, attention_dropout_prob)
+                    config, dropout_prob, attention_dropout_prob, condition)
             sequence_output = encoder_layers[-1]
 
             with tf.variable_scope("pooler"):
@@ -122,6 +128,33 @@ class BertModel(object):
     def get_embedding_projection(self):
         """[E, H] float32 `word_embeddings_2` (brightmart layout) or None."""
         return self.embedding_projection
+
+
+def _check_condition(config, condition):
+    size = config.layer_norm_cond_size
+    if size is None:
+        if condition is not None:
+            raise ValueError("a condition was given but the model config has no "
+                             "layer_norm_cond_size; set it to the condition's width C")
+        return
+    if condition is None:
+        raise ValueError("the model config sets layer_norm_cond_size=%d (conditional "
+                         "LayerNorm): pass condition=[B, %d] float32" % (size, size))
+    if condition.shape.ndims != 2 or condition.shape[-1] != size:
+        raise ValueError("condition must have shape [B, %d] (layer_norm_cond_size), got %s"
+                         % (size, condition.shape))
+
+
+def _map_condition(config, condition):
+    """[B, C] -> [B, C'] float32: the optional shared dense layer of conditional LayerNorm
+    (`layer_norm_cond/dense`, C' = layer_norm_cond_hidden_size), else the condition itself."""
+    condition = tf.cast(condition, tf.float32)
+    if config.layer_norm_cond_hidden_size is None:
+        return condition
+    with tf.variable_scope("layer_norm_cond"), layers.float32_reads():
+        return layers.dense(condition, config.layer_norm_cond_hidden_size, "dense",
+                            activation=layers.get_activation(config.layer_norm_cond_hidden_act),
+                            initializer_range=config.initializer_range)
 
 
 class AlbertModel(BertModel):

@@ -87,6 +87,7 @@ def expected_variables(c, heads=True):
             else:
                 names += (_dense(s + "intermediate/dense", h, i) + _dense(s + "output/dense", i, h)
                           + _ln(s + "output/LayerNorm", h))
+    names = _with_options(names, c)
     names += _dense("bert/pooler/dense", h, h)
     if heads:
         mlm_width = e if (albert and layout == "google") else h
@@ -96,6 +97,35 @@ def expected_variables(c, heads=True):
                      ("cls/seq_relationship/output_weights", [2, h]),
                      ("cls/seq_relationship/output_bias", [2])])
     return names
+
+
+def _with_options(names, c):
+    """Applies issue 15's options to the encoder's [(name, shape)]: per-head
+    query/key width attention_key_size and value width attention_head_size
+    (the attention output dense reads N * value width); conditional LayerNorm
+    adds bias-free gamma_dense/beta_dense kernels [C', W] to every LayerNorm
+    and, with a hidden size, the shared bert/layer_norm_cond/dense [C, C']."""
+    h, n = c["hidden_size"], c["num_attention_heads"]
+    qk = n * (c.get("attention_key_size") or h // n)
+    v = n * (c.get("attention_head_size") or h // n)
+    out = []
+    for name, shape in names:
+        if "/self/query/" in name or "/self/key/" in name:
+            shape = [h, qk] if name.endswith("kernel") else [qk]
+        elif "/self/value/" in name:
+            shape = [h, v] if name.endswith("kernel") else [v]
+        elif "attention" in name and name.endswith("output/dense/kernel"):
+            shape = [v, h]
+        out.append((name, shape))
+    cond = c.get("layer_norm_cond_size")
+    if cond:
+        width = c.get("layer_norm_cond_hidden_size") or cond
+        if c.get("layer_norm_cond_hidden_size"):
+            out += _dense("bert/layer_norm_cond/dense", cond, width)
+        out += [(name[:-len("gamma")] + kind + "/kernel", [width, shape[0]])
+                for name, shape in names if name.endswith("/gamma")
+                for kind in ("gamma_dense", "beta_dense")]
+    return out
 
 
 def random_weights(c, seed=0, heads=True, scale=0.2):

@@ -31,12 +31,18 @@ class NumpyEncoder(object):
     def __init__(self, config, weights):
         self.c = config
         self.w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
+        self.cond, self.score_sum = None, None
 
     def lin(self, x, scope):
         return x @ self.w[scope + "/kernel"] + self.w[scope + "/bias"]
 
     def ln(self, x, scope):
-        return layer_norm(x, self.w[scope + "/gamma"], self.w[scope + "/beta"])
+        """LayerNorm of [B, S, W]; with a condition, gamma and beta gain condition @ kernel."""
+        gamma, beta = self.w[scope + "/gamma"], self.w[scope + "/beta"]
+        if self.cond is not None:
+            gamma = gamma + (self.cond @ self.w[scope + "/gamma_dense/kernel"])[:, None]
+            beta = beta + (self.cond @ self.w[scope + "/beta_dense/kernel"])[:, None]
+        return layer_norm(x, gamma, beta)
 
     def embed(self, ids, types):
         c, w = self.c, self.w
@@ -45,36 +51,47 @@ class NumpyEncoder(object):
             x = x @ w["bert/embeddings/word_embeddings_2"]
         seq = ids.shape[1]
         x = x + w["bert/embeddings/token_type_embeddings"][types]
-        x = x + w["bert/embeddings/position_embeddings"][:seq][None]
+        table = w["bert/embeddings/position_embeddings"]
+        alpha = c.get("hierarchical_position")
+        if alpha:  # hierarchical: position i*n + j is alpha*u_i + (1-alpha)*u_j
+            n = table.shape[0]
+            u = (table - alpha * table[0]) / (1.0 - alpha)
+            i, j = np.divmod(np.arange(seq), n)
+            positions = alpha * u[i] + (1.0 - alpha) * u[j]
+        else:
+            positions = table[:seq]
+        x = x + positions[None]
         return self.ln(x, "bert/embeddings/LayerNorm")
 
-    def block(self, x, mask, names):
-        heads = self.c["num_attention_heads"]
+    def attend(self, x, mask, names):
+        """Attention context [B, S, N*Dv]; keeps the running score sum for RealFormer."""
+        c = self.c
+        heads = c["num_attention_heads"]
         b, s, h = x.shape
-        d = h // heads
+        dk = c.get("attention_key_size") or h // heads
+        dv = c.get("attention_head_size") or h // heads
 
-        def split(t):
+        def split(t, d):
             return t.reshape(b, s, heads, d).transpose(0, 2, 1, 3)
 
-        q, k, v = (split(self.lin(x, names[n])) for n in ("q", "k", "v"))
-        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+        q, k = (split(self.lin(x, names[n]), dk) for n in ("q", "k"))
+        v = split(self.lin(x, names["v"]), dv)
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dk)
+        if c.get("residual_attention"):
+            if self.score_sum is not None:
+                scores = scores + self.score_sum
+            self.score_sum = scores
         scores = scores + (1.0 - mask[:, None]) * -10000.0
-        ctx = (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(b, s, h)
-        a = self.ln(self.lin(ctx, names["ao"]) + x, names["aln"])
+        return (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(b, s, heads * dv)
+
+    def block(self, x, mask, names):
+        a = self.ln(self.lin(self.attend(x, mask, names), names["ao"]) + x, names["aln"])
         f = self.lin(gelu_tanh(self.lin(a, names["fi"])), names["fo"])
         return self.ln(f + a, names["fln"])
 
     def pre_ln_block(self, x, mask, names):
         """Pre-LayerNorm block: LN on each sub-layer's input, plain residuals."""
-        heads = self.c["num_attention_heads"]
-        b, s, h = x.shape
-        d = h // heads
-        y = self.ln(x, names["aln"])
-        q, k, v = (self.lin(y, names[n]).reshape(b, s, heads, d).transpose(0, 2, 1, 3)
-                   for n in ("q", "k", "v"))
-        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + (1.0 - mask[:, None]) * -10000.0
-        ctx = (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(b, s, h)
-        a = x + self.lin(ctx, names["ao"])
+        a = x + self.lin(self.attend(self.ln(x, names["aln"]), mask, names), names["ao"])
         return a + self.lin(gelu_tanh(self.lin(self.ln(a, names["fln"]), names["fi"])),
                             names["fo"])
 
@@ -99,11 +116,26 @@ class NumpyEncoder(object):
                 "aln": p + "LayerNorm", "fi": p + "ffn_1/intermediate/dense",
                 "fo": p + "ffn_1/intermediate/output/dense", "fln": p + "LayerNorm_1"}
 
-    def forward(self, ids, mask, types):
-        """Returns (sequence_output [B,S,H], pooled [B,H], all layers list)."""
+    def forward(self, ids, mask, types, condition=None, attn_mask=None):
+        """Returns (sequence_output [B,S,H], pooled [B,H], all layers list).
+
+        condition: [B, C] for conditional LayerNorm (mapped by
+        bert/layer_norm_cond/dense when the config has a hidden size);
+        attn_mask: [B, S, S] 1/0 (default: every real token sees every real token).
+        """
         ids, types = np.asarray(ids), np.asarray(types)
         mask2d = np.asarray(mask, dtype=np.float64)
-        attn_mask = np.repeat(mask2d[:, None, :], ids.shape[1], axis=1)
+        if attn_mask is None:
+            attn_mask = np.repeat(mask2d[:, None, :], ids.shape[1], axis=1)
+        attn_mask = np.asarray(attn_mask, dtype=np.float64)
+        self.cond, self.score_sum = None, None
+        if condition is not None:
+            self.cond = np.asarray(condition, dtype=np.float64)
+            if self.c.get("layer_norm_cond_hidden_size"):
+                self.cond = self.lin(self.cond, "bert/layer_norm_cond/dense")
+                act = self.c.get("layer_norm_cond_hidden_act", "linear")
+                self.cond = {"linear": lambda t: t, "gelu": gelu_tanh, "relu":
+                             lambda t: np.maximum(t, 0), "tanh": np.tanh}[act](self.cond)
         x = self.embed(ids, types)
         if "bert/encoder/embedding_hidden_mapping_in/kernel" in self.w:
             x = self.lin(x, "bert/encoder/embedding_hidden_mapping_in")

@@ -16,9 +16,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 ALLOWED = {
     "data_gen": {"data_gen"},
     "pretrain": {"pretrain", "data_gen.record_schema", "data_gen.metadata", "data_gen.file_utils",
-                 "data_gen.tfrecord_scan", "data_gen.tokenization", "data_gen.cli_options"},
+                 "data_gen.tfrecord_scan", "data_gen.tokenization", "data_gen.cli_options",
+                 "data_gen.model_limits"},
     "finetune": {"finetune", "pretrain", "data_gen.tokenization", "data_gen.lcqmc_format",
-                 "data_gen.file_utils", "data_gen.cli_options"},
+                 "data_gen.file_utils", "data_gen.cli_options", "data_gen.model_limits"},
 }
 
 
