@@ -32,6 +32,9 @@ import tensorflow.compat.v1 as tf
 
 from pretrain import checkpoint_io
 
+IGNORE_INVALID_WEIGHTS_HELP = ("--init_checkpoint: a variable whose shape differs from the checkpoint's keeps its "
+                               "initial value (MISMATCH in the loading table) instead of stopping the run "
+                               "(bert4keras's ignore_invalid_weights).")
 SURGERY_VARIABLES = ("bert/embeddings/word_embeddings", "cls/predictions/output_bias",
                      "cls/span_boundary/output_bias")
 WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
@@ -220,8 +223,8 @@ def _mismatch_message(mismatches):
                      "vocab.txt and vocab_size, or pass keep_tokens to shrink it"
                      % (model_shape[0], checkpoint_shape[0]))
         lines.append(line)
-    lines.append("Fix the config, or pass allow_shape_mismatch=True to leave these "
-                 "variables at their initial values.")
+    lines.append("Fix the config, or pass --ignore_invalid_weights (allow_shape_mismatch=True) "
+                 "to leave these variables at their initial values.")
     return "\n".join(lines)
 
 

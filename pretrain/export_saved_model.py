@@ -5,7 +5,8 @@ r"""Export a checkpoint as a TF Serving SavedModel (TF1 graph, tag `serve`).
 
 Signature `serving_default` (plain tensors, no tf.Example parsing):
   inputs   input_ids, input_mask, segment_ids   int32 [B, S]
-           (any batch B, any length S <= max_position_embeddings)
+           (any batch B, any length S <= max_position_embeddings, or its square with
+           hierarchical_position)
   outputs  pooled_output    float32 [B, H]
            sequence_output  float32 [B, S, H]
            probabilities    float32 [B, num_labels]  (only for a checkpoint
@@ -144,6 +145,9 @@ def export_saved_model(init_checkpoint, bert_config_file, output_dir, overwrite=
         config = BertConfig.from_json_file(bert_config_file)
     except ConfigError as err:
         raise UserError("--bert_config_file: %s" % err) from None
+    if config.layer_norm_cond_size is not None:
+        raise UserError("--bert_config_file: layer_norm_cond_size (conditional LayerNorm) is "
+                        "not supported: the SavedModel's signature has no condition input")
     output_dir = os.path.abspath(os.path.expanduser(str(output_dir)))
     if os.path.abspath(checkpoint).startswith(output_dir + os.sep):
         raise UserError("--output_dir %s holds the checkpoint %s; choose another directory"

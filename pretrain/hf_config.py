@@ -112,6 +112,22 @@ def exported_model_type(config):
             "layer_norm_position \"pre\" (pre-LN) cannot be exported: transformers' BERT and "
             "ALBERT apply LayerNorm after each sub-layer, so the model would compute "
             "something else")
+    default_head = config.hidden_size // config.num_attention_heads
+    unsupported = [
+        ("residual_attention", config.residual_attention, "RealFormer residual attention"),
+        ("attention_key_size", config.key_size_per_head != default_head or
+         config.hidden_size % config.num_attention_heads, "per-head query/key widths other "
+         "than hidden_size / num_attention_heads"),
+        ("attention_head_size", config.value_size_per_head != default_head, "per-head value "
+         "widths other than hidden_size / num_attention_heads"),
+        ("layer_norm_cond_size", config.layer_norm_cond_size is not None,
+         "conditional LayerNorm"),
+    ]
+    for field, is_set, what in unsupported:
+        if is_set:
+            raise UserError("config field %s=%r cannot be exported: transformers' BERT and "
+                            "ALBERT have no %s, so the exported model would compute something "
+                            "else" % (field, getattr(config, field), what))
     if config.is_albert and config.albert_layout == "google":
         return "albert"
     return "bert"  # BERT, and brightmart ALBERT exported as the equivalent BERT
@@ -147,6 +163,10 @@ def hf_config_from_bert(config, task="pretraining", num_labels=2):
 
 def transformers_caveats(config):
     """Sentences about exported configs transformers 4.57 mishandles (empty if none)."""
+    if config.hierarchical_position:
+        return ["hierarchical_position: transformers' model has only the %d trained positions; "
+                "inputs up to that length give the same outputs as here, longer ones fail "
+                "there" % config.max_position_embeddings]
     if (config.is_albert and config.albert_layout == "google"
             and config.inner_group_num > config.num_hidden_layers // config.num_hidden_groups):
         return ["transformers' AlbertTransformer indexes its head mask per group and fails "

@@ -54,8 +54,9 @@ def pretraining_losses(bert_config, features, is_training, use_sentence_head,
     return out
 
 
-def _init_from_checkpoint(init_checkpoint, use_tpu):
-    """Weights only, through the name/shape-checked loader.
+def _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights=False):
+    """Weights only, through the name/shape-checked loader (shape mismatches stop the
+    run unless `ignore_invalid_weights`, which keeps those variables' initial values).
 
     Its table is printed by the first replica only (model_fn runs once per
     replica under MirroredStrategy).
@@ -67,7 +68,8 @@ def _init_from_checkpoint(init_checkpoint, use_tpu):
     log_fn = print if replica_id in (None, 0) else None
 
     def load():
-        checkpoint_loading.init_from_checkpoint(init_checkpoint, tvars=tvars, log_fn=log_fn)
+        checkpoint_loading.init_from_checkpoint(init_checkpoint, tvars=tvars, log_fn=log_fn,
+                                                allow_shape_mismatch=ignore_invalid_weights)
 
     if use_tpu:
         def scaffold_fn():
@@ -119,11 +121,14 @@ def _reported_loss(loss, num_replicas):
 def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_train_steps=1000,
                      num_warmup_steps=0, use_one_hot_embeddings=False, optimizer="adamw",
                      poly_power=1.0, weight_decay_rate=0.01, gradient_accumulation_steps=1,
-                     precision="fp32", use_sentence_head=True, span_boundary_objective=False):
+                     precision="fp32", use_sentence_head=True, span_boundary_objective=False,
+                     ignore_invalid_weights=False):
     """Returns `model_fn(features, labels, mode, params)`.
 
     span_boundary_objective: add SpanBERT's SBO head (pretrain.span_boundary); the
     input must carry masked_lm_span_left/right (input_fn_builder(span_boundaries=True)).
+    ignore_invalid_weights: `init_checkpoint` variables of another shape keep their
+    initial values (reported) instead of stopping the run.
 
     `num_train_steps`/`num_warmup_steps` count optimizer updates; with
     gradient accumulation the Estimator runs k times as many micro-steps.
@@ -145,7 +150,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                                      span_boundary_objective=span_boundary_objective)
         scaffold_fn = None
         if init_checkpoint:
-            scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu)
+            scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights)
 
         if mode == tf.estimator.ModeKeys.TRAIN:
             if config is not None:  # resuming from a checkpoint with the old slot names

@@ -16,7 +16,7 @@ from absl import logging
 
 from data_gen import cli_options
 from data_gen.cli_options import UserError, option
-from pretrain import data_checks, input_pipeline, mixed_precision, modeling
+from pretrain import checkpoint_loading, data_checks, input_pipeline, mixed_precision, modeling
 from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib
 
@@ -37,6 +37,7 @@ class PretrainingOptions:
                              "Required.")
     init_checkpoint: str = option(None, "Initial weights (weights only; optimizer state starts "
                                   "fresh).")
+    ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     max_seq_length: int = option(None, "Sequence length of the data (default: from the data's "
                                  ".meta.json sidecar, else 128; must equal the data's).")
     max_predictions_per_seq: int = option(None, "Masked positions per sequence (default: from the "
@@ -126,6 +127,10 @@ def run(values):
     opts = options_from(values)
     _validate(opts)
     config = modeling.BertConfig.from_json_file(opts.bert_config_file)
+    if config.layer_norm_cond_size is not None:
+        raise UserError(f"--bert_config_file={opts.bert_config_file} sets layer_norm_cond_size "
+                        "(conditional LayerNorm), but pretraining records carry no condition: "
+                        "pretrain without it and add it to the config when fine-tuning")
     strategy_name = strategy_lib.resolve_strategy(opts.strategy, use_tpu=opts.use_tpu)
     # Before anything runs eagerly (the data checks do): MultiWorkerMirrored
     # must configure collective ops before the eager context starts.
@@ -162,7 +167,8 @@ def run(values):
             files, file_metas = data_checks.check_input_data(
                 pattern, opts.max_seq_length, opts.max_predictions_per_seq, config,
                 use_sentence_head=head_flag, compression=compression,
-                span_boundary_objective=opts.span_boundary_objective)
+                span_boundary_objective=opts.span_boundary_objective,
+                bert_config_file=opts.bert_config_file)
             checked[pattern] = files
             metas.extend(file_metas)
     use_sentence_head = head_flag
@@ -193,7 +199,8 @@ def run(values):
         poly_power=opts.poly_power, weight_decay_rate=opts.weight_decay_rate,
         gradient_accumulation_steps=k, precision=precision,
         use_sentence_head=use_sentence_head,
-        span_boundary_objective=opts.span_boundary_objective)
+        span_boundary_objective=opts.span_boundary_objective,
+        ignore_invalid_weights=opts.ignore_invalid_weights)
     estimator = strategy_lib.build_estimator(
         strategy_name, model_fn, run_config, train_batch_size=opts.train_batch_size,
         eval_batch_size=opts.eval_batch_size)
@@ -283,7 +290,7 @@ def main(argv=None):
     cli_options.run_main(
         PretrainingOptions, _run_from_options, argv,
         expected=(data_checks.DataCheckError, modeling.ConfigError,
-                  training_hooks.NonFiniteLossError, tf.errors.PermissionDeniedError,
+                  checkpoint_loading.CheckpointMismatchError, training_hooks.NonFiniteLossError, tf.errors.PermissionDeniedError,
                   tf.errors.NotFoundError))
 
 

@@ -127,3 +127,32 @@ def test_resumes_from_checkpoint_with_old_slot_names(data, tmp_path):
         if name.startswith(("bert/", "cls/")):
             np.testing.assert_allclose(b.get_tensor(name), a.get_tensor(name), rtol=1e-5,
                                        atol=1e-6, err_msg=name)
+
+
+def test_ignore_invalid_weights_keeps_initial_values_of_mismatched_variables(data, tmp_path,
+                                                                              capsys):
+    """--init_checkpoint stops on a shape mismatch (one error, exit 2) unless
+    --ignore_invalid_weights: then the table lists it and only that variable keeps its
+    initial value."""
+    source = tmp_path / "source"
+    run_pretraining.run(_opts(data, source, num_train_steps=2))
+    wider = tiny_config(tmp_path / "three_types.json", type_vocab_size=3)
+    argv = ["run_pretraining", f"--bert_config_file={wider}", f"--input_file={data['fixed']}",
+            f"--output_dir={tmp_path / 'refused'}", "--do_train", "--num_train_steps=1",
+            f"--train_batch_size={BATCH}", f"--init_checkpoint={source}"]
+    with pytest.raises(SystemExit) as stop:
+        run_pretraining.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "bert/embeddings/token_type_embeddings: model shape [3, 32], checkpoint shape " \
+           "[2, 32]" in err and "--ignore_invalid_weights" in err and "Traceback" not in err
+
+    lenient = tmp_path / "lenient"
+    run_pretraining.run(_opts(data, lenient, bert_config_file=wider, num_train_steps=1,
+                              init_checkpoint=str(source), ignore_invalid_weights=True))
+    assert "MISMATCH  [3, 32]            [2, 32]" in capsys.readouterr().out
+    before, start = _ckpt(source), tf.train.load_checkpoint(str(lenient / "model.ckpt-0"))
+    np.testing.assert_array_equal(start.get_tensor("bert/embeddings/word_embeddings"),
+                                  before.get_tensor("bert/embeddings/word_embeddings"))
+    initial = start.get_tensor("bert/embeddings/token_type_embeddings")
+    assert initial.shape == (3, 32) and 0 < np.abs(initial).max() <= 0.04  # truncated normal
