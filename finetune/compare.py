@@ -31,6 +31,7 @@ from data_gen.file_utils import atomic_output, write_json_atomically
 from finetune import dev_curve_plot, lcqmc_data, run_lcqmc
 from data_gen import cli_options
 from data_gen.cli_options import UserError, option
+from pretrain import checkpoint_loading
 
 PLOT_NAME = "dev_curve.png"
 RUN_HELP = ("LABEL=CHECKPOINT starting point (repeat; empty CHECKPOINT = random init). The first "
@@ -227,7 +228,8 @@ def main(argv=None):
     if "run" not in flags.FLAGS:  # repeatable, so defined here (cli_options skips it)
         flags.DEFINE_multi_string("run", [], RUN_HELP, module_name=sys.argv[0])
     cli_options.run_main(CompareOptions, _compare_from_flags, argv,
-                         expected=(lcqmc_data.DataError, OSError))
+                         expected=(lcqmc_data.DataError, OSError,
+                                   checkpoint_loading.CheckpointMismatchError))
 
 
 if __name__ == "__main__":

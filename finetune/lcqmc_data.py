@@ -5,6 +5,14 @@ data_gen.lcqmc_format (the same reader and header rule as lcqmc_to_docs):
 lines that cannot be used are reported by file and line number and skipped,
 and the `ReadReport` counts them, never dropping lines silently.
 
+Conditional models (config `layer_norm_cond_size` = C): every line carries a
+4th field, the condition, `text_a<TAB>text_b<TAB>label<TAB>COND`, COND being
+one class id in [0, C) (fed as its one-hot vector) or C comma-separated
+numbers; it becomes the float32 feature `condition` [C] (cache, input_fn) fed
+to the encoder's conditional LayerNorm. A missing or bad condition, or a
+condition for a model without layer_norm_cond_size, stops with PATH:LINE.
+Without a condition size nothing changes: same features, cache key and files.
+
 Features follow google-research/bert's classifier: `[CLS] a [SEP] b [SEP]`,
 segment 0 for `[CLS] a [SEP]`, segment 1 for `b [SEP]`, the longer side
 truncated first. They are cached as TFRecords whose file name carries a key
@@ -34,21 +42,63 @@ class PairExample:
     text_a: str
     text_b: str
     label: int         # 0 or 1
+    condition: tuple = None  # C floats for a conditional model, else None
 
 
-def read_pairs(path, split_name=None, limit=0, log_fn=print):
+def read_pairs(path, split_name=None, limit=0, log_fn=print, condition_size=None):
     """Reads an LCQMC file. Returns ([PairExample], lcqmc_format.ReadReport).
 
     limit > 0 keeps the first `limit` usable pairs (every line is still read
-    and counted). Raises DataError when the file is missing or has no pair.
+    and counted). condition_size: C of a conditional model (every pair needs a
+    condition), None = no condition allowed. Raises DataError when the file is
+    missing, has no pair, or a condition does not fit (see parse_conditions).
     """
-    pairs, report = lcqmc_format.read_pairs(path, log_fn=log_fn)
+    pairs, report = lcqmc_format.read_pairs(path, log_fn=log_fn, condition_column=True)
+    conditions = parse_conditions(pairs, str(path), condition_size)
     split_name = split_name or os.path.splitext(os.path.basename(str(path)))[0]
     if limit:
         pairs = pairs[:limit]
     log_fn(report.summary() + (f"; the first {len(pairs)} kept (limit)" if limit else ""))
-    return [PairExample(f"{split_name}-{pair.line_number}", pair.text_a, pair.text_b, pair.label)
-            for pair in pairs], report
+    return [PairExample(f"{split_name}-{pair.line_number}", pair.text_a, pair.text_b, pair.label,
+                        condition) for pair, condition in zip(pairs, conditions)], report
+
+
+def parse_conditions(pairs, path, condition_size):
+    """The conditions of `pairs`: a tuple of C floats each, or None each when
+    condition_size is None.
+
+    Raises DataError naming PATH:LINE of the first pair whose 4th field is
+    missing, malformed, or present although condition_size is None.
+    """
+    expected = (f"text_a<TAB>text_b<TAB>label<TAB>CONDITION, CONDITION being a class id in "
+                f"[0, {condition_size}) or {condition_size} comma-separated numbers")
+    conditions, problems = [], []
+    for pair in pairs:
+        condition = None
+        if condition_size is None:
+            if pair.condition is not None:
+                problems.append((pair.line_number, (
+                    f"4th field {pair.condition!r} (a condition) but the model config has no "
+                    "layer_norm_cond_size: to condition the model, set layer_norm_cond_size to "
+                    "the condition width C in the model config (--bert_config_file); "
+                    "otherwise keep 3 fields per line")))
+        elif pair.condition is None:
+            problems.append((pair.line_number, (
+                f"no condition: the model config sets layer_norm_cond_size={condition_size} "
+                f"(conditional LayerNorm), so every line needs a 4th field: {expected}")))
+        else:
+            try:
+                condition = lcqmc_format.parse_condition(pair.condition, condition_size)
+            except ValueError as error:
+                problems.append((pair.line_number, (
+                    f"bad condition: {error} (layer_norm_cond_size={condition_size})")))
+        conditions.append(condition)
+    if problems:
+        line_number, reason = problems[0]
+        more = len(problems) - 1
+        more = f" [{more} more line(s) with a condition problem]" if more else ""
+        raise DataError(f"{path}:{line_number}: {reason}{more}")
+    return conditions
 
 
 def truncate_pair(tokens_a, tokens_b, max_tokens):
@@ -65,9 +115,10 @@ def truncate_pair(tokens_a, tokens_b, max_tokens):
 
 
 def convert_example(example, tokenizer, max_seq_length):
-    """Returns (features, truncated) with features: dict of int lists.
+    """Returns (features, truncated) with features: dict of lists.
 
-    input_ids, input_mask, segment_ids: [max_seq_length]; label_ids: [1].
+    input_ids, input_mask, segment_ids: int [max_seq_length]; label_ids: int [1];
+    condition: float [C], only when example.condition is set.
     """
     if max_seq_length < 5:
         raise ValueError(f"max_seq_length={max_seq_length} leaves no room for "
@@ -85,11 +136,17 @@ def convert_example(example, tokenizer, max_seq_length):
         "segment_ids": segment_ids + [0] * padding,
         "label_ids": [example.label],
     }
+    if example.condition is not None:
+        features["condition"] = list(example.condition)
     return features, truncated
 
 
-def cache_key(data_file, vocab_file, max_seq_length, do_lower_case, limit):
-    """Dict of everything the cached features depend on (and its short hash)."""
+def cache_key(data_file, vocab_file, max_seq_length, do_lower_case, limit,
+              condition_size=None):
+    """Dict of everything the cached features depend on (and its short hash).
+
+    condition_size enters the key only when set (non-conditional keys are unchanged).
+    """
     key = {
         "format_version": CACHE_FORMAT_VERSION,
         "data_sha256": file_sha256(data_file),
@@ -98,6 +155,8 @@ def cache_key(data_file, vocab_file, max_seq_length, do_lower_case, limit):
         "do_lower_case": bool(do_lower_case),
         "limit": int(limit),
     }
+    if condition_size is not None:
+        key["condition_size"] = int(condition_size)
     key_hash = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return key, key_hash
 
@@ -106,20 +165,25 @@ def _int64_feature(values):
     return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
 
 
+def _float_feature(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
 def _write_atomically(path, write_fn):
     with atomic_output(path) as temporary:
         write_fn(temporary)
 
 
 def build_cached_features(data_file, tokenizer, max_seq_length, cache_dir, split_name,
-                          limit=0, log_fn=print):
+                          limit=0, log_fn=print, condition_size=None):
     """Returns (tfrecord_path, info) for a split, building the cache if needed.
 
     info: dict with num_examples, num_truncated, malformed (count), the key
-    fields and the read report's summary.
+    fields and the read report's summary. condition_size: C of a conditional
+    model (records then carry `condition`), else None.
     """
     key, key_hash = cache_key(data_file, tokenizer.vocab_file, max_seq_length,
-                              tokenizer.do_lower_case, limit)
+                              tokenizer.do_lower_case, limit, condition_size)
     os.makedirs(cache_dir, exist_ok=True)
     record_path = os.path.join(cache_dir, f"{split_name}.{key_hash}.tfrecord")
     info_path = record_path + ".json"
@@ -132,7 +196,8 @@ def build_cached_features(data_file, tokenizer, max_seq_length, cache_dir, split
             return record_path, info
         log_fn(f"{split_name}: cache {record_path} does not match its key; rebuilding")
 
-    examples, report = read_pairs(data_file, split_name, limit=limit, log_fn=log_fn)
+    examples, report = read_pairs(data_file, split_name, limit=limit, log_fn=log_fn,
+                                  condition_size=condition_size)
     num_truncated = 0
 
     def write_records(path):
@@ -142,7 +207,8 @@ def build_cached_features(data_file, tokenizer, max_seq_length, cache_dir, split
                 features, truncated = convert_example(example, tokenizer, max_seq_length)
                 num_truncated += truncated
                 proto = tf.train.Example(features=tf.train.Features(feature={
-                    name: _int64_feature(values) for name, values in features.items()}))
+                    name: _float_feature(values) if name == "condition" else
+                    _int64_feature(values) for name, values in features.items()}))
                 writer.write(proto.SerializeToString())
 
     _write_atomically(record_path, write_records)
@@ -162,10 +228,12 @@ def build_cached_features(data_file, tokenizer, max_seq_length, cache_dir, split
     return record_path, info
 
 
-def input_fn_builder(record_path, max_seq_length, batch_size, is_training, seed=None):
+def input_fn_builder(record_path, max_seq_length, batch_size, is_training, seed=None,
+                     condition_size=None):
     """An Estimator input_fn over cached features.
 
-    Yields ({input_ids, input_mask, segment_ids: int32 [B, S]}, label_ids int32 [B]).
+    Yields ({input_ids, input_mask, segment_ids: int32 [B, S]; with condition_size
+    C also condition: float32 [B, C]}, label_ids int32 [B]).
     Training: shuffled (seeded), repeated, fixed batch size. Eval/predict: file
     order, one pass, last batch may be smaller.
     """
@@ -175,10 +243,13 @@ def input_fn_builder(record_path, max_seq_length, batch_size, is_training, seed=
         "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
         "label_ids": tf.io.FixedLenFeature([1], tf.int64),
     }
+    if condition_size is not None:
+        feature_spec["condition"] = tf.io.FixedLenFeature([condition_size], tf.float32)
 
     def decode(record):
         parsed = tf.io.parse_single_example(record, feature_spec)
-        parsed = {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+        parsed = {name: value if name == "condition" else tf.cast(value, tf.int32)
+                  for name, value in parsed.items()}
         label = tf.reshape(parsed.pop("label_ids"), [])
         return parsed, label
 

@@ -12,6 +12,10 @@ checkpoint in `OUTPUT_DIR/best/`, scores test with it, and writes
 The model config comes from `--bert_config_file`, else from a
 `bert_config.json` beside the init checkpoint. `run(settings)` is the
 plain-Python entry (a dict of the flag names of `FinetuneOptions`).
+
+A config with `layer_norm_cond_size` = C (conditional LayerNorm) needs a 4th
+field on every line, `text_a<TAB>text_b<TAB>label<TAB>CONDITION`: a class id
+in [0, C) (fed as its one-hot vector) or C comma-separated numbers.
 """
 import dataclasses
 import math
@@ -28,6 +32,8 @@ from finetune.best_checkpoint import DevEvaluationListener
 from finetune.classifier import model_fn_builder
 from finetune.progress import ProgressHook
 from data_gen import cli_options
+from data_gen import model_limits
+from pretrain import checkpoint_loading
 from pretrain import strategy as strategies
 from data_gen.cli_options import option, required
 from pretrain.modeling import BertConfig
@@ -40,7 +46,9 @@ STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker")
 class FinetuneSettings:
     """Data, model and training settings; shared with finetune.compare (one flag each)."""
     data_dir: str = required("Folder with train.txt, dev.txt, test.txt "
-                             "(text_a<TAB>text_b<TAB>label).")
+                             "(text_a<TAB>text_b<TAB>label; a model with layer_norm_cond_size "
+                             "C needs a 4th field: a class id < C or C comma-separated "
+                             "numbers).")
     vocab_file: str = required("The vocab the model was pretrained with.")
     bert_config_file: str = option(None, "Model config JSON; default: the bert_config.json "
                                          "beside the starting checkpoint.")
@@ -56,6 +64,7 @@ class FinetuneSettings:
     eval_every_steps: int = option(500, "Save and evaluate on dev every N steps.")
     warmup_proportion: float = option(0.1, "Fraction of steps with linear warmup.")
     random_seed: int = option(12345, "Seed for initialisation, dropout, shuffling.")
+    ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)
                            + ".")
     keep_checkpoint_max: int = option(2, "Recent checkpoints kept (best/ is separate).")
@@ -101,10 +110,11 @@ def check_settings(settings, bert_config, tokenizer):
         raise SettingsError(
             f"vocab {tokenizer.vocab_file} has {len(tokenizer.vocab)} entries but the model config "
             f"has vocab_size={bert_config.vocab_size}: use the vocab the model was pretrained with")
-    if settings["max_seq_length"] > bert_config.max_position_embeddings:
-        raise SettingsError(
-            f"--max_seq_length={settings['max_seq_length']} exceeds the model's "
-            f"max_position_embeddings={bert_config.max_position_embeddings}")
+    source = (f"--bert_config_file={settings['bert_config_file']}"
+              if settings["bert_config_file"] else "bert_config.json beside --init_checkpoint")
+    too_long = model_limits.length_error(settings["max_seq_length"], bert_config.to_dict(), source)
+    if too_long:
+        raise SettingsError(too_long)
     init = settings["init_checkpoint"]
     if init and not (os.path.isdir(init) or tf.io.gfile.exists(init + ".index")):
         raise SettingsError(f"--init_checkpoint={init!r} is neither a directory nor a checkpoint "
@@ -142,10 +152,13 @@ def prepare_output_dir(settings):
     os.makedirs(output_dir, exist_ok=True)
 
 
-def score_test(estimator, record_path, examples, checkpoint, settings):
-    """Predicts test with `checkpoint`; returns (accuracy, loss, rows for the TSV)."""
+def score_test(estimator, record_path, examples, checkpoint, settings, condition_size=None):
+    """Predicts test with `checkpoint`; returns (accuracy, loss, rows for the TSV).
+
+    condition_size: the model's layer_norm_cond_size (the records carry conditions)."""
     input_fn = lcqmc_data.input_fn_builder(record_path, settings["max_seq_length"],
-                                           settings["eval_batch_size"], is_training=False)
+                                           settings["eval_batch_size"], is_training=False,
+                                           condition_size=condition_size)
     probabilities = np.array([p["probabilities"] for p in estimator.predict(
         input_fn, checkpoint_path=checkpoint, yield_single_examples=True)])
     labels = np.array([e.label for e in examples])
@@ -172,13 +185,15 @@ def run(settings, log_fn=print):
     prepare_output_dir(settings)
     shutil.copy2(config_path, os.path.join(settings["output_dir"], "bert_config.json"))
     cache_dir = settings["cache_dir"] or os.path.join(settings["output_dir"], "feature_cache")
+    condition_size = bert_config.layer_norm_cond_size  # None: no condition column
     records, data_info = {}, {}
     limits = {"train": settings["max_train_examples"], "dev": settings["max_dev_examples"],
               "test": 0}
     for split in SPLITS:
         records[split], data_info[split] = lcqmc_data.build_cached_features(
             os.path.join(settings["data_dir"], f"{split}.txt"), tokenizer,
-            settings["max_seq_length"], cache_dir, split, limit=limits[split], log_fn=log_fn)
+            settings["max_seq_length"], cache_dir, split, limit=limits[split], log_fn=log_fn,
+            condition_size=condition_size)
 
     num_train = data_info["train"]["num_examples"]
     num_train_steps = max(1, math.ceil(num_train * settings["num_train_epochs"]
@@ -193,14 +208,16 @@ def run(settings, log_fn=print):
     model_fn = model_fn_builder(bert_config, settings["init_checkpoint"],
                                 settings["learning_rate"], num_train_steps, num_warmup_steps,
                                 log_fn=log_fn, init_summary=init_summary,
+                                ignore_invalid_weights=settings["ignore_invalid_weights"],
                                 training_hooks_fn=lambda loss: [ProgressHook(
                                     loss, num_train_steps, settings["log_every_n_steps"], log_fn)])
     estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)
     dev_input_fn = lcqmc_data.input_fn_builder(records["dev"], settings["max_seq_length"],
-                                               settings["eval_batch_size"], is_training=False)
+                                               settings["eval_batch_size"], is_training=False,
+                                               condition_size=condition_size)
     train_input_fn = lcqmc_data.input_fn_builder(
         records["train"], settings["max_seq_length"], settings["train_batch_size"],
-        is_training=True, seed=settings["random_seed"])
+        is_training=True, seed=settings["random_seed"], condition_size=condition_size)
     listener = DevEvaluationListener(
         estimator, dev_input_fn, settings["output_dir"], log_fn=log_fn,
         extra_best_files=[os.path.join(settings["output_dir"], "bert_config.json")])
@@ -209,9 +226,11 @@ def run(settings, log_fn=print):
         raise RuntimeError("training finished without any dev evaluation; no checkpoint was saved")
 
     test_examples, _ = lcqmc_data.read_pairs(os.path.join(settings["data_dir"], "test.txt"),
-                                             log_fn=lambda message: None)
+                                             log_fn=lambda message: None,
+                                             condition_size=condition_size)
     test_accuracy, test_loss, rows = score_test(estimator, records["test"], test_examples,
-                                                listener.best["checkpoint"], settings)
+                                                listener.best["checkpoint"], settings,
+                                                condition_size)
     write_text_atomically(
         os.path.join(settings["output_dir"], "test_predictions.tsv"),
         ["guid\ttext_a\ttext_b\tlabel\tprediction\tprob_paraphrase"]
@@ -249,7 +268,8 @@ def _run_from_flags(options):
 
 def main(argv=None):
     cli_options.run_main(FinetuneOptions, _run_from_flags, argv,
-                         expected=(lcqmc_data.DataError, OSError))
+                         expected=(lcqmc_data.DataError, OSError,
+                                   checkpoint_loading.CheckpointMismatchError))
 
 
 if __name__ == "__main__":

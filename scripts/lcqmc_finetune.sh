@@ -72,6 +72,10 @@ parentheses (python -m finetune.compare --help lists them):
 
 LCQMC format: one pair per line, text_a<TAB>text_b<TAB>label (label 1 =
 same meaning, 0 = not), UTF-8, files train.txt, dev.txt and test.txt.
+A model whose config sets "layer_norm_cond_size": C (conditional LayerNorm)
+needs a 4th field, the condition, on every line:
+text_a<TAB>text_b<TAB>label<TAB>COND, COND being one class id in [0, C) (fed
+as a one-hot vector) or C comma-separated numbers (e.g. 2 or 0.5,0,1 for C=3).
 Examples:
   make lcqmc-finetune AFTER=output/lcqmc_pretrain VOCAB=output/lcqmc_vocab.txt
   bash scripts/lcqmc_finetune.sh --after output/pretrain --max_train_examples 20000 --epochs 1

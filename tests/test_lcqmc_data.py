@@ -172,3 +172,20 @@ def test_finetune_and_lcqmc_to_docs_share_one_parser_and_header_rule(tmp_path, f
     assert report.header_skipped == is_header == (account["header_lines"] == 1)
     assert len(report.malformed) == account["malformed_lines"]
     assert [e.guid for e in examples][-1] == "train-2"
+
+
+def test_fourth_field_is_a_condition_only_when_asked_for():
+    from data_gen import lcqmc_format
+    line = "我想\t买手机\t1\t0.5,1\r\n".encode()
+    assert lcqmc_format.parse_line(line, 2) == (
+        "malformed", "expected 3 tab-separated fields (text_a, text_b, label), found 4")
+    assert lcqmc_format.parse_line(line, 2, condition_column=True) == (
+        "pair", lcqmc_format.Pair(2, "我想", "买手机", 1, "0.5,1"))
+    assert lcqmc_format.parse_line("我想\t买手机\t1\n".encode(), 2, condition_column=True) == (
+        "pair", lcqmc_format.Pair(2, "我想", "买手机", 1, None))
+    header = "\ufefftext_a\ttext_b\tlabel\tcondition\n".encode()
+    assert lcqmc_format.parse_line(header, 1, condition_column=True) == ("header", None)
+    assert lcqmc_format.parse_line(header, 1)[0] == "malformed"
+    assert lcqmc_format.parse_line("a\tb\t1\t2\t3\n".encode(), 2, condition_column=True) == (
+        "malformed", "expected 3 or 4 tab-separated fields (text_a, text_b, label[, condition]), "
+                     "found 5")
