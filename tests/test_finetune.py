@@ -10,6 +10,7 @@ import tensorflow.compat.v1 as tf
 
 from finetune import run_lcqmc
 from finetune.best_checkpoint import DevEvaluationListener
+from pretrain.checkpoint_loading import CheckpointMismatchError
 from finetune_helpers import fast_settings, trained_run, write_task
 
 
@@ -75,6 +76,23 @@ def test_init_from_a_finetuned_dir_uses_its_config_and_weights(trained, tmp_path
     # Step 0 is evaluated before any update: the loaded weights alone score as before.
     assert again["dev_curve"][0]["step"] == 0
     assert again["dev_curve"][0]["accuracy"] == pytest.approx(results["dev_accuracy"])
+
+
+def test_ignore_invalid_weights_starts_from_a_checkpoint_of_another_shape(trained, tmp_path):
+    task, run_dir, _, _ = trained
+    config = json.loads((run_dir / "best" / "bert_config.json").read_text(encoding="utf-8"))
+    config["type_vocab_size"] = 3
+    (tmp_path / "three_types.json").write_text(json.dumps(config), encoding="utf-8")
+    settings = fast_settings(dict(task, bert_config_file=str(tmp_path / "three_types.json")),
+                             tmp_path / "refused", init_checkpoint=str(run_dir / "best"),
+                             max_train_examples=64, num_train_epochs=1, eval_every_steps=100)
+    with pytest.raises(CheckpointMismatchError, match="token_type_embeddings: model shape "
+                       r"\[3, 32\], checkpoint shape \[2, 32\]"):
+        run_lcqmc.run(settings, log_fn=lambda m: None)
+    lenient = run_lcqmc.run(dict(settings, output_dir=str(tmp_path / "lenient"),
+                                 ignore_invalid_weights=True), log_fn=lambda m: None)
+    assert lenient["init"]["shape_mismatches"] == ["bert/embeddings/token_type_embeddings"]
+    assert lenient["init"]["loaded"] > 10 and lenient["dev_curve"][0]["step"] == 0
 
 
 class ScriptedEstimator:

@@ -156,3 +156,17 @@ def test_ignore_invalid_weights_keeps_initial_values_of_mismatched_variables(dat
                                   before.get_tensor("bert/embeddings/word_embeddings"))
     initial = start.get_tensor("bert/embeddings/token_type_embeddings")
     assert initial.shape == (3, 32) and 0 < np.abs(initial).max() <= 0.04  # truncated normal
+
+
+def test_hierarchical_positions_train_past_max_position_embeddings(data, tmp_path):
+    """16-token records on a model with 8 positions: refused without hierarchical_position
+    (the message names the option), trained and evaluated with it, on the same [8, H] table."""
+    short = tiny_config(tmp_path / "short.json", max_position=8)
+    with pytest.raises(data_checks.DataCheckError, match="hierarchical_position"):
+        run_pretraining.run(_opts(data, tmp_path / "refused", bert_config_file=short))
+    stretched = tiny_config(tmp_path / "stretched.json", max_position=8, hierarchical_position=0.4)
+    out = tmp_path / "stretched"
+    result = run_pretraining.run(_opts(data, out, bert_config_file=stretched, num_train_steps=3,
+                                       do_eval=True))
+    assert result["global_step"] == 3 and np.isfinite(result["eval_results"]["masked_lm_loss"])
+    assert _ckpt(out).get_variable_to_shape_map()["bert/embeddings/position_embeddings"] == [8, 32]
