@@ -163,3 +163,38 @@ def input_batch():
     mask = np.array([[1] * 8, [1, 1, 1, 1, 1, 0, 0, 0]], np.int32)
     types = np.array([[0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 0, 0, 0]], np.int32)
     return ids, mask, types
+
+
+class ModelRunner(object):
+    """An encoder on [B, S] int32 placeholders (static when `shape` is given) and, for a
+    conditional config, a [B, C] float32 condition; initialised from `checkpoint` (its
+    load report in `.report`) or from the initialisers. `.variables`: {name: shape}."""
+
+    def __init__(self, config_dict, checkpoint=None, shape=(None, None), **model_kwargs):
+        from pretrain import checkpoint_loading, modeling  # pylint: disable=import-outside-toplevel
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            self.ids, self.mask, self.types = (tf.placeholder(tf.int32, list(shape))
+                                               for _ in range(3))
+            size = config_dict.get("layer_norm_cond_size")
+            self.condition = None if size is None else tf.placeholder(tf.float32, [None, size])
+            self.model = modeling.create_model(
+                modeling.BertConfig.from_dict(config_dict), False, self.ids, self.mask,
+                self.types, condition=self.condition, **model_kwargs)
+            self.variables = {v.op.name: v.shape.as_list() for v in tf.global_variables()}
+            self.report = None
+            if checkpoint is not None:
+                self.report = checkpoint_loading.init_from_checkpoint(checkpoint, log_fn=None)
+            self.session = tf.Session()
+            self.session.run(tf.global_variables_initializer())
+
+    def run(self, ids, mask, types, condition=None, fetch=None):
+        """Default fetch: [sequence output [B, S, H], pooled output [B, H]]."""
+        feed = {self.ids: ids, self.mask: mask, self.types: types}
+        if self.condition is not None:
+            feed[self.condition] = condition
+        fetch = fetch or [self.model.get_sequence_output(), self.model.get_pooled_output()]
+        return self.session.run(fetch, feed)
+
+    def close(self):
+        self.session.close()

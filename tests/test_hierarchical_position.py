@@ -17,10 +17,10 @@ import tensorflow.compat.v1 as tf
 from conftest import REPO_ROOT
 from data_gen.config import ConfigError, GenerationConfig
 from finetune import run_lcqmc
-from pretrain import checkpoint_loading, data_checks, modeling
+from pretrain import data_checks, modeling
 from pretrain import position_embeddings as positions
 from pretrain_testdata import make_examples, write_records
-from tests.modeling_helpers import random_weights, tiny_config, write_checkpoint
+from tests.modeling_helpers import ModelRunner, random_weights, tiny_config, write_checkpoint
 from tests.numpy_bert import NumpyEncoder
 
 ALPHA = 0.4
@@ -117,29 +117,6 @@ def _batch(length, seed=0):
     return ids, mask, kinds
 
 
-class _Model(object):
-    """A model graph on [B, S] inputs (static shape when `shape` is given), from a checkpoint."""
-
-    def __init__(self, config_dict, checkpoint=None, shape=(None, None)):
-        self.graph = tf.Graph()
-        with self.graph.as_default():
-            self.inputs = [tf.placeholder(tf.int32, list(shape)) for _ in range(3)]
-            self.model = modeling.create_model(modeling.BertConfig.from_dict(config_dict), False,
-                                               *self.inputs)
-            self.variables = [(v.op.name, v.shape.as_list()) for v in tf.global_variables()]
-            if checkpoint:
-                checkpoint_loading.init_from_checkpoint(checkpoint, log_fn=None)
-            self.session = tf.Session()
-            self.session.run(tf.global_variables_initializer())
-
-    def sequence_output(self, batch):
-        return self.session.run(self.model.get_sequence_output(),
-                                dict(zip(self.inputs, batch)))
-
-    def close(self):
-        self.session.close()
-
-
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("hierarchical")
@@ -155,9 +132,9 @@ def checkpoints(tmp_path_factory):
 def test_long_inputs_match_the_numpy_reference_with_no_new_variables(name, shape, checkpoints):
     prefix, weights = checkpoints[name]
     config = dict(CONFIGS[name], hierarchical_position=ALPHA)
-    model = _Model(config, prefix, shape)
+    model = ModelRunner(config, prefix, shape)
     batch = _batch(SEQ)
-    got = model.sequence_output(batch)
+    got = model.run(*batch)[0]
     model.close()
     ref, _, _ = NumpyEncoder(config, weights).forward(*batch)
     assert got.shape == (2, SEQ, 16)
@@ -165,21 +142,20 @@ def test_long_inputs_match_the_numpy_reference_with_no_new_variables(name, shape
     assert np.abs(got).max() > 0.1
     # the reference really used hierarchical positions: the plain table cannot reach SEQ
     assert weights["bert/embeddings/position_embeddings"].shape == (N, 16 if name == "bert" else 8)
-    off = _Model(CONFIGS[name])  # dynamic S: an option-off model cannot take SEQ statically
+    off = ModelRunner(CONFIGS[name])  # dynamic S: an option-off model cannot take SEQ statically
     off.close()
     assert model.variables == off.variables
-    assert ("bert/embeddings/position_embeddings", [N, 16 if name == "bert" else 8]) in \
-        model.variables
+    assert model.variables["bert/embeddings/position_embeddings"] == [N, 16 if name == "bert" else 8]
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_inputs_up_to_n_give_the_option_off_outputs_bit_for_bit(name, checkpoints):
     prefix, _ = checkpoints[name]
-    on = _Model(dict(CONFIGS[name], hierarchical_position=ALPHA), prefix)  # dynamic S path
-    off = _Model(CONFIGS[name], prefix)
+    on = ModelRunner(dict(CONFIGS[name], hierarchical_position=ALPHA), prefix)  # dynamic S path
+    off = ModelRunner(CONFIGS[name], prefix)
     for length in (N - 2, N):
         batch = _batch(length, seed=length)
-        np.testing.assert_array_equal(on.sequence_output(batch), off.sequence_output(batch))
+        np.testing.assert_array_equal(on.run(*batch)[0], off.run(*batch)[0])
     on.close()
     off.close()
 
@@ -194,16 +170,16 @@ def _todays_position_embeddings(table, seq_length, alpha):
 @pytest.mark.parametrize("shape", [(None, None), (2, N)], ids=["dynamic", "static"])
 def test_default_off_builds_todays_graph(shape, checkpoints, monkeypatch):
     prefix, _ = checkpoints["bert"]
-    absent = _Model(CONFIGS["bert"], prefix, shape)
-    none = _Model(dict(CONFIGS["bert"], hierarchical_position=None), prefix, shape)
+    absent = ModelRunner(CONFIGS["bert"], prefix, shape)
+    none = ModelRunner(dict(CONFIGS["bert"], hierarchical_position=None), prefix, shape)
     monkeypatch.setattr(positions, "position_embeddings", _todays_position_embeddings)
-    today = _Model(CONFIGS["bert"], prefix, shape)
+    today = ModelRunner(CONFIGS["bert"], prefix, shape)
     graph_defs = [m.graph.as_graph_def() for m in (absent, none, today)]
     assert graph_defs[0] == graph_defs[1]
     assert graph_defs[0] == graph_defs[2]
     assert not any("hierarchical" in node.name for node in graph_defs[0].node)
     batch = _batch(N)
-    outputs = [m.sequence_output(batch) for m in (absent, none, today)]
+    outputs = [m.run(*batch)[0] for m in (absent, none, today)]
     for model in (absent, none, today):
         model.close()
     np.testing.assert_array_equal(outputs[0], outputs[2])

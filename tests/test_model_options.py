@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import checkpoint_loading, modeling
+from pretrain import modeling
 from pretrain.config import BertConfig, ConfigError
 
 from tests import graph_fingerprint
-from tests.modeling_helpers import (expected_variables, input_batch, random_weights, tiny_config,
-                                    write_checkpoint)
+from tests.modeling_helpers import (ModelRunner as Runner, expected_variables, input_batch,
+                                    random_weights, tiny_config, write_checkpoint)
 from tests.numpy_bert import NumpyEncoder
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -53,35 +53,6 @@ CONDITION = np.array([[1.0, 0.0, 0.0], [0.3, -1.2, 2.0]], np.float32)
 def _condition_for(config):
     size = config.get("layer_norm_cond_size")
     return None if size is None else CONDITION[:, :size]
-
-
-class Runner(object):
-    """The encoder on [B, S] placeholders (and a [B, C] condition), initialised from
-    `checkpoint` or from its initialisers."""
-
-    def __init__(self, config, checkpoint=None, attention_mode="bidirectional"):
-        self.graph = tf.Graph()
-        with self.graph.as_default():
-            self.ids, self.mask, self.types = (tf.placeholder(tf.int32, [None, None])
-                                               for _ in range(3))
-            size = config.get("layer_norm_cond_size")
-            self.condition = None if size is None else tf.placeholder(tf.float32, [None, size])
-            self.model = modeling.create_model(
-                BertConfig.from_dict(config), False, self.ids, self.mask, self.types,
-                attention_mode=attention_mode, condition=self.condition)
-            self.report = None
-            if checkpoint is not None:
-                self.report = checkpoint_loading.init_from_checkpoint(checkpoint, log_fn=None)
-            self.variables = {v.name[:-2]: v.shape.as_list() for v in tf.global_variables()}
-            self.session = tf.Session()
-            self.session.run(tf.global_variables_initializer())
-
-    def run(self, ids, mask, types, condition=None):
-        feed = {self.ids: ids, self.mask: mask, self.types: types}
-        if self.condition is not None:
-            feed[self.condition] = condition
-        fetch = [self.model.get_sequence_output(), self.model.get_pooled_output()]
-        return self.session.run(fetch, feed)
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import checkpoint_loading, modeling
+from pretrain import modeling
 
-from tests.modeling_helpers import input_batch, random_weights, tiny_config, write_checkpoint
+from tests.modeling_helpers import (ModelRunner as Runner, input_batch, random_weights,
+                                    tiny_config, write_checkpoint)
 from tests.numpy_bert import NumpyEncoder
 
 CONFIGS = {
@@ -17,31 +18,6 @@ CONFIGS = {
     "brightmart_preln": tiny_config(model_type="albert", albert_layout="brightmart",
                                     embedding_size=8, layer_norm_position="pre"),
 }
-
-
-class Runner(object):
-    """A model graph with [B, S] placeholders, initialised from a checkpoint."""
-
-    def __init__(self, config_dict, checkpoint, **model_kwargs):
-        self.graph = tf.Graph()
-        with self.graph.as_default():
-            self.ids = tf.placeholder(tf.int32, [None, None])
-            self.mask = tf.placeholder(tf.int32, [None, None])
-            self.types = tf.placeholder(tf.int32, [None, None])
-            self.model = modeling.create_model(
-                modeling.BertConfig.from_dict(config_dict), False, self.ids, self.mask,
-                self.types, **model_kwargs)
-            if checkpoint is not None:
-                checkpoint_loading.init_from_checkpoint(checkpoint, log_fn=None)
-            self.session = tf.Session()
-            self.session.run(tf.global_variables_initializer())
-
-    def run(self, ids, mask, types, fetch=None):
-        fetch = fetch or [self.model.get_sequence_output(), self.model.get_pooled_output()]
-        return self.session.run(fetch, {self.ids: ids, self.mask: mask, self.types: types})
-
-    def close(self):
-        self.session.close()
 
 
 @pytest.fixture(scope="module")
