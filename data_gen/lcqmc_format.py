@@ -16,7 +16,8 @@ Conditions (fine-tuning a conditional-LayerNorm model, read with
 kept as text in `Pair.condition` (a 4-field header is skipped too).
 `parse_condition` turns it into C floats: one integer class id in [0, C)
 (a one-hot vector) or C comma-separated numbers. Which lines need one is the
-caller's rule (finetune.lcqmc_data); lcqmc_to_docs reads 3 fields only.
+caller's rule (finetune.lcqmc_data); lcqmc_to_docs reads the texts and
+ignores the condition.
 """
 import dataclasses
 import math

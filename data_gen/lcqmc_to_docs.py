@@ -3,7 +3,9 @@
     python -m data_gen.lcqmc_to_docs --lcqmc_dir ../shared/data/lcqmc \
         --output_file output/lcqmc_docs.txt
 
-Input lines are `text_a<TAB>text_b<TAB>label` (label 1 = paraphrase). Output:
+Input lines are `text_a<TAB>text_b<TAB>label` (label 1 = paraphrase), or with a
+4th condition field as fine-tuning reads them (the condition is not text: it is
+counted as `condition_fields_ignored` and left out). Output:
 blank-line-separated documents, one sentence per line (the generator's input
 format):
   * a paraphrase pair (label 1) is one two-sentence document `a`, `b`;
@@ -58,7 +60,7 @@ def parse_split_names(splits, allow_eval_splits):
 def read_pairs(path, account, report=print):
     """Returns [(text_a, text_b, label)] of one LCQMC file, counting into `account`."""
     pairs, read_report = lcqmc_format.read_pairs(
-        path, log_fn=lambda message: report(f"lcqmc_to_docs: {message}"))
+        path, log_fn=lambda message: report(f"lcqmc_to_docs: {message}"), condition_column=True)
     account["lines_read"] += read_report.lines
     account["header_lines"] += int(read_report.header_skipped)
     account["blank_lines"] += read_report.blank_lines
@@ -66,6 +68,7 @@ def read_pairs(path, account, report=print):
     account["pairs"] += len(pairs)
     account["paraphrase_pairs"] += sum(pair.label == 1 for pair in pairs)
     account["non_paraphrase_pairs"] += sum(pair.label == 0 for pair in pairs)
+    account["condition_fields_ignored"] += sum(pair.condition is not None for pair in pairs)
     return [(pair.text_a, pair.text_b, pair.label) for pair in pairs]
 
 
@@ -134,7 +137,8 @@ def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, rep
 
 
 ACCOUNT_ORDER = ("files", "lines_read", "header_lines", "blank_lines", "malformed_lines", "pairs",
-                 "paraphrase_pairs", "non_paraphrase_pairs", "documents_written",
+                 "paraphrase_pairs", "non_paraphrase_pairs", "condition_fields_ignored",
+                 "documents_written",
                  "two_sentence_documents", "one_sentence_documents", "sentences_written",
                  "duplicate_documents_removed", "repeated_sentences_removed")
 

@@ -71,12 +71,31 @@ def test_sentence_of_a_paraphrase_pair_is_not_repeated_as_a_single(tmp_path):
     assert read_documents(output) == [["乙问题"], ["甲问题", "丙问题"]]
 
 
+def test_condition_column_is_read_and_left_out_of_the_text(tmp_path):
+    """A fine-tuning file with a 4th (condition) field gives the same documents."""
+    conditional = [TRAIN_LINES[0] + "\tcondition"] + [
+        line + "\t1" if line.count("\t") == 2 else line for line in TRAIN_LINES[1:]]
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "conditional").mkdir()
+    plain_docs, conditional_docs = tmp_path / "plain.txt", tmp_path / "conditional.txt"
+    plain = l2d.convert(str(make_lcqmc(tmp_path / "plain")), str(plain_docs),
+                        report=lambda m: None)
+    with_condition = l2d.convert(str(make_lcqmc(tmp_path / "conditional", conditional)),
+                                 str(conditional_docs), report=lambda m: None)
+    assert conditional_docs.read_bytes() == plain_docs.read_bytes()
+    assert with_condition["condition_fields_ignored"] == 6  # the pairs of lines 2-4, 6, 8, 9
+    assert plain["condition_fields_ignored"] == 0
+    for key in l2d.ACCOUNT_ORDER:
+        if key != "condition_fields_ignored":
+            assert with_condition[key] == plain[key], key
+
+
 def test_malformed_lines_reported_with_file_and_line(tmp_path):
     directory = make_lcqmc(tmp_path, extra_bytes=b"\xff\xfe bad\tbytes\t1\n")
     reports = []
     account = l2d.convert(str(directory), str(tmp_path / "docs.txt"), report=reports.append)
     train = str(directory / "train.txt")
-    assert any(f"{train}:5:" in r and "3 tab-separated fields" in r for r in reports), reports
+    assert any(f"{train}:5:" in r and "3 or 4 tab-separated fields" in r for r in reports), reports
     assert any(f"{train}:7:" in r and "label must be 0 or 1" in r for r in reports), reports
     assert any(f"{train}:10:" in r and "not UTF-8" in r for r in reports), reports
     assert account["malformed_lines"] == 3
