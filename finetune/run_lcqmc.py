@@ -7,7 +7,8 @@ r"""Fine-tune a pretrained (or randomly initialised) encoder on LCQMC-format pai
 Trains for `--num_train_epochs` over (the first `--max_train_examples` of)
 train, evaluates on dev every `--eval_every_steps`, keeps the best-on-dev
 checkpoint in `OUTPUT_DIR/best/`, scores test with it, and writes
-`OUTPUT_DIR/results.json` and `OUTPUT_DIR/test_predictions.tsv`.
+`OUTPUT_DIR/results.json` and `OUTPUT_DIR/test_predictions.tsv` (a
+conditional model's with a `condition` column).
 
 The model config comes from `--bert_config_file`, else from a
 `bert_config.json` beside the init checkpoint. `run(settings)` is the
@@ -167,9 +168,19 @@ def score_test(estimator, record_path, examples, checkpoint, settings, condition
     predicted = probabilities.argmax(axis=1)
     accuracy = float((predicted == labels).mean())
     loss = float(-np.log(np.maximum(probabilities[np.arange(len(labels)), labels], 1e-12)).mean())
-    rows = [(e.guid, e.text_a, e.text_b, e.label, int(p), float(prob[1]))
+    rows = [(e.guid, e.text_a, e.text_b, e.label, int(p), float(prob[1]), e.condition)
             for e, p, prob in zip(examples, predicted, probabilities)]
     return accuracy, loss, rows
+
+
+def prediction_lines(rows, conditional):
+    """test_predictions.tsv: a header, then one line per score_test row; a
+    conditional model's lines end with the condition as C comma-separated floats."""
+    header = "guid\ttext_a\ttext_b\tlabel\tprediction\tprob_paraphrase"
+    yield header + ("\tcondition" if conditional else "")
+    for guid, text_a, text_b, label, prediction, probability, condition in rows:
+        line = f"{guid}\t{text_a}\t{text_b}\t{label}\t{prediction}\t{probability:.6f}"
+        yield line + ("\t" + ",".join(f"{value:g}" for value in condition) if conditional else "")
 
 
 def run(settings, log_fn=print):
@@ -231,10 +242,8 @@ def run(settings, log_fn=print):
     test_accuracy, test_loss, rows = score_test(estimator, records["test"], test_examples,
                                                 listener.best["checkpoint"], settings,
                                                 condition_size)
-    write_text_atomically(
-        os.path.join(settings["output_dir"], "test_predictions.tsv"),
-        ["guid\ttext_a\ttext_b\tlabel\tprediction\tprob_paraphrase"]
-        + [f"{g}\t{a}\t{b}\t{y}\t{p}\t{q:.6f}" for g, a, b, y, p, q in rows])
+    write_text_atomically(os.path.join(settings["output_dir"], "test_predictions.tsv"),
+                          prediction_lines(rows, conditional=condition_size is not None))
 
     results = {
         "dev_accuracy": listener.best["accuracy"], "dev_loss": listener.best["loss"],

@@ -250,6 +250,11 @@ def test_conditional_finetuning_learns_a_task_only_the_condition_explains(tmp_pa
     assert results["examples"] == {"train": 320, "dev": 100, "test": 100}
     assert results["dev_curve"][0]["step"] == 0 and results["dev_curve"][0]["accuracy"] < 0.7
     assert results["dev_accuracy"] == 1.0 and results["test_accuracy"] == 1.0
+    with open(tmp_path / "run" / "test_predictions.tsv", encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    assert rows[0][-1] == "condition" and len(rows) == 101
+    # The test conditions were written as ids and as vectors; both come back as vectors.
+    assert all(row[6] == ("0,1" if row[3] == "1" else "1,0") for row in rows[1:])
     reader = tf.train.load_checkpoint(str(tmp_path / "run" / "best"))
     shapes = reader.get_variable_to_shape_map()
     gamma = "bert/encoder/layer_1/output/LayerNorm/gamma_dense/kernel"

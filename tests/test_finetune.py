@@ -60,7 +60,7 @@ def test_results_files_hold_the_printed_numbers(trained):
                    for m in messages)
     with open(run_dir / "test_predictions.tsv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    assert len(rows) == 200
+    assert len(rows) == 200 and "condition" not in rows[0]  # no condition column by default
     correct = sum(row["label"] == row["prediction"] for row in rows)
     assert correct / len(rows) == pytest.approx(saved["test_accuracy"])
     assert all((float(r["prob_paraphrase"]) > 0.5) == (r["prediction"] == "1") for r in rows)
