@@ -14,7 +14,7 @@ VOCAB="${VOCAB:-${REPO_ROOT}/../shared/data/vocab/bert_chinese_vocab.txt}"
 RUNS="${RUNS:-${REPO_ROOT}/runs/lcqmc_experiment}"
 SEEDS="${SEEDS:-12345 2}"
 # The budget shared by every row of the README's table (change it for all rows, not one).
-# About 20 minutes of pretraining and 5 per fine-tuning run on 2 CPU cores. The README's
+# About 20-24 minutes of pretraining and 8 per fine-tuning run on 2 CPU cores. The README's
 # earlier RoBERTa-only run used 3000 / 500 steps and 64000 pairs (eval every 1000); 500
 # steps stay on the unigram plateau (MLM accuracy 4.5%).
 DUPE_FACTOR="${DUPE_FACTOR:-5}"
