@@ -40,13 +40,13 @@ try:
 except ImportError:  # the [beam] extra is not installed; main() says so
     beam = None
 
-from data_gen import cli_options
+from common import cli_options
 from data_gen.config import GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
 from data_gen.create_pretraining_data import (USER_ERRORS, EmptyOutputError, format_account,
                                               make_account, why_empty)
-from data_gen.file_utils import SIDECAR_SUFFIX, file_sha256
+from common.file_utils import SIDECAR_SUFFIX, file_sha256
 from data_gen.metadata import build_metadata
 from data_gen.parallel import ChunkJob, run_chunk
 from data_gen.shard_pieces import ShardTotals, piece_name

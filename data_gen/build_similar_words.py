@@ -53,8 +53,9 @@ import time
 
 import numpy as np
 
-from data_gen import cli_options, similar_words, tokenization
-from data_gen.cli_options import UserError
+from common import cli_options
+from data_gen import similar_words, tokenization
+from common.cli_options import UserError
 
 ACCOUNT_ORDER = ("words_read", "words_kept", "dropped_unwritable", "dropped_duplicate",
                  "dropped_not_chinese", "dropped_not_in_vocab", "dropped_zero_vector", "not_read_max_words",

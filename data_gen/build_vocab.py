@@ -27,9 +27,10 @@ import dataclasses
 import heapq
 import sys
 
-from data_gen import cli_options, tokenization
+from common import cli_options
+from data_gen import tokenization
 from data_gen.corpus_reader import CorpusError, CorpusReader, expand_input_patterns
-from data_gen.file_utils import write_text_atomically
+from common.file_utils import write_text_atomically
 
 SPECIALS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 ASCII_PUNCTUATION = [chr(cp) for cp in range(33, 127) if not chr(cp).isalnum()]

@@ -2,8 +2,8 @@
 import dataclasses
 import os
 
-from data_gen import model_limits
-from data_gen.cli_options import UserError, option, required
+from common import model_limits
+from common.cli_options import UserError, option, required
 from data_gen.corpus_chunks import DEFAULT_CHUNK_BYTES
 from data_gen.corpus_reader import DECODE_ERROR_POLICIES
 from data_gen.instances import MODES
@@ -128,7 +128,7 @@ class GenerationConfig:
             self._check_against_model()
 
     def _check_against_model(self):
-        """--max_seq_length fits the model of --bert_config_file (data_gen.model_limits)."""
+        """--max_seq_length fits the model of --bert_config_file (common.model_limits)."""
         try:
             model = model_limits.read_config(self.bert_config_file)
         except ValueError as err:

@@ -12,7 +12,7 @@ import collections
 import io
 import os
 
-from data_gen import file_utils
+from common import file_utils
 
 DECODE_ERROR_POLICIES = ("error", "skip")
 _BOM = b"\xef\xbb\xbf"
@@ -23,7 +23,7 @@ class CorpusError(ValueError):
 
 
 def expand_input_patterns(patterns, glob_files=None):
-    """data_gen.file_utils.expand_input_patterns, raising CorpusError (see there)."""
+    """common.file_utils.expand_input_patterns, raising CorpusError (see there)."""
     return file_utils.expand_input_patterns(patterns, error=CorpusError, glob_files=glob_files)
 
 

@@ -13,11 +13,11 @@ import signal
 import sys
 import time
 
-from data_gen import cli_options
+from common import cli_options
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
-from data_gen.file_utils import BackgroundSync, file_sha256, input_size, remove_all_temporaries
+from common.file_utils import BackgroundSync, file_sha256, input_size, remove_all_temporaries
 from data_gen.metadata import build_metadata, metadata_path, write_metadata
 from data_gen.parallel import ChunkJob, process_chunks
 from data_gen.shard_pieces import ShardTotals

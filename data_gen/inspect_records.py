@@ -20,9 +20,9 @@ import dataclasses
 import os
 import re
 
-from data_gen import cli_options
+from common import cli_options
 from data_gen import metadata as metadata_lib
-from data_gen.file_utils import expand_input_patterns, input_exists
+from common.file_utils import expand_input_patterns, input_exists
 from data_gen.record_schema import SENTENCE_LABEL_MEANINGS, example_values, required_names
 from data_gen.tokenization import VocabError, load_vocab
 

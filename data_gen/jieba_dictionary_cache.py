@@ -17,7 +17,7 @@ import zlib
 
 import numpy as np
 
-from data_gen.file_utils import atomic_output
+from common.file_utils import atomic_output
 
 _MAGIC = b"ZHPT-JIEBA-FREQ-1\n"
 

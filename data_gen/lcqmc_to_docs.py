@@ -26,8 +26,9 @@ import dataclasses
 import os
 import sys
 
-from data_gen import cli_options, lcqmc_format
-from data_gen.file_utils import write_text_atomically
+from common import cli_options
+from data_gen import lcqmc_format
+from common.file_utils import write_text_atomically
 from data_gen.lcqmc_format import LcqmcError  # also for bad arguments (eval split, ...)
 
 EVAL_SPLITS = ("dev", "test")

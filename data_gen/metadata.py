@@ -8,7 +8,7 @@ imports this module; it needs no TensorFlow except for remote (gs://) paths.
 import json
 import os
 
-from data_gen.file_utils import (SIDECAR_SUFFIX, input_exists, is_remote, open_input,
+from common.file_utils import (SIDECAR_SUFFIX, input_exists, is_remote, open_input,
                                  write_json_atomically)
 from data_gen.record_schema import SENTENCE_TASK_BY_MODE
 

@@ -19,7 +19,7 @@ import signal
 import sys
 
 from data_gen.chunk_processing import ChunkProcessor
-from data_gen.file_utils import open_binary_input
+from common.file_utils import open_binary_input
 from data_gen.shard_pieces import ChunkOutcome, shard_pieces
 
 

@@ -9,7 +9,7 @@ one line per word, its candidates most similar first. A word is not empty,
 holds no tab, CR or LF, and does not start with "#" (that line would be a
 comment); the same holds for a candidate, except that it may start with "#".
 
-`write_similar_words` writes such a file atomically (data_gen.file_utils:
+`write_similar_words` writes such a file atomically (common.file_utils:
 a hidden temporary name beside the target, renamed when complete);
 `load_similar_words` turns it into token-id tuples for the masker.
 `python -m data_gen.build_similar_words` builds it from word vectors.
@@ -20,8 +20,8 @@ import os
 import tempfile
 import zlib
 
-from data_gen.cli_options import UserError
-from data_gen.file_utils import atomic_output, write_text_atomically
+from common.cli_options import UserError
+from common.file_utils import atomic_output, write_text_atomically
 
 COMMENT = "#"
 SEPARATOR = "\t"

@@ -17,7 +17,7 @@ import gzip
 import struct
 import zlib
 
-from data_gen.file_utils import open_input
+from common.file_utils import open_input
 from data_gen.metadata import detect_compression
 from data_gen.tfrecord_writer import masked_crc32c
 

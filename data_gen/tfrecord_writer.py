@@ -10,7 +10,7 @@ pieces and still give the bytes a single process would write.
 
 CRC-32C comes from the google-crc32c package; data_gen._native_tfrecord (C,
 optional) frames a whole chunk in one call, 3-10x faster
-(bench/crc32c_bench.py). A file is written through data_gen.file_utils'
+(bench/crc32c_bench.py). A file is written through common.file_utils'
 AtomicFile: hidden ".NAME.incomplete-PID" until close(), removed by abort().
 """
 import contextlib
@@ -21,7 +21,7 @@ import struct
 import google_crc32c
 
 from data_gen import native
-from data_gen.file_utils import AtomicFile
+from common.file_utils import AtomicFile
 from data_gen.metadata import COMPRESSIONS
 
 _PACK_LENGTH = struct.Struct("<Q").pack

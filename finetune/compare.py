@@ -27,10 +27,10 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
-from data_gen.file_utils import atomic_output, write_json_atomically
+from common.file_utils import atomic_output, write_json_atomically
 from finetune import dev_curve_plot, lcqmc_data, run_lcqmc
-from data_gen import cli_options
-from data_gen.cli_options import UserError, option
+from common import cli_options
+from common.cli_options import UserError, option
 from pretrain import checkpoint_loading
 
 PLOT_NAME = "dev_curve.png"

@@ -11,7 +11,7 @@ message is the one line that says why there is no picture, and writes nothing.
 """
 import warnings
 
-from data_gen.file_utils import atomic_output
+from common.file_utils import atomic_output
 
 TITLE = "Dev accuracy during fine-tuning"
 X_TITLE = "fine-tuning step"

@@ -19,9 +19,9 @@ import math
 import os
 import re
 
-from data_gen import cli_options
-from data_gen.cli_options import UserError, option, required
-from data_gen.file_utils import write_text_atomically
+from common import cli_options
+from common.cli_options import UserError, option, required
+from common.file_utils import write_text_atomically
 
 RECIPE_ORDER = ("roberta", "albert", "span", "macbert")
 RECIPE_LABELS = {

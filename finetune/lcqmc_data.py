@@ -29,7 +29,7 @@ import os
 import tensorflow.compat.v1 as tf
 
 from data_gen import lcqmc_format
-from data_gen.file_utils import atomic_output, file_sha256
+from common.file_utils import atomic_output, file_sha256
 from data_gen.tokenization import FullTokenizer
 
 CACHE_FORMAT_VERSION = 1

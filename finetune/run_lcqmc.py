@@ -27,16 +27,16 @@ import time
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from data_gen.file_utils import write_json_atomically, write_text_atomically
+from common.file_utils import write_json_atomically, write_text_atomically
 from finetune import lcqmc_data
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.classifier import model_fn_builder
 from finetune.progress import ProgressHook
-from data_gen import cli_options
-from data_gen import model_limits
+from common import cli_options
+from common import model_limits
 from pretrain import checkpoint_loading
 from pretrain import strategy as strategies
-from data_gen.cli_options import option, required
+from common.cli_options import option, required
 from pretrain.modeling import BertConfig
 
 SPLITS = ("train", "dev", "test")

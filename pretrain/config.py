@@ -9,7 +9,7 @@ import copy
 import difflib
 import json
 
-from data_gen import model_limits
+from common import model_limits
 
 MODEL_TYPES = ("bert", "albert")
 ALBERT_LAYOUTS = ("google", "brightmart")

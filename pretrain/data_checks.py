@@ -17,10 +17,10 @@ import tensorflow.compat.v1 as tf
 from absl import logging
 
 from data_gen import metadata
-from data_gen import model_limits
+from common import model_limits
 from data_gen import record_schema
 from data_gen import tfrecord_scan
-from data_gen.file_utils import SIDECAR_SUFFIX, expand_input_patterns
+from common.file_utils import SIDECAR_SUFFIX, expand_input_patterns
 
 
 class DataCheckError(ValueError):
@@ -192,7 +192,7 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
       span_boundary_objective: the SBO head is on, so every file must carry span
         boundaries (sidecar has_span_boundaries, else the first record's features).
       bert_config_file: the config's path, named when --max_seq_length is longer
-        than the model allows (data_gen.model_limits).
+        than the model allows (common.model_limits).
     Raises:
       DataCheckError listing every problem found (file and value named); data
       without span boundaries alone gives a one-line message saying how to make it.

@@ -26,7 +26,7 @@ at all; a non-empty one needs --overwrite.
 import dataclasses
 import os
 
-from data_gen import cli_options
+from common import cli_options
 from pretrain import export_saved_model, hf_config, hf_files
 from pretrain.config import BertConfig, ConfigError
 

@@ -35,8 +35,8 @@ so an interrupted export leaves nothing under `--output_dir`.
 import dataclasses
 import os
 
-from data_gen import cli_options
-from data_gen.cli_options import UserError
+from common import cli_options
+from common.cli_options import UserError
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 CLASSIFIER_WEIGHTS = "classifier/output_weights"

@@ -12,7 +12,7 @@ refused with a message.
 """
 import math
 
-from data_gen.cli_options import UserError
+from common.cli_options import UserError
 from pretrain.config import BertConfig, ConfigError
 
 LAYER_NORM_EPS = 1e-12  # fixed in pretrain.layers.layer_norm

@@ -26,7 +26,7 @@ import numpy as np
 
 from data_gen.tokenization import (SPECIAL_TOKENS, VocabError, load_tokenizer_json_vocab,
                                    load_vocab)
-from data_gen.cli_options import UserError
+from common.cli_options import UserError
 
 CONFIG = "config.json"
 SAFETENSORS = "model.safetensors"

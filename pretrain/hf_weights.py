@@ -29,7 +29,7 @@ import itertools
 import numpy as np
 
 from pretrain import encoder
-from data_gen.cli_options import UserError
+from common.cli_options import UserError
 from pretrain.config import BertConfig
 from pretrain.hf_config import exported_model_type
 

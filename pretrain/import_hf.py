@@ -23,7 +23,7 @@ import dataclasses
 import os
 import shutil
 
-from data_gen import cli_options
+from common import cli_options
 from pretrain import hf_config, hf_files
 
 CHECKPOINT_NAME = "model.ckpt"

@@ -6,14 +6,14 @@ masked_lm_weights [B, P] float32; next_sentence_labels [B, 1]. ALBERT's
 optional `token_boundary` is not in the parse spec, so it is ignored; the
 span boundaries (masked_lm_span_left/right [B, P]) are parsed only for the SBO
 head (span_boundaries=True), else ignored too. Globs
-and compression follow data_gen.file_utils and data_gen.metadata, the same
+and compression follow common.file_utils and data_gen.metadata, the same
 rules data_gen's own tools use (gs:// paths through tf.io.gfile).
 """
 import tensorflow.compat.v1 as tf
 
 from data_gen import metadata
 from data_gen import record_schema
-from data_gen.file_utils import expand_input_patterns
+from common.file_utils import expand_input_patterns
 from pretrain import strategy as strategy_lib
 
 _TF_DTYPES = {"int64": tf.int64, "float32": tf.float32}

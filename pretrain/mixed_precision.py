@@ -12,7 +12,7 @@ bf16 has fp32's exponent range and needs no scaling.
 """
 import tensorflow.compat.v1 as tf
 
-from data_gen.cli_options import UserError
+from common.cli_options import UserError
 from pretrain.variable_utils import replica_safe_variable
 
 PRECISIONS = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}

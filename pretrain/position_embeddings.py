@@ -12,7 +12,7 @@ is unchanged by turning the option on.
 """
 import tensorflow.compat.v1 as tf
 
-from data_gen import model_limits
+from common import model_limits
 
 
 def position_embeddings(table, seq_length, alpha=None):

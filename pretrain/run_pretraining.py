@@ -14,8 +14,8 @@ import os
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-from data_gen import cli_options
-from data_gen.cli_options import UserError, option
+from common import cli_options
+from common.cli_options import UserError, option
 from pretrain import checkpoint_loading, data_checks, input_pipeline, mixed_precision, modeling
 from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib

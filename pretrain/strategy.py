@@ -30,7 +30,7 @@ import os
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-from data_gen.cli_options import UserError
+from common.cli_options import UserError
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 # Where TPUClusterResolver looks for a TPU when it is given no name (GKE's first).

@@ -16,9 +16,9 @@ import dataclasses
 import glob
 import json
 
-from data_gen.file_utils import atomic_output, write_text_atomically
-from data_gen import cli_options
-from data_gen.cli_options import UserError, option, required
+from common.file_utils import atomic_output, write_text_atomically
+from common import cli_options
+from common.cli_options import UserError, option, required
 
 ALWAYS_KEEP = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

@@ -8,8 +8,9 @@ import pytest
 
 from cli_testutil import tool_env
 from data_gen import build_similar_words as bsw
-from data_gen import cli_options, similar_words
-from data_gen.cli_options import UserError
+from common import cli_options
+from data_gen import similar_words
+from common.cli_options import UserError
 
 CHARS = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自之着去"
 

@@ -18,7 +18,7 @@ from data_gen import parallel
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_reader import CorpusError
 from data_gen.create_pretraining_data import run
-from data_gen.file_utils import file_sha256
+from common.file_utils import file_sha256
 from data_gen.tokenization import FullTokenizer, VocabError
 
 SEQ, PRED = 64, 10

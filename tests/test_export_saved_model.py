@@ -20,7 +20,7 @@ import tensorflow.compat.v1 as tf
 from finetune import classifier
 from pretrain import modeling
 from pretrain.config import BertConfig
-from data_gen.cli_options import UserError
+from common.cli_options import UserError
 from pretrain.export_saved_model import export_saved_model
 
 from tests.conftest import REPO_ROOT

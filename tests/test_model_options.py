@@ -225,7 +225,7 @@ def test_config_round_trip_and_validation():
     ("layer_norm_cond_size", 3, "conditional LayerNorm"),
 ])
 def test_export_to_transformers_refuses_what_it_cannot_compute(field, value, what):
-    from data_gen.cli_options import UserError  # pylint: disable=import-outside-toplevel
+    from common.cli_options import UserError  # pylint: disable=import-outside-toplevel
     from pretrain import hf_config  # pylint: disable=import-outside-toplevel
     config = BertConfig.from_dict(tiny_config(**{field: value}))
     with pytest.raises(UserError, match="config field %s=%r cannot be exported.*no %s"
@@ -237,7 +237,7 @@ def test_export_to_transformers_refuses_what_it_cannot_compute(field, value, wha
 
 
 def test_saved_model_export_refuses_a_conditional_model(tmp_path):
-    from data_gen.cli_options import UserError  # pylint: disable=import-outside-toplevel
+    from common.cli_options import UserError  # pylint: disable=import-outside-toplevel
     from pretrain import export_saved_model  # pylint: disable=import-outside-toplevel
     config_file = tmp_path / "cond.json"
     config_file.write_text(json.dumps(CONFIGS["bert_cond"]))

@@ -17,7 +17,7 @@ import tensorflow.compat.v1 as tf
 from tensorflow.python.tpu import tpu as tpu_lib
 from tensorflow.python.tpu import tpu_function
 
-from data_gen.cli_options import UserError
+from common.cli_options import UserError
 from pretrain import modeling, optimization, pretraining_model_fn, run_pretraining
 from pretrain import strategy as strategy_lib
 from pretrain_testdata import make_examples, tiny_config, write_records

@@ -10,7 +10,7 @@ config dict (a parsed bert_config.json), so data_gen needs no TensorFlow.
 """
 import json
 
-from data_gen.file_utils import open_input
+from common.file_utils import open_input
 
 # google-research/bert's default, as pretrain.config's (a config without the field).
 DEFAULT_MAX_POSITION_EMBEDDINGS = 512

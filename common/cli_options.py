@@ -20,7 +20,7 @@ the parsed flags, calls the function, and turns the expected failures into one
     named with its file and what to do (`describe_os_error`).
 Ctrl-C / SIGTERM (KeyboardInterrupt) ends with one line and exit code 130.
 Unexpected errors keep their traceback.
-It lives in data_gen, the bottom layer, like file_utils, so every stage can use it.
+It lives in common, below every stage, like file_utils, so every stage can use it.
 """
 import dataclasses
 import errno
