@@ -3,7 +3,7 @@
 Graph: encoder (`pretrain.modeling.create_model`, BERT/RoBERTa or ALBERT by
 config) -> pooled output [B, H] -> dropout (training only) -> logits [B, 2]
 from `classifier/output_weights` [2, H] and `classifier/output_bias` [2]
-(`pretrain.heads.get_classifier_output`) -> softmax cross-entropy. The encoder's variables keep their pretraining
+(`pretrain.task_heads.get_classifier_output`) -> softmax cross-entropy. The encoder's variables keep their pretraining
 names, so a starting point is any of: nothing (random initialisation), a
 released Google / brightmart / ymcui checkpoint, or a `run_pretraining` output
 directory (its latest checkpoint), loaded through
@@ -17,7 +17,7 @@ LayerNorm; without that field the graph is exactly the plain classifier's.
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import heads
+from pretrain import task_heads
 from pretrain import modeling
 from pretrain import optimization
 
@@ -38,7 +38,7 @@ def create_classifier(bert_config, is_training, input_ids, input_mask, segment_i
     model = modeling.create_model(bert_config, is_training, input_ids,
                                   input_mask=input_mask, token_type_ids=segment_ids,
                                   condition=condition)
-    logits, probabilities = heads.get_classifier_output(
+    logits, probabilities = task_heads.get_classifier_output(
         bert_config, model.get_pooled_output(), num_labels, is_training)
     if labels is None:
         return None, None, logits, probabilities

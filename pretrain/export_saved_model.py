@@ -11,7 +11,7 @@ Signature `serving_default` (plain tensors, no tf.Example parsing):
            sequence_output  float32 [B, S, H]
            probabilities    float32 [B, num_labels]  (only for a checkpoint
            holding a fine-tuned classifier: classifier/output_weights and
-           classifier/output_bias, pretrain.heads.get_classifier_output)
+           classifier/output_bias, pretrain.task_heads.get_classifier_output)
 
 The graph is the Estimator's PREDICT graph (`is_training=False`). Only the
 model's variables are saved; optimizer slots, global_step and MLM/SOP heads
@@ -55,7 +55,7 @@ class ExportSavedModelOptions:
 def _build_serving_graph(config, num_labels, with_pooled_output=True):
     """Placeholders -> outputs in the default graph; returns (inputs, outputs) dicts."""
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
-    from pretrain import heads, modeling  # pylint: disable=import-outside-toplevel
+    from pretrain import modeling, task_heads  # pylint: disable=import-outside-toplevel
 
     inputs = {name: tf.placeholder(tf.int32, [None, None], name=name) for name in INPUT_NAMES}
     model = modeling.create_model(config, False, inputs["input_ids"],
@@ -63,7 +63,7 @@ def _build_serving_graph(config, num_labels, with_pooled_output=True):
                                   token_type_ids=inputs["segment_ids"])
     outputs = {}
     if num_labels:  # the fine-tuned classifier's PREDICT graph (finetune/classifier.py)
-        _, probabilities = heads.get_classifier_output(config, model.get_pooled_output(),
+        _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(),
                                                        num_labels, is_training=False)
         outputs["probabilities"] = tf.identity(probabilities, name="probabilities")
     if with_pooled_output:

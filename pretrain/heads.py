@@ -1,4 +1,6 @@
-"""Heads (masked LM, 2-way sentence task, sequence classification), their loss and eval metrics.
+"""Pretraining heads (masked LM, 2-way sentence task), their loss and eval metrics.
+
+Fine-tuning heads (sequence and token classification) are in pretrain.task_heads.
 
 Heads run entirely in float32 (their inputs are cast), so logits and losses
 are float32 whatever the encoder's compute type. Variable names follow
@@ -166,33 +168,6 @@ def get_sentence_output(config, pooled_output, labels):
         per_example_loss = -tf.reduce_sum(one_hot_labels * log_probs, axis=-1)
         loss = tf.reduce_mean(per_example_loss)
     return loss, per_example_loss, log_probs
-
-
-CLASSIFIER_SCOPE = "classifier"
-
-
-def get_classifier_output(config, pooled_output, num_labels, is_training):
-    """Sequence classification head, under `classifier/` (google-research/bert's run_classifier).
-
-    Args:
-      pooled_output: [B, H].
-      num_labels: number of classes N.
-      is_training: applies dropout (hidden_dropout_prob) to the pooled output.
-    Returns:
-      (logits [B, N], probabilities [B, N]), float32. Creates
-      `classifier/output_weights` [N, H] and `classifier/output_bias` [N].
-    """
-    pooled = tf.cast(pooled_output, tf.float32)
-    with tf.variable_scope(CLASSIFIER_SCOPE):
-        output_weights = tf.get_variable(
-            "output_weights", [num_labels, int(pooled.shape[-1])],
-            initializer=layers.create_initializer(config.initializer_range))
-        output_bias = tf.get_variable("output_bias", [num_labels],
-                                      initializer=tf.zeros_initializer())
-        if is_training:
-            pooled = layers.dropout(pooled, config.hidden_dropout_prob)
-        logits = tf.nn.bias_add(tf.matmul(pooled, output_weights, transpose_b=True), output_bias)
-        return logits, tf.nn.softmax(logits, axis=-1)
 
 
 def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
