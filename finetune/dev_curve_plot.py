@@ -1,21 +1,28 @@
-"""The dev-accuracy curves of a comparison as a PNG, drawn by matplotlib (Agg).
+"""The dev-metric curves of a comparison as a PNG, drawn by matplotlib (Agg).
 
     write_dev_curve("results/lcqmc/dev_curve.png",
-                    [("random init", [0, 1000, 2000], [0.50, 0.53, 0.55]),
-                     ("after pretraining", [0, 1000, 2000], [0.50, 0.59, 0.61])])
+                    [("random init", [0, 1000, 2000], [[0.50, 0.53, 0.55],     # seed 1
+                                                       [0.50, 0.52, 0.56]]),   # seed 2
+                     ("after pretraining", [0, 1000, 2000], [[0.50, 0.59, 0.61],
+                                                             [0.50, 0.60]])],  # stopped early
+                    metric_name="accuracy")
 
-One line per starting point (its name and best dev accuracy in the legend),
-x = fine-tuning step, y = dev accuracy in %. matplotlib is optional (the
-`plots` extra): without it `write_dev_curve` raises `PlotUnavailable`, whose
-message is the one line that says why there is no picture, and writes nothing.
+One line per starting point: the mean over its seeds at the steps every seed
+reached, with a shaded band from the lowest to the highest seed (no band for
+one seed); the legend gives its best mean and that step. x = fine-tuning step,
+y = dev metric in %. matplotlib is optional (the `plots` extra): without it
+`write_dev_curve` raises `PlotUnavailable`, whose message is the one line
+that says why there is no picture, and writes nothing.
 """
 import warnings
 
 from common.file_utils import atomic_output
 
-TITLE = "Dev accuracy during fine-tuning"
+TITLE = "Dev {metric} during fine-tuning"
+BAND_NOTE = " (line: mean over seeds, band: min to max)"
 X_TITLE = "fine-tuning step"
-Y_TITLE = "dev accuracy (%)"
+Y_TITLE = "dev {metric} (%)"
+BAND_ALPHA = 0.2
 MIN_Y_SPAN = 2.0  # percentage points: a flat curve still gets a readable y axis
 FIGURE_INCHES, DPI = (7.5, 4.5), 110
 LINE_STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"))  # told apart without colour
@@ -52,16 +59,35 @@ def _legend_font(labels):
     return font_manager.FontProperties(family=["DejaVu Sans"] + fallbacks)
 
 
-def legend_label(label, steps, accuracies):
+def legend_label(label, steps, values):
     """'NAME (best 61.40 at step 2000)'; the first step wins a tie, as in best-on-dev selection."""
-    if not accuracies:
+    if not len(values):
         return label
-    best = max(range(len(accuracies)), key=lambda i: (accuracies[i], -steps[i]))
-    return f"{label} (best {100 * accuracies[best]:.2f} at step {steps[best]})"
+    best = max(range(len(values)), key=lambda i: (values[i], -steps[i]))
+    return f"{label} (best {100 * values[best]:.2f} at step {steps[best]})"
 
 
-def make_figure(series):
-    """A matplotlib Figure of series = [(label, steps, accuracies in [0, 1]), ...]."""
+def seed_summary(steps, values_per_seed):
+    """(shared steps, mean, min, max over the seeds) at the steps every seed reached.
+
+    values_per_seed: one list per seed of values at steps[0], steps[1], ...; a
+    seed that stopped early has fewer values.
+    """
+    steps = list(steps)
+    if not values_per_seed:
+        return [], [], [], []
+    for values in values_per_seed:
+        if len(values) > len(steps):
+            raise ValueError(f"{len(values)} values for {len(steps)} steps")
+    shared = min(len(values) for values in values_per_seed)
+    columns = [[float(values[i]) for values in values_per_seed] for i in range(shared)]
+    means = [sum(column) / len(column) for column in columns]
+    return (steps[:shared], means, [min(column) for column in columns],
+            [max(column) for column in columns])
+
+
+def make_figure(series, metric_name="accuracy"):
+    """A matplotlib Figure of series = [(label, steps, values_per_seed), ...], values in [0, 1]."""
     _matplotlib()
     # pylint: disable=import-outside-toplevel
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -71,14 +97,21 @@ def make_figure(series):
     figure = Figure(figsize=FIGURE_INCHES, dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    for index, (label, steps, accuracies) in enumerate(series):
+    any_band = False
+    for index, (label, steps, values_per_seed) in enumerate(series):
+        shared_steps, means, lows, highs = seed_summary(steps, values_per_seed)
         marker, line_style = LINE_STYLES[index % len(LINE_STYLES)]
-        axes.plot(list(steps), [100.0 * a for a in accuracies], marker=marker,
-                  linestyle=line_style, linewidth=1.8, markersize=5,
-                  label=legend_label(label, list(steps), list(accuracies)))
-    axes.set_title(TITLE)
+        (line,) = axes.plot(shared_steps, [100.0 * v for v in means], marker=marker,
+                            linestyle=line_style, linewidth=1.8, markersize=5,
+                            label=legend_label(label, shared_steps, means))
+        if len(values_per_seed) > 1 and shared_steps:
+            any_band = True
+            axes.fill_between(shared_steps, [100.0 * v for v in lows],
+                              [100.0 * v for v in highs], color=line.get_color(),
+                              alpha=BAND_ALPHA, linewidth=0)
+    axes.set_title(TITLE.format(metric=metric_name) + (BAND_NOTE if any_band else ""))
     axes.set_xlabel(X_TITLE)
-    axes.set_ylabel(Y_TITLE)
+    axes.set_ylabel(Y_TITLE.format(metric=metric_name))
     axes.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     axes.ticklabel_format(axis="both", style="plain", useOffset=False)
     low, high = axes.get_ylim()
@@ -91,9 +124,10 @@ def make_figure(series):
     return figure
 
 
-def write_dev_curve(path, series):
-    """Writes the PNG to `path` (atomically); raises PlotUnavailable without matplotlib."""
-    figure = make_figure(series)
+def write_dev_curve(path, series, metric_name="accuracy"):
+    """Writes the PNG of make_figure(series, metric_name) to `path` (atomically); raises
+    PlotUnavailable without matplotlib."""
+    figure = make_figure(series, metric_name)
     with atomic_output(path) as temporary, warnings.catch_warnings():
         # One warning about missing CJK fonts (in make_figure) instead of one per glyph.
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
