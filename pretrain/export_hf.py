@@ -1,7 +1,6 @@
 """Export a checkpoint of this toolkit as a transformers model directory.
 
-    python -m pretrain.export_hf --init_checkpoint=output/pretrain \
-        --bert_config_file=bert_config.json --vocab_file=vocab.txt --output_dir=hf_model
+    python -m pretrain.export_hf --init_checkpoint=output/pretrain --output_dir=hf_model
 
 writes config.json, model.safetensors, vocab.txt, tokenizer_config.json and
 special_tokens_map.json, so that in PyTorch
@@ -10,10 +9,17 @@ special_tokens_map.json, so that in PyTorch
     AutoTokenizer.from_pretrained("hf_model")
     pipeline("fill-mask", model="hf_model")
 
-work. The architecture follows the checkpoint: classifier/* variables (a
-fine-tuned LCQMC model) -> BertForSequenceClassification (labels "0".."N-1",
-as in the data files); else BertForPreTraining, or AlbertForPreTraining for
-the Google ALBERT layout. A brightmart ALBERT exports as the equivalent BERT.
+work. bert_config.json and vocab.txt are taken from beside the checkpoint
+(pretrain.checkpoint_assets; --bert_config_file / --vocab_file are needed
+only for checkpoints without them), and so is a fine-tuning output
+directory's task.json (its best/ checkpoint is exported).
+
+The architecture follows the checkpoint: classifier/* variables (a sequence
+or pair classifier) -> BertForSequenceClassification, token_classifier/* (NER)
+-> BertForTokenClassification, with id2label / label2id from task.json's
+labels ("0".."N-1" without a task.json, as in the LCQMC data files); else
+BertForPreTraining. The Google ALBERT layout exports as Albert* instead; a
+brightmart ALBERT as the equivalent BERT.
 Heads or pooler missing from the checkpoint (e.g. no sentence head after
 roberta-mode training) are listed and will be initialised randomly by
 transformers. Optimizer slots, global_step and other training state are
@@ -27,7 +33,7 @@ import dataclasses
 import os
 
 from common import cli_options
-from pretrain import export_saved_model, hf_config, hf_files
+from pretrain import checkpoint_assets, export_saved_model, hf_config, hf_files
 from pretrain.config import BertConfig, ConfigError
 
 FORMATS = ("hf", "saved_model")
@@ -35,56 +41,69 @@ FORMATS = ("hf", "saved_model")
 
 @dataclasses.dataclass
 class ExportOptions(export_saved_model.ExportSavedModelOptions):
-    """The SavedModel export's flags (checkpoint, config, output_dir, overwrite) and these."""
-    vocab_file: str = cli_options.option(None, "The model's vocab.txt (needed for --format=hf).")
+    """The SavedModel export's flags (checkpoint, config, vocab, output_dir, overwrite) and
+    these."""
     format: str = cli_options.option("hf", "hf (transformers directory) | saved_model "
                                            "(TF Serving).")
-    do_lower_case: bool = cli_options.option(True, "Recorded in tokenizer_config.json.")
+    do_lower_case: bool = cli_options.option(
+        None, "Recorded in tokenizer_config.json (default: task.json's do_lower_case, "
+              "else true).")
 
 
-def _convert_checkpoint(init_checkpoint, config):
-    """(prefix, training-state names, hf_weights.google_to_hf(...) result).
+def _convert_checkpoint(prefix, config, task=None, task_file=None):
+    """(training-state names, hf_weights.google_to_hf(...) result).
 
     TensorFlow is imported here, so bad flags are answered without loading it.
     """
     # pylint: disable=import-outside-toplevel,protected-access
     import tensorflow.compat.v1 as tf
     from pretrain import checkpoint_io, checkpoint_loading, hf_weights
-    try:
-        prefix = checkpoint_loading.resolve_checkpoint(init_checkpoint)
-    except FileNotFoundError as err:
-        raise cli_options.UserError("--init_checkpoint: %s" % err) from None
-    names = [name for name, _ in tf.train.list_variables(prefix)]
-    state = [name for name in names if checkpoint_loading._TRAINING_STATE.search(name)]
-    tensors = checkpoint_io.read_checkpoint(prefix, sorted(set(names) - set(state)))
-    return prefix, state, hf_weights.google_to_hf(tensors, config)
+    shapes = dict(tf.train.list_variables(prefix))
+    checkpoint_assets.head_of_checkpoint(task, shapes, prefix, task_file)
+    state = [name for name in shapes if checkpoint_loading._TRAINING_STATE.search(name)]
+    tensors = checkpoint_io.read_checkpoint(prefix, sorted(set(shapes) - set(state)))
+    return state, hf_weights.google_to_hf(tensors, config)
 
 
-def export_model(init_checkpoint, bert_config_file, output_dir, vocab_file=None,
-                 format="hf", do_lower_case=True, overwrite=False, log_fn=print):
+def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_file=None,
+                 format="hf", do_lower_case=None, overwrite=False, log_fn=print):
     """Writes the transformers directory (or SavedModel) described above; returns output_dir."""
     if format not in FORMATS:
         raise cli_options.UserError("--format=%s: use one of %s" % (format, ", ".join(FORMATS)))
     if format == "saved_model":
         return export_saved_model.export_saved_model(
             init_checkpoint=init_checkpoint, bert_config_file=bert_config_file,
-            output_dir=output_dir, overwrite=overwrite)
-    if not vocab_file:
-        raise cli_options.UserError("--vocab_file is required for --format=hf")
+            output_dir=output_dir, overwrite=overwrite, vocab_file=vocab_file)
+    if not output_dir:
+        raise cli_options.UserError("--output_dir is required")
+    assets = checkpoint_assets.resolve(init_checkpoint, vocab_file, bert_config_file)
+    for found, what, name, flag in ((assets.config_file, "model config",
+                                     checkpoint_assets.CONFIG_NAME, "--bert_config_file"),
+                                    (assets.vocab_file, "vocab", checkpoint_assets.VOCAB_NAME,
+                                     "--vocab_file")):
+        if not found:
+            raise checkpoint_assets.missing_file_error(what, name, flag, init_checkpoint,
+                                                       assets.checkpoint)
     try:
-        config = BertConfig.from_json_file(bert_config_file)
+        config = BertConfig.from_json_file(assets.config_file)
     except ConfigError as err:
         raise cli_options.UserError("--bert_config_file: %s" % err) from None
     hf_config.exported_model_type(config)  # refuses pre-LN before reading any weights
     output_dir = hf_files.check_output_dir(output_dir, overwrite)
-    prefix, training_state, converted = _convert_checkpoint(init_checkpoint, config)
-    hf = hf_config.hf_config_from_bert(converted.config, converted.task, converted.num_labels)
+    prefix = assets.checkpoint
+    training_state, converted = _convert_checkpoint(prefix, config, assets.task,
+                                                    assets.task_file)
+    hf = hf_config.hf_config_from_bert(converted.config, converted.task, converted.num_labels,
+                                       assets.labels)
+    if do_lower_case is None:
+        do_lower_case = (assets.task or {}).get("do_lower_case", True)
     with hf_files.output_directory(output_dir, overwrite) as temporary:
-        vocab = hf_files.write_tokenizer_files(temporary, vocab_file, do_lower_case,
+        vocab = hf_files.write_tokenizer_files(temporary, assets.vocab_file, do_lower_case,
                                                config.max_position_embeddings)
         if len(vocab) > config.vocab_size:
-            raise cli_options.UserError("--vocab_file %s has %d tokens but the config has "
-                                        "vocab_size=%d" % (vocab_file, len(vocab),
+            raise cli_options.UserError("vocab %s has %d tokens but the config %s has "
+                                        "vocab_size=%d" % (assets.vocab_file, len(vocab),
+                                                           assets.config_file,
                                                            config.vocab_size))
         hf["pad_token_id"] = vocab["[PAD]"]
         if hf["model_type"] == "albert":  # AlbertConfig's defaults (2, 3) assume its own vocab
@@ -96,8 +115,11 @@ def export_model(init_checkpoint, bert_config_file, output_dir, vocab_file=None,
         from pretrain.hf_weights import format_report  # pylint: disable=import-outside-toplevel
         log_fn(format_report(converted.report, "Exported %s -> %s (%s)" % (
             prefix, output_dir, hf["architectures"][0])))
-        log_fn("ignored %d optimizer/step tensors; config.json hidden_act %s" % (
-            len(training_state), hf["hidden_act"]))
+        log_fn("ignored %d optimizer/step tensors; config.json hidden_act %s; config %s (%s), "
+               "vocab %s (%s)%s" % (
+                   len(training_state), hf["hidden_act"], assets.config_file,
+                   assets.config_source, assets.vocab_file, assets.vocab_source,
+                   "; labels %s" % list(hf["id2label"].values()) if "id2label" in hf else ""))
         for caveat in hf_config.transformers_caveats(converted.config):
             log_fn("WARNING: " + caveat)
     return output_dir

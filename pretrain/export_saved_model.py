@@ -1,7 +1,11 @@
 r"""Export a checkpoint as a TF Serving SavedModel (TF1 graph, tag `serve`).
 
-    python -m pretrain.export_saved_model --init_checkpoint=OUT/model.ckpt-10000 \
-        --bert_config_file=bert_config.json --output_dir=export/1 [--overwrite]
+    python -m pretrain.export_saved_model --init_checkpoint=OUT --output_dir=export/1
+
+--init_checkpoint is a prefix or a directory (its latest checkpoint; for a
+fine-tuning output directory the one in best/). bert_config.json, vocab.txt
+and task.json are taken from beside it (pretrain.checkpoint_assets);
+--bert_config_file / --vocab_file are needed only for checkpoints without them.
 
 Signature `serving_default` (plain tensors, no tf.Example parsing):
   inputs   input_ids, input_mask, segment_ids   int32 [B, S]
@@ -12,6 +16,15 @@ Signature `serving_default` (plain tensors, no tf.Example parsing):
            probabilities    float32 [B, num_labels]  (only for a checkpoint
            holding a fine-tuned classifier: classifier/output_weights and
            classifier/output_bias, pretrain.task_heads.get_classifier_output)
+           tag_probabilities float32 [B, S, num_tags]  (instead, for a token
+           classifier (NER): token_classifier/*, get_token_classifier_output)
+A model without a pooler (imported from a *ForMaskedLM) serves no pooled_output.
+
+The labels are not an output (a [N] tensor has no batch dimension, which TF
+Serving's row format needs): `assets.extra/task.json` is the checkpoint's
+task.json (labels in id order; copied when the checkpoint has one), and
+`assets.extra/vocab.txt` the vocab (when known), for the server to name
+classes and tokenize.
 
 The graph is the Estimator's PREDICT graph (`is_training=False`). Only the
 model's variables are saved; optimizer slots, global_step and MLM/SOP heads
@@ -39,21 +52,29 @@ from common import cli_options
 from common.cli_options import UserError
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
-CLASSIFIER_WEIGHTS = "classifier/output_weights"
 POOLER_SCOPE = "bert/pooler/"
+EXTRA_ASSETS = "assets.extra"
 
 
 @dataclasses.dataclass
 class ExportSavedModelOptions:
     init_checkpoint: str = cli_options.required(
-        "Checkpoint prefix, or a directory (its latest checkpoint).")
-    bert_config_file: str = cli_options.required("The model's bert_config.json.")
+        "Checkpoint prefix, or a directory (its latest checkpoint; a fine-tuning output "
+        "directory: the checkpoint in best/).")
+    bert_config_file: str = cli_options.option(
+        None, "The model's bert_config.json (default: the one beside the checkpoint).")
     output_dir: str = cli_options.required("Directory to write (appears complete or not at all).")
     overwrite: bool = cli_options.option(False, "Replace a non-empty output_dir.")
+    vocab_file: str = cli_options.option(
+        None, "The model's vocab.txt (default: the one beside the checkpoint; must equal it).")
 
 
-def _build_serving_graph(config, num_labels, with_pooled_output=True):
-    """Placeholders -> outputs in the default graph; returns (inputs, outputs) dicts."""
+def _build_serving_graph(config, num_labels, with_pooled_output=True, head="classifier"):
+    """Placeholders -> outputs in the default graph; returns (inputs, outputs) dicts.
+
+    head: "classifier" (probabilities) or "token_classifier" (tag_probabilities),
+    used when num_labels > 0.
+    """
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
     from pretrain import modeling, task_heads  # pylint: disable=import-outside-toplevel
 
@@ -62,9 +83,13 @@ def _build_serving_graph(config, num_labels, with_pooled_output=True):
                                   input_mask=inputs["input_mask"],
                                   token_type_ids=inputs["segment_ids"])
     outputs = {}
-    if num_labels:  # the fine-tuned classifier's PREDICT graph (finetune/classifier.py)
+    if num_labels and head == "token_classifier":
+        _, probabilities = task_heads.get_token_classifier_output(
+            config, model.get_sequence_output(), num_labels, is_training=False)
+        outputs["tag_probabilities"] = tf.identity(probabilities, name="tag_probabilities")
+    elif num_labels:  # the fine-tuned classifier's PREDICT graph
         _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(),
-                                                       num_labels, is_training=False)
+                                                            num_labels, is_training=False)
         outputs["probabilities"] = tf.identity(probabilities, name="probabilities")
     if with_pooled_output:
         outputs["pooled_output"] = tf.identity(model.get_pooled_output(), name="pooled_output")
@@ -100,21 +125,22 @@ def _restore_map(checkpoint, shapes, variables):
     return names
 
 
-def _write_saved_model(checkpoint, config, export_dir):
+def _write_saved_model(checkpoint, config, export_dir, task=None, task_file=None):
     """Builds the serving graph, restores it from `checkpoint`, saves into export_dir.
 
-    Returns (names of the saved variables, num_labels or 0 for an encoder).
+    Returns (names of the saved variables, head scope or None, num_labels or 0).
     """
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
+    from pretrain import checkpoint_assets  # pylint: disable=import-outside-toplevel
     shapes = dict(tf.train.list_variables(checkpoint))
-    num_labels = shapes[CLASSIFIER_WEIGHTS][0] if CLASSIFIER_WEIGHTS in shapes else 0
+    head, num_labels = checkpoint_assets.head_of_checkpoint(task, shapes, checkpoint, task_file)
     # A model imported from a *ForMaskedLM has no pooler: serve sequence_output only.
-    with_pooler = num_labels > 0 or any(name.startswith(POOLER_SCOPE) for name in shapes)
+    with_pooler = head == "classifier" or any(name.startswith(POOLER_SCOPE) for name in shapes)
     if not with_pooler:
         print("checkpoint %s has no pooler (%s*): the signature leaves pooled_output out"
               % (checkpoint, POOLER_SCOPE))
     with tf.Graph().as_default() as graph:
-        inputs, outputs = _build_serving_graph(config, num_labels, with_pooler)
+        inputs, outputs = _build_serving_graph(config, num_labels, with_pooler, head)
         unused = [v for v in tf.global_variables()
                   if not with_pooler and v.op.name.startswith(POOLER_SCOPE)]
         restore_map = _restore_map(checkpoint, shapes, [
@@ -129,20 +155,25 @@ def _write_saved_model(checkpoint, config, export_dir):
                 session, [tf.saved_model.tag_constants.SERVING],
                 signature_def_map={"serving_default": signature}, strip_default_attrs=True)
             builder.save()
-    return sorted(restore_map), num_labels
+    return sorted(restore_map), head, num_labels
 
 
-def export_saved_model(init_checkpoint, bert_config_file, output_dir, overwrite=False):
+def export_saved_model(init_checkpoint, bert_config_file=None, output_dir=None, overwrite=False,
+                       vocab_file=None):
     """Writes the SavedModel described in the module docstring; returns output_dir."""
-    from pretrain import checkpoint_loading, hf_files  # pylint: disable=import-outside-toplevel
+    from pretrain import checkpoint_assets, hf_files  # pylint: disable=import-outside-toplevel
     from pretrain.config import BertConfig, ConfigError  # pylint: disable=import-outside-toplevel
 
+    if not output_dir:
+        raise UserError("--output_dir is required")
+    assets = checkpoint_assets.resolve(init_checkpoint, vocab_file, bert_config_file)
+    checkpoint = assets.checkpoint
+    if not assets.config_file:
+        raise checkpoint_assets.missing_file_error("model config", checkpoint_assets.CONFIG_NAME,
+                                                   "--bert_config_file", init_checkpoint,
+                                                   checkpoint)
     try:
-        checkpoint = checkpoint_loading.resolve_checkpoint(init_checkpoint)
-    except FileNotFoundError as err:
-        raise UserError("--init_checkpoint: %s" % err) from None
-    try:
-        config = BertConfig.from_json_file(bert_config_file)
+        config = BertConfig.from_json_file(assets.config_file)
     except ConfigError as err:
         raise UserError("--bert_config_file: %s" % err) from None
     if config.layer_norm_cond_size is not None:
@@ -153,16 +184,23 @@ def export_saved_model(init_checkpoint, bert_config_file, output_dir, overwrite=
         raise UserError("--output_dir %s holds the checkpoint %s; choose another directory"
                         % (output_dir, checkpoint))
     with hf_files.output_directory(output_dir, overwrite) as temporary:
-        saved, num_labels = _write_saved_model(checkpoint, config, temporary)
-    print("wrote %s: %d variables from %s%s" % (
-        output_dir, len(saved), checkpoint,
-        ", classifier with %d labels" % num_labels if num_labels else ""))
+        saved, head, num_labels = _write_saved_model(checkpoint, config, temporary, assets.task,
+                                                     assets.task_file)
+        if assets.task or assets.vocab_file:
+            checkpoint_assets.write_assets(os.path.join(temporary, EXTRA_ASSETS),
+                                           vocab_file=assets.vocab_file, task=assets.task)
+    print("wrote %s: %d variables from %s (config: %s, vocab: %s)%s" % (
+        output_dir, len(saved), checkpoint, assets.config_source, assets.vocab_source,
+        ", %s with %d labels %s" % ("token classifier" if head == "token_classifier"
+                                    else "classifier", num_labels,
+                                    assets.labels or "0..%d" % (num_labels - 1))
+        if num_labels else ""))
     return output_dir
 
 
 def _run(options):
     export_saved_model(options.init_checkpoint, options.bert_config_file,
-                       options.output_dir, options.overwrite)
+                       options.output_dir, options.overwrite, options.vocab_file)
 
 
 def main(argv=None):

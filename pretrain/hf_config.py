@@ -49,7 +49,10 @@ ARCHITECTURES = {  # (hf model_type, task) -> architectures entry
     ("bert", "sequence_classification"): "BertForSequenceClassification",
     ("albert", "pretraining"): "AlbertForPreTraining",
     ("albert", "sequence_classification"): "AlbertForSequenceClassification",
+    ("bert", "token_classification"): "BertForTokenClassification",
+    ("albert", "token_classification"): "AlbertForTokenClassification",
 }
+CLASSIFIER_TASKS = ("sequence_classification", "token_classification")
 
 
 def hf_model_type(hf_config, source="config.json"):
@@ -133,12 +136,14 @@ def exported_model_type(config):
     return "bert"  # BERT, and brightmart ALBERT exported as the equivalent BERT
 
 
-def hf_config_from_bert(config, task="pretraining", num_labels=2):
+def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):
     """transformers config dict for our BertConfig.
 
     Args:
-      task: "pretraining" (BertForPreTraining / AlbertForPreTraining) or
-        "sequence_classification" (labels "0".."num_labels-1").
+      task: "pretraining" (BertForPreTraining / AlbertForPreTraining),
+        "sequence_classification" or "token_classification" (*ForTokenClassification).
+      labels: the class (tag) names in id order for id2label / label2id
+        (default "0".."num_labels-1", as in the LCQMC data files).
     """
     model_type = exported_model_type(config)
     act = str(config.hidden_act).lower()
@@ -153,12 +158,31 @@ def hf_config_from_bert(config, task="pretraining", num_labels=2):
         hf["classifier_dropout_prob"] = config.hidden_dropout_prob
     else:
         hf.update(classifier_dropout=None, use_cache=True)
-    if task == "sequence_classification":
-        labels = [str(index) for index in range(num_labels)]
-        hf.update(num_labels=num_labels, problem_type="single_label_classification",
+    if task in CLASSIFIER_TASKS:
+        labels = [str(label) for label in labels or range(num_labels)]
+        if len(labels) != num_labels:
+            raise UserError("%d labels %s for a classifier with %d outputs"
+                            % (len(labels), labels, num_labels))
+        hf.update(num_labels=num_labels,
                   id2label={str(index): label for index, label in enumerate(labels)},
                   label2id={label: index for index, label in enumerate(labels)})
+        if task == "sequence_classification":
+            hf["problem_type"] = "single_label_classification"
     return hf
+
+
+def labels_from_hf(hf_config):
+    """The label names of a transformers config in id order, or None without id2label."""
+    id2label = hf_config.get("id2label")
+    if not isinstance(id2label, dict) or not id2label:
+        return None
+    try:
+        by_id = {int(index): str(label) for index, label in id2label.items()}
+    except (TypeError, ValueError):
+        return None
+    if sorted(by_id) != list(range(len(by_id))):
+        return None
+    return [by_id[index] for index in range(len(by_id))]
 
 
 def transformers_caveats(config):

@@ -33,6 +33,15 @@ from common.cli_options import UserError
 from pretrain.config import BertConfig
 from pretrain.hf_config import exported_model_type
 
+# The fine-tuning heads (pretrain.task_heads): transformers' *ForSequenceClassification and
+# *ForTokenClassification both call theirs `classifier`.
+CLASSIFIER_ROWS = (
+    ("classifier", "tensor", "classifier/output_weights", "classifier.weight"),
+    ("classifier", "tensor", "classifier/output_bias", "classifier.bias"),
+    ("token_classifier", "tensor", "token_classifier/output_weights", "classifier.weight"),
+    ("token_classifier", "tensor", "token_classifier/output_bias", "classifier.bias"),
+)
+HEAD_GROUPS = ("classifier", "token_classifier")
 _LAYER = "bert/encoder/layer_{L}/"
 _HF_LAYER = "encoder.layer.{L}."
 BERT_TABLE = (
@@ -59,9 +68,7 @@ BERT_TABLE = (
     ("sentence_head", "tensor", "cls/seq_relationship/output_weights",
      "cls.seq_relationship.weight"),
     ("sentence_head", "tensor", "cls/seq_relationship/output_bias", "cls.seq_relationship.bias"),
-    ("classifier", "tensor", "classifier/output_weights", "classifier.weight"),
-    ("classifier", "tensor", "classifier/output_bias", "classifier.bias"),
-)
+) + CLASSIFIER_ROWS
 
 _BLOCK = "bert/encoder/transformer/group_{G}/inner_group_{I}/"
 _HF_BLOCK = "encoder.albert_layer_groups.{G}.albert_layers.{I}."
@@ -84,7 +91,7 @@ ALBERT_TABLE = BERT_TABLE[:4] + (
      "sop_classifier.classifier.weight"),
     ("sentence_head", "tensor", "cls/seq_relationship/output_bias",
      "sop_classifier.classifier.bias"),
-) + BERT_TABLE[-2:]
+) + CLASSIFIER_ROWS
 
 Architecture = collections.namedtuple("Architecture", ["table", "prefix", "tied"])
 ARCHITECTURES = {
@@ -99,7 +106,10 @@ PREFIXED_GROUPS = ("encoder", "pooler")
 GROUP_NAMES = {"pooler": "pooler (bert/pooler/dense)",
                "mlm_head": "MLM head (cls/predictions/*)",
                "sentence_head": "sentence head (cls/seq_relationship/*)",
-               "classifier": "classifier (classifier/*)"}
+               "classifier": "classifier (classifier/*)",
+               "token_classifier": "token classifier (token_classifier/*)"}
+TASKS = {"classifier": "sequence_classification", "token_classifier": "token_classification",
+         None: "pretraining"}
 _PARTS = {"dense": (("kernel", "weight", True), ("bias", "bias", False)),
           "layer_norm": (("gamma", "weight", False), ("beta", "bias", False)),
           "embedding": (("", "weight", False),),
@@ -138,8 +148,9 @@ def mapping_entries(config, model_type):
     return entries
 
 
-def model_variable_shapes(config, num_labels=None):
-    """{our variable name: shape} of the encoder, pooler, both heads (and the classifier)."""
+def model_variable_shapes(config, num_labels=None, num_tags=None):
+    """{our variable name: shape} of the encoder, pooler, both heads, and the classifier
+    (num_labels) or token classifier (num_tags) when given."""
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
     from pretrain import heads, modeling  # pylint: disable=import-outside-toplevel
     with tf.Graph().as_default():
@@ -154,7 +165,15 @@ def model_variable_shapes(config, num_labels=None):
     if num_labels:
         shapes["classifier/output_weights"] = (num_labels, config.hidden_size)
         shapes["classifier/output_bias"] = (num_labels,)
+    if num_tags:
+        shapes["token_classifier/output_weights"] = (num_tags, config.hidden_size)
+        shapes["token_classifier/output_bias"] = (num_tags,)
     return shapes
+
+
+def _head_size(tensors, head):
+    name = "%s/output_weights" % head
+    return tensors[name].shape[0] if name in tensors else None
 
 
 def _check_shapes(tensors, expected, what):
@@ -196,21 +215,23 @@ def _normalise_keys(state_dict, prefix):
     return normalised, notes
 
 
-def hf_to_google(state_dict, config, model_type, import_classifier=True):
+def hf_to_google(state_dict, config, model_type, head="classifier"):
     """Our {name: float32 array} from a transformers state dict.
 
     Args:
       state_dict: {key: ndarray} as read from model.safetensors / pytorch_model.bin.
       config: our BertConfig (from `hf_config.bert_config_from_hf`).
       model_type: "bert" or "albert".
-      import_classifier: map classifier.{weight,bias} (a ...ForSequenceClassification);
-        when False they are listed as not imported.
+      head: what classifier.{weight,bias} become: "classifier" (a
+        *ForSequenceClassification), "token_classifier" (*ForTokenClassification),
+        or None (listed as not imported).
     Returns:
       (tensors, Report). Missing encoder tensors are an error; a missing pooler,
       MLM or sentence head is reported in Report.fresh.
     """
     architecture = ARCHITECTURES[model_type]
-    entries_by_key = {entry.hf: entry for entry in mapping_entries(config, model_type)}
+    entries_by_key = {entry.hf: entry for entry in mapping_entries(config, model_type)
+                      if entry.group not in HEAD_GROUPS or entry.group == head}
     available, notes = _normalise_keys(state_dict, architecture.prefix)
     skipped = []
     for name in sorted(available):
@@ -234,21 +255,20 @@ def hf_to_google(state_dict, config, model_type, import_classifier=True):
     for name, (key, value) in sorted(available.items(),
                                      key=lambda item: (order.get(item[0], len(order)), item[0])):
         entry = entries_by_key.get(name)
-        if entry is None or (entry.group == "classifier" and not import_classifier):
-            skipped.append((key, "unknown, not imported" if entry is None
-                            else "not a sequence classifier's head, not imported"))
+        if entry is None:
+            skipped.append((key, "not a sequence or token classifier's head, not imported"
+                            if name.startswith("classifier.") else "unknown, not imported"))
             continue
         value, dtype_note = _as_float32(key, value)
         tensors[entry.ours] = np.ascontiguousarray(value.T if entry.transpose else value)
         note = "; ".join(filter(None, [notes.get(name, ""), dtype_note,
                                        "transposed" if entry.transpose else ""]))
         rows.append((key, entry.ours, tuple(tensors[entry.ours].shape), note))
-    num_labels = tensors["classifier/output_weights"].shape[0] \
-        if "classifier/output_weights" in tensors else None
-    _check_shapes(tensors, model_variable_shapes(config, num_labels),
+    _check_shapes(tensors, model_variable_shapes(config, _head_size(tensors, "classifier"),
+                                                 _head_size(tensors, "token_classifier")),
                   lambda name: next(row[0] for row in rows if row[1] == name))
     missing = [entry for entry in entries_by_key.values()
-               if entry.ours not in tensors and entry.group != "classifier"]
+               if entry.ours not in tensors and entry.group not in HEAD_GROUPS]
     missing_encoder = [entry.hf for entry in missing if entry.group == "encoder"]
     if missing_encoder:
         raise UserError("the weights lack %d encoder tensor(s) the config implies, e.g. %s "
@@ -292,16 +312,23 @@ def brightmart_to_bert(tensors, config):
 def google_to_hf(tensors, config):
     """transformers {key: float32 array} from our model tensors (training state removed).
 
-    A checkpoint holding classifier/* exports as ...ForSequenceClassification
-    (its cls/* heads, if any, are left out); else as ...ForPreTraining.
-    Returns HfExport(state_dict, Report, task "pretraining" | "sequence_classification",
-    num_labels, the BertConfig exported: a BERT one for a brightmart ALBERT).
+    A checkpoint holding classifier/* exports as ...ForSequenceClassification,
+    one holding token_classifier/* as ...ForTokenClassification (which has no
+    pooler); their cls/* heads, if any, are left out. Else ...ForPreTraining.
+    Returns HfExport(state_dict, Report, task "pretraining" |
+    "sequence_classification" | "token_classification", num_labels, the
+    BertConfig exported: a BERT one for a brightmart ALBERT).
     Unknown names and missing encoder tensors are errors.
     """
     model_type = exported_model_type(config)
-    classifier = "classifier/output_weights" in tensors
-    num_labels = tensors["classifier/output_weights"].shape[0] if classifier else None
-    expected = model_variable_shapes(config, num_labels)
+    heads = [group for group in HEAD_GROUPS if _head_size(tensors, group)]
+    if len(heads) > 1:
+        raise UserError("checkpoint holds both classifier/* and token_classifier/*; a "
+                        "transformers model has one head: cannot export both")
+    head = heads[0] if heads else None
+    num_labels = _head_size(tensors, head) if head else None
+    expected = model_variable_shapes(config, *((num_labels, None) if head == "classifier"
+                                               else (None, num_labels)))
     _check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)
     from pretrain import span_boundary  # pylint: disable=import-outside-toplevel
     unknown = sorted(name for name in set(tensors) - set(expected)
@@ -315,8 +342,9 @@ def google_to_hf(tensors, config):
         raise UserError("checkpoint lacks encoder variable(s) %s" % ", ".join(missing_encoder[:3]))
     if config.is_albert and config.albert_layout == "brightmart":
         tensors, config = brightmart_to_bert(tensors, config)
-    groups = ("encoder", "pooler", "classifier") if classifier else (
-        "encoder", "pooler", "mlm_head", "sentence_head")
+    groups = {"classifier": ("encoder", "pooler", "classifier"),
+              "token_classifier": ("encoder", "token_classifier"),
+              None: ("encoder", "pooler", "mlm_head", "sentence_head")}[head]
     prefix = ARCHITECTURES[model_type].prefix
     state_dict, rows, missing = {}, [], set()
     for entry in mapping_entries(config, model_type):
@@ -333,11 +361,13 @@ def google_to_hf(tensors, config):
     exported = {row[1] for row in rows}
     skipped = [(name, "SpanBERT span boundary head; transformers has no such head"
                 if span_boundary.is_span_boundary_variable(name)
-                else "head of the pretraining model, not part of a sequence classifier")
-               for name in sorted(tensors) if name.startswith("cls/") and name not in exported]
-    task = "sequence_classification" if classifier else "pretraining"
-    return HfExport(state_dict, Report(rows, skipped, _fresh(missing)), task, num_labels or 2,
-                    config)
+                else "pooler; transformers' token classifier has none"
+                if name.startswith("bert/pooler/")
+                else "head of the pretraining model, not part of a classifier")
+               for name in sorted(tensors) if name.startswith(("cls/", "bert/pooler/"))
+               and name not in exported]
+    return HfExport(state_dict, Report(rows, skipped, _fresh(missing)), TASKS[head],
+                    num_labels or 2, config)
 
 
 def format_report(report, title):

@@ -10,10 +10,16 @@ or tokenizer.json) and writes
     OUT/checkpoint                               so OUT works as a directory too
     OUT/bert_config.json
     OUT/vocab.txt
+    OUT/task.json                                *ForSequenceClassification /
+                                                 *ForTokenClassification only: the labels
+                                                 (id2label) and the task, as fine-tuning
+                                                 writes it (pretrain.checkpoint_assets)
 
 `OUT/model.ckpt` (or OUT) is a valid `--init_checkpoint` for
-`pretrain.run_pretraining` and `finetune.run_lcqmc` (which reads the
-bert_config.json beside it). A printed table lists every tensor converted
+`pretrain.run_pretraining`, the exports and fine-tuning, which read the
+bert_config.json and vocab.txt beside it. A classifier's head is imported
+under Google-style names: classifier/* (sequence) or token_classifier/*
+(token; pretrain.task_heads). A printed table lists every tensor converted
 (transformers key -> our name, shape) and what was not: buffers, tied
 decoder copies, unknown tensors, and a missing pooler / MLM head / sentence
 head, which is not written and so starts from a fresh initialisation.
@@ -24,10 +30,10 @@ import os
 import shutil
 
 from common import cli_options
-from pretrain import hf_config, hf_files
+from pretrain import checkpoint_assets, hf_config, hf_files
 
 CHECKPOINT_NAME = "model.ckpt"
-
+HEADS = {"ForSequenceClassification": "classifier", "ForTokenClassification": "token_classifier"}
 
 
 @dataclasses.dataclass
@@ -40,6 +46,7 @@ class ImportReport:
     vocab_source: str        # vocab.txt or tokenizer.json path
     do_lower_case: object    # from tokenizer_config.json, or None
     conversion: object       # hf_weights.Report
+    task: dict = None        # task.json written for a classifier, else None
 
 
 @dataclasses.dataclass
@@ -71,21 +78,26 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print):
     state_dict, weights = hf_files.read_weights(model_dir)
     # TensorFlow loads only now, so bad input is answered in a fraction of a second.
     from pretrain import checkpoint_io, hf_weights  # pylint: disable=import-outside-toplevel
-    classifier = any(str(name).endswith("ForSequenceClassification")
-                     for name in raw_config.get("architectures") or [])
-    tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, classifier)
+    head = classifier_head(raw_config.get("architectures"))
+    tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, head)
+    task = None
+    if head and "%s/output_weights" % head in tensors:
+        task = task_from_hf(raw_config, head, tensors["%s/output_weights" % head].shape[0],
+                            config, do_lower_case)
     with hf_files.output_directory(output_dir, overwrite) as temporary:
         checkpoint_io.write_checkpoint(tensors, os.path.join(temporary, CHECKPOINT_NAME),
                                        write_state=True)
-        with open(os.path.join(temporary, "bert_config.json"), "w", encoding="utf-8") as writer:
+        with open(os.path.join(temporary, checkpoint_assets.CONFIG_NAME), "w",
+                  encoding="utf-8") as writer:
             writer.write(config.to_json_string())
-        vocab_path = os.path.join(temporary, hf_files.VOCAB)
+        vocab_path = os.path.join(temporary, checkpoint_assets.VOCAB_NAME)
         if os.path.basename(vocab_source) == hf_files.VOCAB:
             shutil.copyfile(vocab_source, vocab_path)
         else:
             hf_files.write_vocab(vocab, vocab_path)
+        checkpoint_assets.write_assets(temporary, task=task)
     report = ImportReport(output_dir, os.path.join(output_dir, CHECKPOINT_NAME), config,
-                          weights, vocab_source, do_lower_case, conversion)
+                          weights, vocab_source, do_lower_case, conversion, task)
     if log_fn is not None:
         log_fn(hf_weights.format_report(conversion, "Imported %s/%s (%s) -> %s" % (
             model_dir, weights, model_type, report.checkpoint)))
@@ -93,7 +105,46 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print):
             report.checkpoint, config.hidden_act, len(vocab), vocab_source,
             "" if report.do_lower_case is None
             else "; the tokenizer has do_lower_case=%s" % report.do_lower_case))
+        if task:
+            log_fn("wrote task.json: task %s, %d labels %s" % (
+                task["task"], len(task["labels"]), task["labels"][:8]))
     return report
+
+
+def classifier_head(architectures):
+    """"classifier", "token_classifier" or None for a config's architectures."""
+    for name in architectures or []:
+        for suffix, head in HEADS.items():
+            if str(name).endswith(suffix):
+                return head
+    return None
+
+
+def infer_tag_scheme(tags):
+    """"BIO", "BIOES" or "BMES" when every tag but "O" is PREFIX-TYPE of that scheme, else None."""
+    prefixes = set()
+    for tag in tags:
+        if tag != "O":
+            if "-" not in tag:
+                return None
+            prefixes.add(tag.split("-", 1)[0])
+    for scheme in ("BIO", "BIOES", "BMES"):
+        if prefixes and prefixes <= set(scheme) - {"O"}:
+            return scheme
+    return None
+
+
+def task_from_hf(raw_config, head, num_labels, config, do_lower_case):
+    """task.json for an imported classifier: labels from id2label (else "0".."N-1")."""
+    labels = hf_config.labels_from_hf(raw_config)
+    if labels is None or len(labels) != num_labels or len(set(labels)) != num_labels:
+        labels = [str(index) for index in range(num_labels)]
+    token = head == "token_classifier"
+    return {"format_version": checkpoint_assets.TASK_FORMAT_VERSION,
+            "task": "ner" if token else "classification", "labels": labels,
+            "tag_scheme": infer_tag_scheme(labels) if token else None,
+            "max_seq_length": config.max_position_embeddings,
+            "do_lower_case": True if do_lower_case is None else bool(do_lower_case)}
 
 
 def _run(options):

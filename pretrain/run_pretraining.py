@@ -6,6 +6,14 @@
 
 Rerunning with the same --output_dir resumes from the last checkpoint (global
 step and optimizer state). From Python: `run({"bert_config_file": ..., ...})`.
+
+--output_dir gets bert_config.json and vocab.txt beside the checkpoints
+(pretrain.checkpoint_assets), so later stages need only --init_checkpoint.
+vocab.txt is --vocab_file, else the vocab the data's sidecars name (when that
+file is here and unchanged: its sha256 is the sidecar's vocab_sha256), else
+the --init_checkpoint's. A --vocab_file or an --init_checkpoint's vocab.txt
+that is not the data's vocab is refused before training, as is data made
+with two vocabs.
 """
 import dataclasses
 import json
@@ -16,7 +24,10 @@ from absl import logging
 
 from common import cli_options
 from common.cli_options import UserError, option
-from pretrain import checkpoint_loading, data_checks, input_pipeline, mixed_precision, modeling
+from common.file_utils import input_exists
+from data_gen import metadata
+from pretrain import checkpoint_assets, checkpoint_loading, data_checks, input_pipeline
+from pretrain import mixed_precision, modeling
 from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib
 
@@ -28,7 +39,11 @@ OUTPUT_WRITE_FAILURES = ("No space left on device", "File too large", "Disk quot
 @dataclasses.dataclass
 class PretrainingOptions:
     """Every flag of run_pretraining (google-research/bert's names where it has them)."""
-    bert_config_file: str = option(None, "Model config JSON (bert_config.json format). Required.")
+    bert_config_file: str = option(None, "Model config JSON (bert_config.json format). Required "
+                                   "unless --init_checkpoint has a bert_config.json beside it.")
+    vocab_file: str = option(None, "The vocab the data was made with, copied to "
+                             "OUTPUT_DIR/vocab.txt (default: the vocab the data's sidecars "
+                             "name). Must equal the data's and the --init_checkpoint's.")
     input_file: str = option(None, "Comma-separated TFRecord globs for training (and eval by "
                              "default). Required with --do_train.")
     eval_input_file: str = option(None, "Comma-separated TFRecord globs for --do_eval "
@@ -36,7 +51,7 @@ class PretrainingOptions:
     output_dir: str = option(None, "Checkpoints, summaries and eval_results.txt go here. "
                              "Required.")
     init_checkpoint: str = option(None, "Initial weights (weights only; optimizer state starts "
-                                  "fresh).")
+                                  "fresh): a prefix or a directory (its latest checkpoint).")
     ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     max_seq_length: int = option(None, "Sequence length of the data (default: from the data's "
                                  ".meta.json sidecar, else 128; must equal the data's).")
@@ -105,9 +120,11 @@ def _parse_bool_choice(value, flag):
 
 
 def _validate(opts):
-    for name in ("bert_config_file", "output_dir", "input_file"):
+    for name in ("output_dir", "input_file"):
         if not getattr(opts, name) and (name != "input_file" or opts.do_train):
             raise UserError(f"--{name} is required")
+    if opts.vocab_file and not input_exists(opts.vocab_file):
+        raise UserError(f"--vocab_file={opts.vocab_file} does not exist; check the path")
     if not opts.do_train and not opts.do_eval:
         raise UserError("nothing to do: give --do_train and/or --do_eval")
     if opts.do_eval and not (opts.eval_input_file or opts.input_file):
@@ -126,6 +143,15 @@ def run(values):
     """
     opts = options_from(values)
     _validate(opts)
+    assets = checkpoint_assets.resolve(opts.init_checkpoint, opts.vocab_file,
+                                       opts.bert_config_file)
+    if not assets.config_file:
+        raise UserError("--bert_config_file is required (or an --init_checkpoint with a "
+                        f"{checkpoint_assets.CONFIG_NAME} beside it)")
+    if assets.config_source == "checkpoint":
+        logging.info("model config %s (beside --init_checkpoint)", assets.config_file)
+    opts = dataclasses.replace(opts, bert_config_file=assets.config_file,
+                               init_checkpoint=assets.checkpoint)
     config = modeling.BertConfig.from_json_file(opts.bert_config_file)
     if config.layer_norm_cond_size is not None:
         raise UserError(f"--bert_config_file={opts.bert_config_file} sets layer_norm_cond_size "
@@ -160,7 +186,7 @@ def run(values):
     opts = dataclasses.replace(opts, **data_checks.lengths_from_data(
         opts.input_file if opts.do_train else eval_input, max_seq_length=opts.max_seq_length,
         max_predictions_per_seq=opts.max_predictions_per_seq))
-    metas = []
+    metas, sidecars = [], []
     checked = {}
     for enabled, pattern in ((opts.do_train, opts.input_file), (opts.do_eval, eval_input)):
         if enabled and pattern not in checked:
@@ -171,6 +197,7 @@ def run(values):
                 bert_config_file=opts.bert_config_file)
             checked[pattern] = files
             metas.extend(file_metas)
+            sidecars.extend(zip(files, file_metas))
     use_sentence_head = head_flag
     if use_sentence_head is None:
         task = data_checks.infer_sentence_task(metas)
@@ -178,11 +205,19 @@ def run(values):
         logging.info("sentence head %s (data sentence_task=%s)",
                      "on" if use_sentence_head else "off", task or "unknown")
 
+    vocab, no_vocab_reason = _output_vocab(opts, assets, sidecars)
     k = int(opts.gradient_accumulation_steps)
     try:
         tf.io.gfile.makedirs(opts.output_dir)
-        with tf.io.gfile.GFile(os.path.join(opts.output_dir, "bert_config.json"), "w") as writer:
+        with tf.io.gfile.GFile(os.path.join(opts.output_dir, checkpoint_assets.CONFIG_NAME),
+                               "w") as writer:
             writer.write(config.to_json_string())
+        if vocab:
+            checkpoint_assets.write_assets(opts.output_dir, vocab_file=vocab)
+            logging.info("vocab.txt in --output_dir from %s", vocab)
+        else:
+            logging.warning("no vocab.txt written to --output_dir=%s: %s", opts.output_dir,
+                            no_vocab_reason)
     except tf.errors.OpError as err:
         raise UserError(f"--output_dir={opts.output_dir}: cannot write there ({err.message}); "
                         "choose a writable directory") from None
@@ -217,7 +252,8 @@ def run(values):
 
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head,
-              "span_boundary_objective": opts.span_boundary_objective, "eval_results": None}
+              "span_boundary_objective": opts.span_boundary_objective, "eval_results": None,
+              "vocab_file": vocab, "config_file": opts.bert_config_file}
     input_files = sorted({path for files in checked.values() for path in files})
     if opts.skip_corrupt_records:
         result["skipped_records"] = data_checks.account_for_damage(input_files, compression)
@@ -235,6 +271,72 @@ def run(values):
                         ) from None
     result["global_step"] = int(estimator.get_variable_value("global_step"))
     return result
+
+
+def _data_vocab(sidecars):
+    """(vocab_sha256, vocab_file, sidecar path) the data's sidecars name, or None when none
+    does; UserError when two files were made with different vocabs."""
+    found = None
+    for path, meta in sidecars:
+        if not meta or not meta.get("vocab_sha256"):
+            continue
+        entry = (meta["vocab_sha256"], meta.get("vocab_file"), metadata.metadata_path(path))
+        if found is None:
+            found = entry
+        elif entry[0] != found[0]:
+            raise UserError(f"the input data was made with two vocabs: {found[2]} names "
+                            f"{found[1]} (vocab_sha256 {found[0][:12]}...), {entry[2]} names "
+                            f"{entry[1]} ({entry[0][:12]}...); train on data of one vocab")
+    return found
+
+
+def _is_data_vocab(path, data):
+    """True when vocab `path` is the data's: its sha256, or the tokens of the data's
+    vocab_file when that file is here unchanged."""
+    sha256, data_file, _ = data
+    if checkpoint_assets.vocab_sha256(path) == sha256:
+        return True
+    return bool(data_file) and input_exists(data_file) and \
+        checkpoint_assets.vocab_sha256(data_file) == sha256 and \
+        checkpoint_assets.same_vocab(path, data_file)[0]
+
+
+def _output_vocab(opts, assets, sidecars):
+    """(vocab file to copy to --output_dir or None, why there is none); refuses a
+    --vocab_file, --init_checkpoint vocab or resumed run that is not the data's vocab."""
+    data = _data_vocab(sidecars)
+    own = assets.vocab_file if assets.vocab_source == "checkpoint" else None
+    if data:
+        described = f"the vocab the data was made with ({data[2]} names {data[1]})"
+        if opts.vocab_file and not _is_data_vocab(opts.vocab_file, data):
+            raise UserError(f"--vocab_file={opts.vocab_file} is not {described}: their sha256 "
+                            "differ; pass the data's vocab or drop --vocab_file")
+        if own and not _is_data_vocab(own, data):
+            raise UserError(f"--init_checkpoint={opts.init_checkpoint} was trained with {own}, "
+                            f"which is not {described}; start from a checkpoint of that vocab "
+                            f"or make the data with --vocab_file={own}")
+    vocab, reason = opts.vocab_file or own, None
+    if not vocab and data:
+        sha256, data_file, sidecar = data
+        if data_file and input_exists(data_file) and \
+                checkpoint_assets.vocab_sha256(data_file) == sha256:
+            vocab = data_file
+        else:
+            reason = (f"{sidecar} names vocab {data_file}, which "
+                      + ("is not here" if not data_file or not input_exists(data_file) else
+                         "has changed since (its sha256 is not the sidecar's vocab_sha256)")
+                      + "; pass --vocab_file")
+    elif not vocab:
+        reason = ("no --vocab_file, and the data's sidecars name no vocab; pass --vocab_file "
+                  "so that later stages find it beside the checkpoints")
+    previous = os.path.join(opts.output_dir, checkpoint_assets.VOCAB_NAME)
+    if vocab and input_exists(previous) and tf.train.latest_checkpoint(opts.output_dir):
+        same, line = checkpoint_assets.same_vocab(vocab, previous)
+        if not same:
+            raise UserError(f"--output_dir={opts.output_dir} holds checkpoints trained with "
+                            f"{previous}, which differs from {vocab} at line {line}: resuming "
+                            "would go on with other token ids; use another --output_dir")
+    return vocab, reason
 
 
 def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result):

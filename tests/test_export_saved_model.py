@@ -17,8 +17,7 @@ import pytest
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
-from finetune import classifier
-from pretrain import modeling
+from pretrain import modeling, task_heads
 from pretrain.config import BertConfig
 from common.cli_options import UserError
 from pretrain.export_saved_model import export_saved_model
@@ -37,10 +36,10 @@ def write_checkpoint(folder, config_file, num_labels=0, seed=0):
     rng = np.random.default_rng(seed)
     with tf.Graph().as_default():
         ids = tf.placeholder(tf.int32, [None, None])
-        if num_labels:
-            classifier.create_classifier(config, False, ids, ids, ids, None, num_labels)
-        else:
-            modeling.create_model(config, False, ids)
+        model = modeling.create_model(config, False, ids)
+        if num_labels:  # a fine-tuned sequence classifier
+            task_heads.get_classifier_output(config, model.get_pooled_output(), num_labels,
+                                             is_training=False)
         with tf.variable_scope("cls/predictions"):  # not part of the serving graph
             tf.get_variable("output_bias", [config.vocab_size])
         for variable in list(tf.global_variables()):
@@ -87,6 +86,19 @@ def encoder_model_fn(config, checkpoint):
         return tf.estimator.EstimatorSpec(mode, predictions={
             "pooled_output": model.get_pooled_output(),
             "sequence_output": model.get_sequence_output()})
+    return model_fn
+
+
+def classifier_model_fn(config, checkpoint, num_labels):
+    """PREDICT of the fine-tuned classifier (encoder + pretrain.task_heads) from `checkpoint`."""
+    def model_fn(features, labels, mode):  # pylint: disable=unused-argument
+        model = modeling.create_model(config, False, features["input_ids"],
+                                      input_mask=features["input_mask"],
+                                      token_type_ids=features["segment_ids"])
+        _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(),
+                                                            num_labels, is_training=False)
+        tf.train.init_from_checkpoint(checkpoint, {"bert/": "bert/", "classifier/": "classifier/"})
+        return tf.estimator.EstimatorSpec(mode, predictions={"probabilities": probabilities})
     return model_fn
 
 
@@ -190,14 +202,12 @@ def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_pat
     assert imported.config.hidden_act == "gelu_exact"
 
 
-def test_classifier_export_returns_the_estimators_probabilities(classifier_export):
+def test_classifier_export_returns_the_estimators_probabilities(classifier_export, tmp_path):
     prefix, export_dir = classifier_export
-    model_fn = classifier.model_fn_builder(BertConfig.from_json_file(TINY_BERT), None, 1e-3,
-                                           10, 1, num_labels=3, log_fn=None)
-    # model_dir = the checkpoint's directory: PREDICT restores its latest checkpoint.
+    model_fn = classifier_model_fn(BertConfig.from_json_file(TINY_BERT), prefix, 3)
     for batch, length in ((3, SEQ_LENGTH), (1, 6)):
         inputs = make_inputs(batch, length, seed=batch)
-        expected = estimator_predict(model_fn, os.path.dirname(prefix), inputs)
+        expected = estimator_predict(model_fn, tmp_path / ("est%d" % batch), inputs)
         served = serve(export_dir, inputs)
         assert sorted(served) == sorted(ENCODER_OUTPUTS + ("probabilities",))
         assert served["probabilities"].shape == (batch, 3)

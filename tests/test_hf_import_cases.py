@@ -193,10 +193,13 @@ def test_pytorch_bin_without_torch_says_what_to_do(tmp_path):
 
 def test_export_cli_fails_cleanly(exported, tmp_path):
     pre_ln = tiny_config(tmp_path / "pre.json", layer_norm_position="pre")
-    message = _cli("pretrain.export_hf", "--init_checkpoint=%s" % (tmp_path / "none"),
-                   "--bert_config_file=%s" % pre_ln, "--vocab_file=v",
-                   "--output_dir=%s" % (tmp_path / "out"))
+    checkpoint = exported[0].parent / "model.ckpt"
+    message = _cli("pretrain.export_hf", "--init_checkpoint=%s" % checkpoint,
+                   "--bert_config_file=%s" % pre_ln, "--output_dir=%s" % (tmp_path / "out"))
     assert "layer_norm_position \"pre\" (pre-LN) cannot be exported" in message
+    message = _cli("pretrain.export_hf", "--init_checkpoint=%s" % (tmp_path / "none"),
+                   "--output_dir=%s" % (tmp_path / "out"))
+    assert "--init_checkpoint=%s: no checkpoint found" % (tmp_path / "none") in message
     assert not (tmp_path / "out").exists()
     busy = tmp_path / "busy"
     busy.mkdir()

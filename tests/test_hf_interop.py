@@ -12,10 +12,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 from safetensors import safe_open
 
-from finetune import run_lcqmc
 from hf_testutil import (mlm_and_sequence_output, model_outputs, random_checkpoint,
                          sample_batch, write_tiny_vocab)
-from pretrain import checkpoint_io, checkpoint_loading, hf_files, run_pretraining
+from pretrain import checkpoint_assets, checkpoint_io, checkpoint_loading, hf_files
+from pretrain import run_pretraining
 from pretrain.config import BertConfig
 from pretrain.export_hf import export_model
 from pretrain.import_hf import import_model
@@ -147,7 +147,12 @@ def test_imported_checkpoint_initialises_pretraining_and_finetuning(imported, tm
                                    err_msg=name)
     # The sentence head the import did not have was created fresh.
     assert "cls/seq_relationship/output_weights" in trained.get_variable_to_shape_map()
-    # OUT works as a directory, and run_lcqmc finds bert_config.json beside the checkpoint.
+    # The data names no vocab: the run's vocab.txt is the checkpoint's.
+    vocab = os.path.join(report.output_dir, "vocab.txt")
+    assert result["vocab_file"] == vocab
+    assert (tmp_path / "run" / "vocab.txt").read_bytes() == pathlib.Path(vocab).read_bytes()
+    # OUT works as a directory, and later stages find bert_config.json and vocab.txt beside it.
     assert checkpoint_loading.resolve_checkpoint(report.output_dir) == report.checkpoint
-    settings = {"bert_config_file": None, "init_checkpoint": report.checkpoint}
-    assert run_lcqmc.resolve_bert_config(settings)[1] == config_file
+    found = checkpoint_assets.resolve(report.output_dir)
+    assert (found.checkpoint, found.config_file, found.vocab_file, found.task) == (
+        report.checkpoint, config_file, vocab, None)

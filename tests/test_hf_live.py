@@ -2,7 +2,7 @@
 
 Both directions run in one process: our tools through their CLIs
 (`pretrain.import_hf`, `pretrain.export_hf`), our numbers from our TF graph
-(hf_testutil, pretrain.heads, finetune.classifier), transformers' numbers from
+(hf_testutil, pretrain.heads, pretrain.task_heads), transformers' numbers from
 its models (eval mode, float32). Log-probs must agree within TOL = 1e-4.
 
     PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/test_hf_live.py
@@ -19,9 +19,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from data_gen.tokenization import FullTokenizer
-from finetune import classifier
 from hf_testutil import model_outputs, random_checkpoint
-from pretrain import checkpoint_io, heads, modeling, run_pretraining
+from pretrain import checkpoint_io, heads, modeling, run_pretraining, task_heads
 from pretrain.config import BertConfig
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
@@ -111,13 +110,17 @@ def _our_encoder_outputs(config_file, checkpoint, ids, mask, segments):
 
 
 def _classifier_checkpoint(config_file, prefix, ids, mask, segments, seed=0):
-    """A fine-tuned-classifier-like checkpoint built by finetune.classifier with random values
-    (plus global_step); returns (model tensors {name: array}, probabilities [B, 2])."""
+    """A fine-tuned-classifier-like checkpoint (encoder + pretrain.task_heads' classifier) with
+    random values (plus global_step); returns (model tensors {name: array}, probabilities
+    [B, 2])."""
     config = BertConfig.from_json_file(config_file)
     rng = np.random.RandomState(seed)
     with tf.Graph().as_default():
-        _, _, _, probabilities = classifier.create_classifier(
-            config, False, tf.constant(ids), tf.constant(mask), tf.constant(segments), None)
+        model = modeling.create_model(config, False, tf.constant(ids),
+                                      input_mask=tf.constant(mask),
+                                      token_type_ids=tf.constant(segments))
+        _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(), 2,
+                                                            is_training=False)
         model_variables = tf.global_variables()
         tf.train.get_or_create_global_step()
         with tf.Session() as session:
@@ -243,7 +246,7 @@ EXPORTS = {  # kind: (our config fields, checkpoint prefixes left out)
                            num_hidden_groups=2, inner_group_num=2), ()),
     "albert_brightmart": (dict(model_type="albert", albert_layout="brightmart", embedding_size=16,
                                sharing="all"), ()),
-    "classifier": (dict(hidden_act="gelu_exact"), None),  # built by finetune.classifier
+    "classifier": (dict(hidden_act="gelu_exact"), None),  # encoder + task_heads classifier
 }
 # Exported tensors *ForMaskedLM has no place for (it reports them as unexpected).
 PRETRAINING_ONLY_KEYS = {"bert.pooler.dense.weight", "bert.pooler.dense.bias",

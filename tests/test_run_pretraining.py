@@ -1,12 +1,16 @@
 """End-to-end pretraining runs on tiny generated data (CPU, few steps)."""
 import glob
 import os
+import shutil
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import data_checks, run_pretraining
+from common.cli_options import UserError
+from common.file_utils import file_sha256
+from hf_testutil import write_tiny_vocab
+from pretrain import checkpoint_assets, checkpoint_io, data_checks, run_pretraining
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
@@ -170,3 +174,89 @@ def test_hierarchical_positions_train_past_max_position_embeddings(data, tmp_pat
                                        do_eval=True))
     assert result["global_step"] == 3 and np.isfinite(result["eval_results"]["masked_lm_loss"])
     assert _ckpt(out).get_variable_to_shape_map()["bert/embeddings/position_embeddings"] == [8, 32]
+
+
+# ---- the vocab travels with the checkpoints (pretrain.checkpoint_assets) ------------------------
+
+def _vocab_data(root, name, vocab, **meta):
+    """The fixed batch as `name` whose sidecar names `vocab` (its sha256 unless given)."""
+    sha = meta.pop("vocab_sha256", None) or file_sha256(vocab)
+    return write_records(root / name, make_examples(BATCH, seed=7), vocab_file=str(vocab),
+                         vocab_sha256=sha, **meta)
+
+
+def test_vocab_and_config_are_written_beside_the_checkpoints(data, tmp_path):
+    vocab = write_tiny_vocab(tmp_path / "vocab.txt")
+    records = _vocab_data(tmp_path, "v.tfrecord", vocab)
+    first = run_pretraining.run(_opts(data, tmp_path / "first", input_file=records,
+                                      num_train_steps=1))
+    assert first["vocab_file"] == vocab
+    assert (tmp_path / "first" / "vocab.txt").read_bytes() == open(vocab, "rb").read()
+    # Continue from it without --bert_config_file: the config beside the checkpoint is used;
+    # a --vocab_file with the same tokens in other bytes (CRLF) is the data's vocab too.
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes(open(vocab, "rb").read().replace(b"\n", b"\r\n"))
+    second = run_pretraining.run(_opts(data, tmp_path / "second", input_file=records,
+                                       bert_config_file=None, num_train_steps=1,
+                                       init_checkpoint=str(tmp_path / "first"),
+                                       vocab_file=str(crlf)))
+    assert second["config_file"] == str(tmp_path / "first" / "bert_config.json")
+    assert second["vocab_file"] == str(crlf)
+    assert (tmp_path / "second" / "vocab.txt").read_bytes() == crlf.read_bytes()
+
+
+def test_a_vocab_that_is_not_the_datas_is_refused_before_training(data, tmp_path):
+    vocab = write_tiny_vocab(tmp_path / "vocab.txt")
+    records = _vocab_data(tmp_path, "v.tfrecord", vocab)
+    tokens = open(vocab, encoding="utf-8").read().split()
+    other = tmp_path / "other.txt"  # same size, two tokens swapped
+    other.write_text("\n".join(tokens[:5] + [tokens[6], tokens[5]] + tokens[7:]) + "\n")
+    with pytest.raises(UserError) as caught:
+        run_pretraining.run(_opts(data, tmp_path / "a", input_file=records, vocab_file=str(other)))
+    assert str(caught.value) == (
+        f"--vocab_file={other} is not the vocab the data was made with ({records}.meta.json "
+        f"names {vocab}): their sha256 differ; pass the data's vocab or drop --vocab_file")
+
+    start = tmp_path / "start"  # a checkpoint trained with the other vocab
+    checkpoint_io.write_checkpoint({"w": np.zeros([1], np.float32)}, str(start / "model.ckpt"),
+                                   write_state=True)
+    shutil.copyfile(other, start / "vocab.txt")
+    with pytest.raises(UserError, match=(
+            rf"^--init_checkpoint=.*start/model.ckpt was trained with .*start/vocab.txt, which "
+            rf"is not the vocab the data was made with \(.*names {vocab}\); start from a "
+            rf"checkpoint of that vocab or make the data with --vocab_file=.*start/vocab.txt$")):
+        run_pretraining.run(_opts(data, tmp_path / "b", input_file=records,
+                                  init_checkpoint=str(start)))
+    # The checkpoint's vocab and --vocab_file disagree: one line with both files and the line.
+    with pytest.raises(checkpoint_assets.VocabMismatchError,
+                       match=r"differs from .*start/vocab.txt at line 6"):
+        run_pretraining.run(_opts(data, tmp_path / "c", input_file=records, vocab_file=vocab,
+                                  init_checkpoint=str(start)))
+
+    resumed = tmp_path / "resumed"  # an output_dir whose checkpoints used the other vocab
+    checkpoint_io.write_checkpoint({"w": np.zeros([1], np.float32)},
+                                   str(resumed / "model.ckpt-3"), write_state=True)
+    shutil.copyfile(other, resumed / "vocab.txt")
+    with pytest.raises(UserError, match=r"holds checkpoints trained with .*resumed/vocab.txt, "
+                                        r"which differs from .*vocab.txt at line 6"):
+        run_pretraining.run(_opts(data, resumed, input_file=records))
+
+    mixed = _vocab_data(tmp_path, "mixed.tfrecord", other)
+    with pytest.raises(UserError, match="the input data was made with two vocabs"):
+        run_pretraining.run(_opts(data, tmp_path / "d", input_file=f"{records},{mixed}"))
+    assert sorted(os.listdir(tmp_path)) == ["mixed.tfrecord", "mixed.tfrecord.meta.json",
+                                            "other.txt", "resumed", "start", "v.tfrecord",
+                                            "v.tfrecord.meta.json", "vocab.txt"]
+
+
+def test_without_a_usable_vocab_a_warning_says_why(data, tmp_path, caplog):
+    vocab = write_tiny_vocab(tmp_path / "vocab.txt")
+    records = _vocab_data(tmp_path, "v.tfrecord", vocab, vocab_sha256="0" * 64)
+    result = run_pretraining.run(_opts(data, tmp_path / "out", input_file=records,
+                                       num_train_steps=1))
+    assert result["vocab_file"] is None and not (tmp_path / "out" / "vocab.txt").exists()
+    assert (tmp_path / "out" / "bert_config.json").exists()
+    warnings = [r.getMessage() for r in caplog.records if "no vocab.txt" in r.getMessage()]
+    assert warnings == [f"no vocab.txt written to --output_dir={tmp_path / 'out'}: "
+                        f"{records}.meta.json names vocab {vocab}, which has changed since "
+                        "(its sha256 is not the sidecar's vocab_sha256); pass --vocab_file"]

@@ -1,0 +1,381 @@
+"""Exporting fine-tuned models with only --init_checkpoint: a fine-tuning output directory
+(bert_config.json, vocab.txt, task.json, checkpoints, best/ with copies of the three files)
+-> transformers *ForSequenceClassification / *ForTokenClassification, and -> a TF Serving
+SavedModel with probabilities / tag_probabilities and the labels in assets.extra/task.json.
+
+The directories are built here as fine-tuning leaves them: encoder and head
+(pretrain.task_heads) with random weights, saved from the graph by tf.train.Saver. best/
+(step 10) and the last checkpoint (step 20) differ, so an export of the wrong one shows.
+The live tests at the end compare with transformers where torch and transformers import:
+
+    PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/test_export_finetuned.py
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+from safetensors import safe_open
+
+from data_gen.tokenization import FullTokenizer
+from pretrain import checkpoint_io, modeling, task_heads
+from pretrain.config import BertConfig
+from pretrain.export_hf import export_model
+from pretrain.export_saved_model import export_saved_model
+from pretrain.import_hf import import_model
+from pretrain_testdata import tiny_config
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+VOCAB = REPO / "tests" / "fixtures" / "hf" / "vocab"  # 115 tokens
+TINY = dict(vocab_size=115, num_attention_heads=4, intermediate_size=37, initializer_range=0.2)
+TOL = 1e-4
+TEXT = "我是中国人，他说OK！bert10好的。这里没有书"
+
+
+def _task(task, labels, tag_scheme=None, do_lower_case=True):
+    return {"format_version": 1, "task": task, "labels": labels, "tag_scheme": tag_scheme,
+            "max_seq_length": 32, "do_lower_case": do_lower_case}
+
+
+KINDS = {  # kind: (config fields, task.json, transformers architecture)
+    "classification": (dict(hidden_act="gelu_exact"),
+                       _task("classification", ["neg", "pos", "中性"], do_lower_case=False),
+                       "BertForSequenceClassification"),
+    "ner": (dict(hidden_act="gelu_exact"),
+            _task("ner", ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"], "BIO"),
+            "BertForTokenClassification"),
+    "pair_albert": (dict(model_type="albert", embedding_size=16, num_hidden_groups=2),
+                    _task("pair", ["0", "1"]), "AlbertForSequenceClassification"),
+    "ner_albert": (dict(model_type="albert", embedding_size=16),
+                   _task("ner", ["O", "S-ORG", "B-ORG", "E-ORG"], "BIOES"),
+                   "AlbertForTokenClassification"),
+}
+
+
+def make_finetune_dir(root, kind):
+    """A fine-tuning output directory; returns a namespace with dir, config_file, task, head
+    ("classifier" | "token_classifier"), best (prefix) and tensors (best's model values)."""
+    fields, task, _ = KINDS[kind]
+    (root / "best").mkdir(parents=True)
+    config_file = tiny_config(root / "bert_config.json", **dict(TINY, **fields))
+    shutil.copyfile(VOCAB, root / "vocab.txt")
+    (root / "task.json").write_text(json.dumps(task, ensure_ascii=False), encoding="utf-8")
+    config = BertConfig.from_json_file(config_file)
+    head = "token_classifier" if task["task"] == "ner" else "classifier"
+    rng = np.random.RandomState(sum(map(ord, kind)))
+    with tf.Graph().as_default():
+        model = modeling.create_model(config, False, tf.placeholder(tf.int32, [None, None]))
+        if head == "token_classifier":
+            task_heads.get_token_classifier_output(config, model.get_sequence_output(),
+                                                   len(task["labels"]), is_training=False)
+        else:
+            task_heads.get_classifier_output(config, model.get_pooled_output(),
+                                             len(task["labels"]), is_training=False)
+        variables = tf.global_variables()
+        for variable in variables:  # training state a real run leaves
+            tf.get_variable(variable.op.name + "/adam_m", variable.shape)
+        step = tf.train.get_or_create_global_step()
+        saver = tf.train.Saver(save_relative_paths=True)  # as the Estimator's (movable)
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            for folder, step_value in ((root / "best", 10), (root, 20)):
+                tensors = {}
+                for variable in variables:
+                    value = rng.normal(0.0, 0.2, variable.shape.as_list()).astype(np.float32)
+                    value += 1.0 if variable.op.name.endswith("/gamma") else 0.0
+                    variable.load(value, session)
+                    tensors[variable.op.name] = value
+                step.load(step_value, session)
+                prefix = saver.save(session, str(folder / "model.ckpt"), global_step=step)
+                if step_value == 10:
+                    best, best_tensors = prefix, tensors
+    for name in ("bert_config.json", "vocab.txt", "task.json"):
+        shutil.copyfile(root / name, root / "best" / name)
+    return types.SimpleNamespace(dir=root, config_file=config_file, task=task, head=head,
+                                 best=best, tensors=best_tensors)
+
+
+def our_outputs(model, ids, mask, segments):
+    """Our graph on a batch: sequence_output, pooled_output and the head's probabilities."""
+    config = BertConfig.from_json_file(model.config_file)
+    num_labels = len(model.task["labels"])
+    with tf.Graph().as_default():
+        encoder = modeling.create_model(config, False, tf.constant(ids, tf.int32),
+                                        input_mask=tf.constant(mask, tf.int32),
+                                        token_type_ids=tf.constant(segments, tf.int32))
+        fetches = {"sequence_output": encoder.get_sequence_output(),
+                   "pooled_output": encoder.get_pooled_output()}
+        if model.head == "token_classifier":
+            _, fetches["tag_probabilities"] = task_heads.get_token_classifier_output(
+                config, encoder.get_sequence_output(), num_labels, is_training=False)
+        else:
+            _, fetches["probabilities"] = task_heads.get_classifier_output(
+                config, encoder.get_pooled_output(), num_labels, is_training=False)
+        with tf.Session() as session:
+            tf.train.Saver().restore(session, model.best)
+            return session.run(fetches)
+
+
+def sample_batch(seed=0, batch=3, seq=10):
+    rng = np.random.RandomState(seed)
+    ids = rng.randint(5, 115, size=(batch, seq)).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[0, 7:] = 0
+    segments = np.zeros_like(ids)
+    segments[:, 5:] = 1
+    return ids, mask, segments
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory):
+    """kind -> its fine-tuning directory (namespace of make_finetune_dir, plus .hf: the
+    transformers export made with only init_checkpoint), built once per module."""
+    cache = {}
+
+    def build(kind):
+        if kind not in cache:
+            root = tmp_path_factory.mktemp(kind)
+            model = make_finetune_dir(root / "out", kind)
+            model.hf = pathlib.Path(export_model(str(model.dir), output_dir=str(root / "hf"),
+                                                 log_fn=None))
+            cache[kind] = model
+        return cache[kind]
+    return build
+
+
+# ---- transformers directory (no torch needed) ------------------------------------------------
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_hf_export_has_the_labels_and_the_best_checkpoints_head(finetuned, kind):
+    model = finetuned(kind)
+    _, task, architecture = KINDS[kind]
+    hf = json.loads((model.hf / "config.json").read_text(encoding="utf-8"))
+    labels = task["labels"]
+    assert hf["architectures"] == [architecture] and hf["num_labels"] == len(labels)
+    assert hf["id2label"] == {str(index): label for index, label in enumerate(labels)}
+    assert hf["label2id"] == {label: index for index, label in enumerate(labels)}
+    assert ("problem_type" in hf) == (model.head == "classifier")
+    tokenizer = json.loads((model.hf / "tokenizer_config.json").read_text())
+    assert tokenizer["do_lower_case"] is task["do_lower_case"]
+    assert (model.hf / "vocab.txt").read_bytes() == VOCAB.read_bytes()
+
+    prefix = "albert." if "albert" in kind else "bert."
+    with safe_open(str(model.hf / "model.safetensors"), "numpy") as weights:
+        keys = set(weights.keys())
+        np.testing.assert_array_equal(weights.get_tensor("classifier.weight"),
+                                      model.tensors[model.head + "/output_weights"])
+        np.testing.assert_array_equal(weights.get_tensor("classifier.bias"),
+                                      model.tensors[model.head + "/output_bias"])
+    assert all(key.startswith((prefix, "classifier.")) for key in keys), sorted(keys)
+    token = model.head == "token_classifier"
+    # transformers' token classifiers have no pooler: it is left out.
+    assert not token == any("pooler" in key for key in keys)
+    encoder = [name for name in model.tensors if name.startswith("bert/")
+               and not (token and name.startswith("bert/pooler/"))]
+    assert len(keys) == len(encoder) + 2
+
+
+@pytest.mark.parametrize("kind", ["ner", "classification"])
+def test_import_hf_round_trips_the_head_and_writes_task_json(finetuned, tmp_path, kind):
+    model = finetuned(kind)
+    report = import_model(model.hf, tmp_path / "back", log_fn=None)
+    task = json.loads((tmp_path / "back" / "task.json").read_text(encoding="utf-8"))
+    assert task == dict(model.task, task="ner" if kind == "ner" else "classification",
+                        max_seq_length=32) == report.task
+    back = checkpoint_io.read_checkpoint(report.checkpoint)
+    kept = {name: value for name, value in model.tensors.items()
+            if not (kind == "ner" and name.startswith("bert/pooler/"))}
+    assert sorted(back) == sorted(kept)
+    assert all(np.array_equal(back[name], value) for name, value in kept.items())
+    heads = ["MLM head (cls/predictions/*)", "sentence head (cls/seq_relationship/*)"]
+    assert report.conversion.fresh == (["pooler (bert/pooler/dense)"] if kind == "ner"
+                                       else []) + heads
+
+
+# ---- SavedModel ------------------------------------------------------------------------------
+
+def load_and_serve(export_dir, ids, mask, segments):
+    """serving_default run through the TF1 loader in a fresh graph: {output: ndarray}."""
+    with tf.Graph().as_default(), tf.Session() as session:
+        meta_graph = tf.saved_model.loader.load(session, ["serve"], str(export_dir))
+        signature = meta_graph.signature_def["serving_default"]
+        feeds = {signature.inputs[name].name: value for name, value in
+                 (("input_ids", ids), ("input_mask", mask), ("segment_ids", segments))}
+        return session.run({name: info.name for name, info in signature.outputs.items()}, feeds)
+
+
+@pytest.mark.parametrize("kind,head_output", [("classification", "probabilities"),
+                                              ("ner_albert", "tag_probabilities")])
+def test_saved_model_serves_our_probabilities_and_carries_the_labels(finetuned, tmp_path, kind,
+                                                                     head_output):
+    model = finetuned(kind)
+    export_dir = export_saved_model(str(model.dir), output_dir=str(tmp_path / "export"))
+    extra = pathlib.Path(export_dir) / "assets.extra"
+    assert json.loads((extra / "task.json").read_text(encoding="utf-8")) == model.task
+    assert (extra / "vocab.txt").read_bytes() == VOCAB.read_bytes()
+    batch = sample_batch()
+    served = load_and_serve(export_dir, *batch)
+    ours = our_outputs(model, *batch)
+    assert sorted(served) == sorted([head_output, "pooled_output", "sequence_output"])
+    num_labels = len(model.task["labels"])
+    expected_shape = (3, num_labels) if head_output == "probabilities" else (3, 10, num_labels)
+    assert served[head_output].shape == expected_shape
+    for name, value in served.items():
+        np.testing.assert_allclose(value, ours[name], rtol=0, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(served[head_output].sum(-1), 1.0, atol=1e-5)
+
+
+# ---- command lines ---------------------------------------------------------------------------
+
+def _cli(module, *flags):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    return subprocess.run([sys.executable, "-m", module, *flags], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _error_line(result):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    return errors[0]
+
+
+def test_cli_exports_with_only_init_checkpoint(finetuned, tmp_path):
+    model = finetuned("ner")
+    done = _cli("pretrain.export_hf", "--init_checkpoint=%s" % model.dir,
+                "--output_dir=%s" % (tmp_path / "hf"))
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout
+    assert "(BertForTokenClassification)" in printed and model.best in printed
+    assert "labels ['O', 'B-LOC', 'I-LOC', 'B-PER', 'I-PER']" in printed
+    assert "not converted: bert/pooler/dense/kernel (pooler; transformers' token classifier " \
+           "has none)" in printed
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        assert (tmp_path / "hf" / name).read_bytes() == (model.hf / name).read_bytes(), name
+
+
+def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
+    model = finetuned("classification")
+    bare = tmp_path / "bare"  # a checkpoint without its files
+    checkpoint_io.write_checkpoint(model.tensors, str(bare / "model.ckpt"), write_state=True)
+    no_config = "error: no model config: --init_checkpoint=%s has no bert_config.json beside " \
+                "it (looked in %s); pass --bert_config_file" % (bare, bare)
+    for module in ("pretrain.export_hf", "pretrain.export_saved_model"):
+        assert _error_line(_cli(module, "--init_checkpoint=%s" % bare,
+                                "--output_dir=%s" % (tmp_path / "out"))) == no_config
+    shutil.copyfile(model.config_file, bare / "bert_config.json")
+    assert _error_line(_cli("pretrain.export_hf", "--init_checkpoint=%s" % bare,
+                            "--output_dir=%s" % (tmp_path / "out"))) == (
+        "error: no vocab: --init_checkpoint=%s has no vocab.txt beside it (looked in %s); "
+        "pass --vocab_file" % (bare, bare))
+
+    tokens = VOCAB.read_text(encoding="utf-8").split("\n")
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(tokens[:7] + [tokens[8], tokens[7]] + tokens[9:]),
+                     encoding="utf-8")
+    line = _error_line(_cli("pretrain.export_hf", "--init_checkpoint=%s" % model.dir,
+                            "--vocab_file=%s" % other, "--output_dir=%s" % (tmp_path / "out")))
+    assert line.startswith("error: --vocab_file=%s is not the vocab checkpoint %s was trained "
+                           "with: it differs from %s at line 8 " % (
+                               other, model.best, model.dir / "best" / "vocab.txt"))
+    assert line.endswith("Drop --vocab_file to use the checkpoint's vocab, or pass the vocab "
+                         "it was trained with")
+
+    wrong = tmp_path / "wrong"
+    shutil.copytree(model.dir, wrong)
+    (wrong / "best" / "task.json").write_text(json.dumps(dict(model.task, labels=["a", "b"])))
+    assert _error_line(_cli("pretrain.export_saved_model", "--init_checkpoint=%s" % wrong,
+                            "--output_dir=%s" % (tmp_path / "out"))) == (
+        "error: %s lists 2 labels but the head classifier/output_weights of checkpoint %s has "
+        "3 outputs; pass the checkpoint fine-tuning wrote beside this task.json"
+        % (wrong / "best" / "task.json", wrong / "best" / "model.ckpt-10"))
+    assert not (tmp_path / "out").exists()
+
+
+# ---- live: transformers' own models and pipelines --------------------------------------------
+
+SKIP_REASON = ("%s is not importable: the live transformers tests need torch and "
+               "transformers")
+
+
+@pytest.fixture(scope="module")
+def hf():
+    torch = pytest.importorskip("torch", reason=SKIP_REASON % "torch")
+    os.environ.setdefault("USE_TF", "0")
+    transformers = pytest.importorskip("transformers", reason=SKIP_REASON % "transformers")
+    transformers.logging.set_verbosity_error()
+    return types.SimpleNamespace(torch=torch, T=transformers)
+
+
+def _text_ids(text, do_lower_case):
+    """[CLS] text [SEP] ids from our FullTokenizer as a batch of one (ids, mask, segments)."""
+    tokenizer = FullTokenizer(str(VOCAB), do_lower_case=do_lower_case)
+    ids = tokenizer.convert_tokens_to_ids(["[CLS]"] + tokenizer.tokenize(text) + ["[SEP]"])
+    ids = np.array([ids], np.int32)
+    return ids, np.ones_like(ids), np.zeros_like(ids)
+
+
+def _torch_probabilities(hf, loaded, ids, mask, segments):
+    as_long = lambda array: hf.torch.tensor(np.asarray(array), dtype=hf.torch.long)  # noqa: E731
+    with hf.torch.no_grad():
+        logits = loaded.eval()(input_ids=as_long(ids), attention_mask=as_long(mask),
+                               token_type_ids=as_long(segments)).logits
+    return hf.torch.softmax(logits, -1).numpy()
+
+
+@pytest.mark.parametrize("kind", ["classification", "pair_albert"])
+def test_live_sequence_classifier_gives_our_labels_and_probabilities(hf, finetuned, kind):
+    model = finetuned(kind)
+    loaded, info = hf.T.AutoModelForSequenceClassification.from_pretrained(
+        str(model.hf), output_loading_info=True)
+    assert not any(info.values()), info
+    assert type(loaded).__name__ == KINDS[kind][2]
+    labels = model.task["labels"]
+    assert loaded.config.id2label == dict(enumerate(labels))
+    batch = sample_batch(seed=3)
+    np.testing.assert_allclose(_torch_probabilities(hf, loaded, *batch),
+                               our_outputs(model, *batch)["probabilities"], rtol=0, atol=TOL)
+
+    text = _text_ids(TEXT, model.task["do_lower_case"])  # task.json's casing travelled
+    ours = our_outputs(model, *text)["probabilities"][0]
+    classify = hf.T.pipeline("text-classification", model=str(model.hf))
+    assert classify.tokenizer(TEXT)["input_ids"] == text[0][0].tolist()
+    top = classify(TEXT, top_k=None)
+    assert {item["label"] for item in top} == set(labels)
+    for item in top:
+        np.testing.assert_allclose(item["score"], ours[labels.index(item["label"])], atol=TOL)
+    assert classify(TEXT)[0]["label"] == labels[int(np.argmax(ours))]
+
+
+@pytest.mark.parametrize("kind", ["ner", "ner_albert"])
+def test_live_token_classifier_gives_our_tags_and_probabilities(hf, finetuned, kind):
+    model = finetuned(kind)
+    loaded, info = hf.T.AutoModelForTokenClassification.from_pretrained(
+        str(model.hf), output_loading_info=True)
+    assert not any(info.values()), info
+    assert type(loaded).__name__ == KINDS[kind][2]
+    labels = model.task["labels"]
+    assert loaded.config.id2label == dict(enumerate(labels))
+    ids, mask, segments = sample_batch(seed=4)
+    real = mask == 1
+    np.testing.assert_allclose(_torch_probabilities(hf, loaded, ids, mask, segments)[real],
+                               our_outputs(model, ids, mask, segments)["tag_probabilities"][real],
+                               rtol=0, atol=TOL)
+
+    ours = our_outputs(model, *_text_ids(TEXT, True))["tag_probabilities"][0]
+    tagged = hf.T.pipeline("token-classification", model=str(model.hf))(TEXT)
+    # The pipeline leaves out "O" and [CLS]/[SEP]; every other token is listed with its
+    # most probable tag and that tag's probability.
+    expected = {index: labels[int(np.argmax(ours[index]))] for index in range(1, len(ours) - 1)
+                if labels[int(np.argmax(ours[index]))] != "O"}
+    assert expected and {item["index"]: item["entity"] for item in tagged} == expected
+    for item in tagged:
+        np.testing.assert_allclose(item["score"], ours[item["index"]].max(), atol=TOL)
