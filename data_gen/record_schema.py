@@ -1,4 +1,5 @@
-"""The features of a pretraining record, declared once (docs/architecture.md §1).
+"""The features of a pretraining record, and of a fine-tuning record, declared once
+(docs/architecture.md §1 and §10).
 
 The data_gen -> pretrain contract: data_gen's encoder writes these features
 (its C twin, data_gen._native_records, writes the same bytes; a test parses
@@ -59,6 +60,39 @@ SENTENCE_LABEL_MEANINGS = {
     "nsp": "NSP: 1 = B is a random sentence, 0 = B follows A",
     "none": "no sentence task (always 0)",
 }
+
+
+# Fine-tuning records (finetune.features writes and reads them; feature caches of
+# finetune.run_finetune). CONDITION is the model config's layer_norm_cond_size.
+CONDITION = "layer_norm_cond_size"
+SEQUENCE_CLASSIFICATION_FEATURES = (
+    Feature("input_ids", "int64", SEQ, "[CLS] a [SEP] (b [SEP]) token ids, 0-padded"),
+    Feature("input_mask", "int64", SEQ, "1 for real tokens, 0 for padding"),
+    Feature("segment_ids", "int64", SEQ, "0 for [CLS] a [SEP], 1 for b [SEP]"),
+    Feature("label_ids", "int64", 1, "the label's index in the task's label list"),
+    Feature("condition", "float32", CONDITION, "the condition vector of a conditional-"
+            "LayerNorm model", optional=True),
+)
+TOKEN_CLASSIFICATION_FEATURES = (
+    Feature("input_ids", "int64", SEQ, "[CLS] window of one sentence [SEP], 0-padded"),
+    Feature("input_mask", "int64", SEQ, "1 for real tokens, 0 for padding"),
+    Feature("segment_ids", "int64", SEQ, "all 0"),
+    Feature("label_ids", "int64", SEQ, "tag index at the first piece of each input "
+            "character (word), 0 elsewhere"),
+    Feature("label_weights", "float32", SEQ, "1.0 where a tag is trained and predicted "
+            "(first pieces), 0.0 elsewhere"),
+)
+FINE_TUNING_FEATURES = {"sequence": SEQUENCE_CLASSIFICATION_FEATURES,
+                        "token": TOKEN_CLASSIFICATION_FEATURES}
+
+
+def fine_tuning_feature_lengths(kind, max_seq_length, condition_size=None):
+    """{name: (dtype, length)} of a fine-tuning record: kind "sequence" or "token";
+    condition_size (sequence only): C of a conditional model, else the feature is left out."""
+    sizes = {SEQ: max_seq_length, 1: 1, CONDITION: condition_size}
+    return {feature.name: (feature.dtype, sizes[feature.length])
+            for feature in FINE_TUNING_FEATURES[kind]
+            if not feature.optional or condition_size is not None}
 
 
 def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False):

@@ -6,10 +6,13 @@ Estimator's own `CheckpointSaverHook` calls it after each save (every
 `Estimator.train` call with one input pipeline (the shuffle order is never
 restarted), and dev evaluation happens at exactly the saved steps.
 
-The best checkpoint (highest dev accuracy; the earliest step wins a tie) is
-copied to `<model_dir>/best/` with its own `checkpoint` index file and a
-`best.json`, so `keep_checkpoint_max` can stay small and the test set is
-scored with the best weights, not the last ones.
+Dev is scored by a callback (run_finetune predicts dev and computes the
+task's metrics in Python, so any metric can choose). The best checkpoint
+(highest `selection_metric`; the earliest step wins a tie) is copied to
+`<model_dir>/best/` with its own `checkpoint` index file, a `best.json` and
+the files that describe the model (config, vocab, task), so
+`keep_checkpoint_max` can stay small, the test set is scored with the best
+weights, not the last ones, and best/ is a model directory by itself.
 """
 import glob
 import json
@@ -43,19 +46,21 @@ def copy_checkpoint(checkpoint_prefix, target_dir):
 
 
 class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
-    """Evaluates each saved checkpoint on dev and tracks the best.
+    """Scores each saved checkpoint on dev and tracks the best.
 
+    evaluate_fn: callable(checkpoint prefix) -> {metric: float, ..., "loss": float}.
     Attributes after training:
-      curve: [{"step", "accuracy", "loss"}] in step order.
-      best: {"step", "accuracy", "loss", "checkpoint"} or None.
+      curve: [{"step", <metrics>, "loss"}] in step order.
+      best: {"step", <metrics>, "loss", "checkpoint"} or None.
       eval_seconds: total time spent evaluating.
     """
 
-    def __init__(self, estimator, dev_input_fn, model_dir, log_fn=print,
-                 extra_best_files=()):
+    def __init__(self, estimator, evaluate_fn, model_dir, selection_metric="accuracy",
+                 log_fn=print, extra_best_files=()):
         self._estimator = estimator
-        self._dev_input_fn = dev_input_fn
+        self._evaluate_fn = evaluate_fn
         self._best_dir = os.path.join(model_dir, BEST_DIR_NAME)
+        self._metric = selection_metric
         self._log_fn = log_fn
         self._extra_best_files = tuple(extra_best_files)
         self.curve = []
@@ -68,13 +73,12 @@ class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
             return  # the final save can repeat the last periodic one
         checkpoint = os.path.join(self._estimator.model_dir, f"model.ckpt-{step}")
         started = time.time()
-        metrics = self._estimator.evaluate(self._dev_input_fn, checkpoint_path=checkpoint,
-                                           name="dev")
+        scores = self._evaluate_fn(checkpoint)
         self.eval_seconds += time.time() - started
-        point = {"step": step, "accuracy": float(metrics["accuracy"]),
-                 "loss": float(metrics["mean_loss"])}
+        point = {"step": step, **{name: value for name, value in scores.items()
+                                  if isinstance(value, float) or value is None}}
         self.curve.append(point)
-        improved = self.best is None or point["accuracy"] > self.best["accuracy"]
+        improved = self.best is None or point[self._metric] > self.best[self._metric]
         if improved:
             best_prefix = copy_checkpoint(checkpoint, self._best_dir)
             for path in self._extra_best_files:
@@ -83,7 +87,10 @@ class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
             self.best = dict(point, checkpoint=best_prefix)
             with open(os.path.join(self._best_dir, "best.json"), "w", encoding="utf-8") as f:
                 json.dump(self.best, f, indent=1)
-        self._log_fn(f"step {step}: dev accuracy {point['accuracy']:.4f}, loss {point['loss']:.4f}"
+        shown = ", ".join(f"{name} {value:.4f}" for name, value in point.items()
+                          if name != "step" and value is not None)
+        self._log_fn(f"step {step}: dev {shown}"
                      + ("  (new best, copied to best/)" if improved else
-                        f"  (best {self.best['accuracy']:.4f} at step {self.best['step']})"))
+                        f"  (best {self._metric} {self.best[self._metric]:.4f} at step "
+                        f"{self.best['step']})"))
         return False  # never ask training to stop

@@ -1,23 +1,28 @@
-r"""Did pretraining help? Fine-tune from several starting points, one table.
+r"""Did pretraining help? Fine-tune several starting points over several seeds, one table.
 
-    python -m finetune.compare --data_dir=LCQMC --vocab_file=vocab.txt \
-        --bert_config_file=configs/x.json --output_dir=results/lcqmc \
+    python -m finetune.compare --task=classification --data_dir=chnsenticorp \
+        --output_dir=results/sentiment --seeds=1,2,3 \
         --run="random init=" --run="after pretraining=output/pretrain"
 
 Each `--run=LABEL=CHECKPOINT` (empty checkpoint = random initialisation) is
-fine-tuned with the same seed and settings into `OUTPUT_DIR/runs/<n>-<label>/`
-(features are built once, in `OUTPUT_DIR/feature_cache`). A finished run
-whose settings and starting checkpoint are unchanged is collected instead of
-re-run (`--rerun` forces training; `--collect_only` never trains).
+fine-tuned once per seed of `--seeds` (the same seeds for every run, default
+`--random_seed` alone) with run_finetune's settings, into
+`OUTPUT_DIR/runs/<n>-<label>/seed<S>/` (features are built once, in
+`OUTPUT_DIR/feature_cache`). A finished run whose settings and starting point
+are unchanged is collected instead of re-run (`--rerun` forces training;
+`--collect_only` never trains); a run with the same starting point as an
+earlier one reuses that run's fine-tunings, so identical starting points give
+identical numbers.
 
-Model config per run: the `bert_config.json` beside its checkpoint, else
-`--bert_config_file`. A random-init run takes the config of the first
-checkpoint run that has one, so both train the same architecture.
+Model config and vocab per run: the files beside its checkpoint, else
+`--bert_config_file` / `--vocab_file`. A random-init run takes those of the
+first checkpoint run that has them, so both train the same architecture.
 
-Outputs: the Markdown table on screen and in `OUTPUT_DIR/results.md`, every
-run's numbers in `OUTPUT_DIR/results.json`, and `OUTPUT_DIR/dev_curve.png`
-(dev accuracy per evaluation step, one line per run; needs matplotlib, the
-`plots` extra: without it the table says why there is no picture).
+Outputs: `OUTPUT_DIR/results.md` (finetune.comparison_report: mean ± sd over
+seeds, best seed, and per run against the first the mean paired difference
+with a bootstrap confidence interval over test examples and seeds, and a
+verdict), every seed's numbers in `results.json`, and `dev_curve.png` (mean
+over seeds with a band; needs matplotlib).
 """
 import dataclasses
 import json
@@ -25,23 +30,28 @@ import os
 import re
 import sys
 
+import numpy as np
 import tensorflow.compat.v1 as tf
 
-from common.file_utils import atomic_output, write_json_atomically
-from finetune import dev_curve_plot, lcqmc_data, run_lcqmc
 from common import cli_options
 from common.cli_options import UserError, option
-from pretrain import checkpoint_loading
+from common.file_utils import write_json_atomically, write_text_atomically
+from finetune import comparison_report, dev_curve_plot, metrics, run_finetune, statistics, tasks
+from pretrain import checkpoint_assets, checkpoint_loading
 
 PLOT_NAME = "dev_curve.png"
 RUN_HELP = ("LABEL=CHECKPOINT starting point (repeat; empty CHECKPOINT = random init). The first "
             "row is the baseline.")
+MAX_STATISTICS_BYTES = 200 * 2**20  # per run; macro-F1 of many labels is [seeds, N, L*L]
+METRICS = {"classification": ("accuracy", "macro_f1"), "ner": ("f1", "precision", "recall")}
 
 # Settings that must be equal for two runs to be compared (or one to be reused).
-COMPARED_SETTINGS = ("data_dir", "vocab_file", "do_lower_case", "max_seq_length",
-                     "train_batch_size", "eval_batch_size", "learning_rate", "num_train_epochs",
+COMPARED_SETTINGS = ("task", "train_file", "dev_file", "test_file", "data_dir", "input_format",
+                     "text_fields", "label_field", "tag_scheme", "allow_unseen_labels",
+                     "selection_metric", "do_lower_case", "max_seq_length", "train_batch_size",
+                     "eval_batch_size", "learning_rate", "num_train_epochs",
                      "max_train_examples", "max_dev_examples", "eval_every_steps",
-                     "warmup_proportion", "random_seed", "strategy")
+                     "warmup_proportion", "strategy")
 
 
 def parse_run(spec):
@@ -53,70 +63,70 @@ def parse_run(spec):
     return label.strip(), path.strip() or None
 
 
-def config_beside(checkpoint):
-    if not checkpoint:
-        return None
-    folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
-    candidate = os.path.join(folder, "bert_config.json")
-    return candidate if os.path.isfile(candidate) else None
-
-
-def resolved_checkpoint(checkpoint):
-    if checkpoint and os.path.isdir(checkpoint):
-        return tf.train.latest_checkpoint(checkpoint)
-    return checkpoint
+def parse_seeds(text, default):
+    """'1,2,3' -> [1, 2, 3]; empty -> [default]."""
+    if not str(text or "").strip():
+        return [int(default)]
+    try:
+        seeds = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"--seeds={text!r}: expected comma-separated integers, e.g. "
+                        "--seeds=1,2,3") from None
+    if len(set(seeds)) != len(seeds) or not seeds:
+        raise UserError(f"--seeds={text!r}: give each seed once")
+    return seeds
 
 
 def plan_runs(run_specs, common, out_dir):
-    """Returns [{label, init_checkpoint, bert_config_file, run_dir}] in the given order."""
+    """[{label, init_checkpoint, checkpoint, bert_config_file, vocab_file, run_dir,
+    same_as}] in the given order; same_as = index of an earlier run with the same start."""
     runs = [parse_run(spec) for spec in run_specs]
     if not runs:
         raise UserError("give at least one --run=LABEL=CHECKPOINT")
     if len({label for label, _ in runs}) != len(runs):
         raise UserError(f"run labels must differ: {[label for label, _ in runs]}")
-    shared_config = next((config_beside(path) for _, path in runs if config_beside(path)), None)
+    resolved = [checkpoint_assets.resolve(path) if path else None for _, path in runs]
+    shared_config = next((a.config_file for a in resolved if a and a.config_file), None)
+    shared_vocab = next((a.vocab_file for a in resolved if a and a.vocab_file), None)
     plans = []
-    for index, (label, checkpoint) in enumerate(runs, start=1):
-        config = config_beside(checkpoint) or (shared_config if not checkpoint else None)
-        config = config or common.get("bert_config_file")
+    for index, ((label, path), assets) in enumerate(zip(runs, resolved)):
+        config = (assets.config_file if assets else shared_config) or common.get(
+            "bert_config_file")
+        vocab = (assets.vocab_file if assets else shared_vocab) or common.get("vocab_file")
+        if common.get("vocab_file") and assets and assets.vocab_file:
+            checkpoint_assets.resolve(path, vocab_file=common["vocab_file"])  # refuses another
         if not config:
-            raise UserError(f"run {label!r}: no bert_config.json beside {checkpoint!r} and no "
-                            "--bert_config_file (CONFIG=) given")
+            raise UserError(f"run {label!r}: no bert_config.json beside {path!r} and no "
+                            "--bert_config_file given")
+        if not vocab:
+            raise UserError(f"run {label!r}: no vocab.txt beside {path!r} and no --vocab_file "
+                            "given")
         slug = re.sub(r"[^0-9A-Za-z\u4e00-\u9fff]+", "_", label).strip("_") or "run"
-        plans.append({"label": label, "init_checkpoint": checkpoint,
-                      "bert_config_file": os.path.abspath(config),
-                      "run_dir": os.path.join(out_dir, "runs", f"{index}-{slug}")})
+        plan = {"label": label, "init_checkpoint": path,
+                "checkpoint": assets.checkpoint if assets else None,
+                "bert_config_file": os.path.abspath(config), "vocab_file": os.path.abspath(vocab),
+                "run_dir": os.path.join(out_dir, "runs", f"{index + 1}-{slug}")}
+        start = (plan["checkpoint"], plan["bert_config_file"], plan["vocab_file"])
+        plan["same_as"] = next((i for i, earlier in enumerate(plans) if (
+            earlier["checkpoint"], earlier["bert_config_file"], earlier["vocab_file"]) == start),
+                               None)
+        plans.append(plan)
     return plans
 
 
-def reusable(plan, common):
-    """A finished run in plan['run_dir'] with the same settings and starting weights, or None."""
-    path = os.path.join(plan["run_dir"], "results.json")
+def reusable(run_dir, plan, settings):
+    """A finished run in run_dir with the same settings and starting weights, or None."""
+    path = os.path.join(run_dir, "results.json")
     if not os.path.isfile(path):
         return None
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
     saved = results.get("settings", {})
-    same = all(saved.get(name) == common.get(name) for name in COMPARED_SETTINGS)
+    same = all(saved.get(name) == settings.get(name) for name in COMPARED_SETTINGS)
+    same = same and saved.get("random_seed") == settings["random_seed"]
     same = same and results.get("bert_config_file") == plan["bert_config_file"]
-    same = same and (results.get("init") or {}).get("checkpoint") == resolved_checkpoint(
-        plan["init_checkpoint"])
+    same = same and (results.get("init") or {}).get("checkpoint") == plan["checkpoint"]
     return results if same else None
-
-
-def markdown_table(rows):
-    lines = ["| starting point | model | dev accuracy | test accuracy | Δ dev | Δ test "
-             "| best step / steps | time |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
-    first = rows[0]
-    for row in rows:
-        delta_dev = 100 * (row["dev_accuracy"] - first["dev_accuracy"])
-        delta_test = 100 * (row["test_accuracy"] - first["test_accuracy"])
-        lines.append(
-            f"| {row['label']} | {row['model']} | {100 * row['dev_accuracy']:.2f} "
-            f"| {100 * row['test_accuracy']:.2f} | {delta_dev:+.2f} | {delta_test:+.2f} "
-            f"| {row['best_step']} / {row['num_train_steps']} | {row['wall_time_seconds']:.0f} s |")
-    return "\n".join(lines)
 
 
 def describe_model(config):
@@ -125,102 +135,198 @@ def describe_model(config):
             f"V{config['vocab_size']}")
 
 
-def summarise(plans, results_per_run):
+def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn):
+    """{(run index, seed): (run_dir, results)}."""
+    cache_dir = common.get("cache_dir") or os.path.join(out_dir, "feature_cache")
+    done = {}
+    for index, plan in enumerate(plans):
+        for seed in seeds:
+            if plan["same_as"] is not None:
+                done[index, seed] = done[plan["same_as"], seed]
+                continue
+            run_dir = os.path.join(plan["run_dir"], f"seed{seed}")
+            settings = dict(common, random_seed=seed, init_checkpoint=plan["init_checkpoint"],
+                            bert_config_file=plan["bert_config_file"],
+                            vocab_file=plan["vocab_file"], output_dir=run_dir,
+                            cache_dir=cache_dir, overwrite_output_dir=True)
+            previous = None if rerun else reusable(run_dir, plan, settings)
+            if previous is not None:
+                log_fn(f"== {plan['label']}, seed {seed}: collecting the finished run in {run_dir}")
+                done[index, seed] = (run_dir, previous)
+                continue
+            if collect_only:
+                raise UserError(f"run {plan['label']!r}, seed {seed}: no finished run with these "
+                                f"settings in {run_dir} (drop --collect_only to train it)")
+            log_fn(f"== {plan['label']}, seed {seed}: fine-tuning from "
+                   f"{plan['init_checkpoint'] or 'random initialisation'} into {run_dir}")
+            done[index, seed] = (run_dir, run_finetune.run(settings, log_fn=log_fn))
+    return done
+
+
+def _read_predictions(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _evaluated_split(common, first_results):
+    """('test' or 'dev', path): test when the runs scored a labelled test set."""
+    if first_results.get("test"):
+        return "test", first_results["data"]["test"]["file"]
+    return "dev", first_results["data"]["dev"]["file"]
+
+
+def _per_example_statistics(task_name, metric_names, split, path, runs, common):
+    """{metric: array [runs, seeds, N, K]} of the evaluated split's labelled examples."""
+    task = tasks.get_task(task_name)
+    first = runs[0][0][1]
+    settings = dict(common, tag_scheme=first.get("tag_scheme") or common.get("tag_scheme"))
+    examples, _ = task.read(path, settings, require_labels=False, log_fn=lambda message: None)
+    labels = first["labels"]
+    by_metric = {metric: [] for metric in metric_names}
+    for seeds in runs:
+        per_seed = {metric: [] for metric in metric_names}
+        for run_dir, _ in seeds:
+            predictions = _read_predictions(os.path.join(run_dir, f"{split}_predictions.jsonl"))
+            if len(predictions) != len(examples):
+                raise UserError(f"{run_dir}: {len(predictions)} {split} predictions for "
+                                f"{len(examples)} examples of {path}; rerun with --rerun")
+            if task.metric_kind == "ner":
+                pairs = [(e.tags, p["tags"]) for e, p in zip(examples, predictions) if e.tags]
+                counts = metrics.entity_counts([g for g, _ in pairs], [p for _, p in pairs],
+                                               first["tag_scheme"])
+                for metric in metric_names:
+                    per_seed[metric].append(statistics.statistics_for(metric, None, counts))
+                continue
+            index = {label: i for i, label in enumerate(labels)}
+            pairs = [(index.get(e.label, len(labels)), index[p["label"]])
+                     for e, p in zip(examples, predictions) if e.label is not None]
+            gold, predicted = (np.array(values) for values in zip(*pairs))
+            for metric in metric_names:
+                per_seed[metric].append(statistics.statistics_for(
+                    metric, gold, predicted, num_labels=len(labels) + 1))
+        for metric in metric_names:
+            by_metric[metric].append(np.stack(per_seed[metric]))
+    return {metric: np.stack(values) for metric, values in by_metric.items()}
+
+
+def _per_seed_rows(seeds, results_by_seed):
     rows = []
-    for plan, results in zip(plans, results_per_run):
-        rows.append({
-            "label": plan["label"], "init_checkpoint": plan["init_checkpoint"],
-            "loaded_checkpoint": (results.get("init") or {}).get("checkpoint"),
-            "run_dir": plan["run_dir"], "bert_config_file": results["bert_config_file"],
-            "model": describe_model(results["bert_config"]),
-            "dev_accuracy": results["dev_accuracy"], "test_accuracy": results["test_accuracy"],
-            "best_step": results["best_step"], "num_train_steps": results["num_train_steps"],
-            "wall_time_seconds": results["wall_time_seconds"], "dev_curve": results["dev_curve"],
-        })
+    for seed, (run_dir, results) in zip(seeds, results_by_seed):
+        rows.append({"seed": seed, "run_dir": run_dir,
+                     "dev": _scalars(results.get("dev")), "test": _scalars(results.get("test")),
+                     "best_step": results["best_step"],
+                     "num_train_steps": results["num_train_steps"],
+                     "wall_time_seconds": results["wall_time_seconds"],
+                     "collapsed": bool(results.get("collapsed")),
+                     "dev_curve": results["dev_curve"]})
     return rows
 
 
-def write_plot(rows, out_dir):
-    """Draws dev_curve.png beside results.md; returns (path or None, its line for results.md)."""
+def _scalars(scores):
+    return None if not scores else {k: v for k, v in scores.items() if isinstance(v, float)}
+
+
+def write_plot(comparison, metric, out_dir):
+    """Draws dev_curve.png; returns (path or None, its line for results.md)."""
     path = os.path.join(out_dir, PLOT_NAME)
-    series = [(row["label"], [p["step"] for p in row["dev_curve"]],
-               [p["accuracy"] for p in row["dev_curve"]]) for row in rows]
+    series = []
+    for run in comparison["runs"]:
+        curves = [row["dev_curve"] for row in run["per_seed"]]
+        steps = [point["step"] for point in max(curves, key=len)]
+        values = [[point[metric] for point in curve] for curve in curves]
+        series.append((run["label"], steps, values))
     try:
-        dev_curve_plot.write_dev_curve(path, series)
+        dev_curve_plot.write_dev_curve(path, series, metric_name=metric)
     except dev_curve_plot.PlotUnavailable as why:
         if os.path.exists(path):  # a previous comparison's picture would not match the table
             os.remove(path)
         return None, f"No {PLOT_NAME}: {why}."
-    return path, f"Dev accuracy per evaluation step, one line per starting point: {PLOT_NAME}."
+    seeds = len(comparison["seeds"])
+    band = f", band = min..max over {seeds} seeds" if seeds > 1 else ""
+    return path, (f"Dev {metric} per evaluation step, one line per starting point (mean over "
+                  f"seeds{band}): {PLOT_NAME}.")
 
 
-def write_outputs(rows, common, out_dir, log_fn=print):
-    """Prints the table; writes results.md, results.json, dev_curve.png. Returns the table."""
-    table = markdown_table(rows)
-    plot_path, plot_line = write_plot(rows, out_dir)
-    settings_line = ", ".join(f"{name}={common.get(name)}" for name in COMPARED_SETTINGS)
-    differs = len({row["model"] for row in rows}) > 1
-    note = ("\n\nWARNING: the runs use different model architectures; the comparison is not "
-            "like for like." if differs else "")
-    markdown = (f"# LCQMC fine-tuning: does pretraining help?\n\n{table}\n\n"
-                f"Accuracies in %, best-on-dev checkpoint; Δ = difference to the first row in "
-                f"points. Same seed and settings for every run: {settings_line}.\n\n"
-                f"{plot_line}{note}\n")
-    with atomic_output(os.path.join(out_dir, "results.md")) as temporary:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(markdown)
-    write_json_atomically(os.path.join(out_dir, "results.json"), {
-        "runs": rows, "settings": {name: common.get(name) for name in COMPARED_SETTINGS},
-        "table_markdown": table, "plot": plot_path, "plot_note": plot_line})
-    log_fn(markdown)
-    return table
+def compare(run_specs, common, out_dir, seeds=None, rerun=False, collect_only=False,
+            bootstrap_samples=2000, log_fn=print):
+    """Runs or collects every starting point and seed, then writes the outputs.
 
-
-def compare(run_specs, common, out_dir, rerun=False, collect_only=False, log_fn=print):
-    """Runs or collects every starting point, then writes the outputs. Returns the rows."""
-    common = dict(run_lcqmc.DEFAULTS, **common)
+    Returns the comparison dict (also in results.json)."""
+    common = dict(run_finetune.DEFAULTS, **common)
+    seeds = list(seeds or [common["random_seed"]])
     os.makedirs(out_dir, exist_ok=True)
     plans = plan_runs(run_specs, common, out_dir)
-    common.setdefault("cache_dir", None)
-    cache_dir = common["cache_dir"] or os.path.join(out_dir, "feature_cache")
-    results_per_run = []
-    for plan in plans:
-        previous = None if rerun else reusable(plan, common)
-        if previous is not None:
-            log_fn(f"== {plan['label']}: collecting the finished run in {plan['run_dir']}")
-            results_per_run.append(previous)
-            continue
-        if collect_only:
-            raise UserError(f"run {plan['label']!r}: no finished run with these settings in "
-                            f"{plan['run_dir']} (drop --collect_only to train it)")
-        log_fn(f"== {plan['label']}: fine-tuning from "
-               f"{plan['init_checkpoint'] or 'random initialisation'} "
-               f"(config {plan['bert_config_file']}) into {plan['run_dir']}")
-        settings = dict(common, init_checkpoint=plan["init_checkpoint"],
-                        bert_config_file=plan["bert_config_file"], output_dir=plan["run_dir"],
-                        cache_dir=cache_dir, overwrite_output_dir=True)
-        results_per_run.append(run_lcqmc.run(settings, log_fn=log_fn))
-    rows = summarise(plans, results_per_run)
-    write_outputs(rows, common, out_dir, log_fn=log_fn)
-    return rows
+    done = _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn)
+    runs = [[done[index, seed] for seed in seeds] for index in range(len(plans))]
+    first = runs[0][0][1]
+    kind = "ner" if first["task"] == "ner" else "classification"
+    metric_names = METRICS[kind]
+    split, path = _evaluated_split(common, first)
+    stats = _per_example_statistics(first["task"], metric_names, split, path, runs, common)
+    differences = []
+    for index in range(1, len(plans)):
+        for metric in metric_names:
+            if stats[metric][0].nbytes > MAX_STATISTICS_BYTES:
+                log_fn(f"no confidence interval for {metric}: {len(first['labels'])} labels make "
+                       "its per-example statistics too large")
+                continue
+            result = statistics.paired_bootstrap(stats[metric][0], stats[metric][index], metric,
+                                                 num_samples=bootstrap_samples)
+            differences.append(dict(result, label=plans[index]["label"], metric=metric))
+    comparison = {
+        "task": first["task"], "labels": first["labels"],
+        "title": f"{first['task']} fine-tuning on {os.path.basename(os.path.dirname(path)) or path}"
+                 ": does pretraining help?",
+        "metrics": list(metric_names), "selection_metric": first["selection_metric"],
+        "seeds": seeds, "evaluated_split": split, "evaluated_file": path,
+        "runs": [{"label": plan["label"], "model": describe_model(results[0][1]["bert_config"]),
+                  "init_checkpoint": plan["init_checkpoint"], "checkpoint": plan["checkpoint"],
+                  "bert_config_file": plan["bert_config_file"], "run_dir": plan["run_dir"],
+                  "same_start_as": (plans[plan["same_as"]]["label"]
+                                    if plan["same_as"] is not None else None),
+                  "per_seed": _per_seed_rows(seeds, results)}
+                 for plan, results in zip(plans, runs)],
+        "differences": differences,
+        "settings": {name: common.get(name) for name in COMPARED_SETTINGS},
+    }
+    comparison["plot"], comparison["plot_note"] = write_plot(
+        comparison, comparison["selection_metric"], out_dir)
+    markdown = comparison_report.render_markdown(comparison)
+    comparison["rows"] = comparison_report.comparison_rows(comparison)
+    for run, row in zip(comparison["runs"], comparison["rows"]):  # one number per run and split
+        for split_name in ("dev", "test"):
+            values = [seed_row[split_name][metric_names[0]] for seed_row in run["per_seed"]
+                      if seed_row[split_name]]
+            run[f"{split_name}_{metric_names[0]}"] = float(np.mean(values)) if values else None
+    write_text_atomically(os.path.join(out_dir, "results.md"), markdown.splitlines())
+    write_json_atomically(os.path.join(out_dir, "results.json"), comparison)
+    log_fn(markdown)
+    return comparison
 
 
 @dataclasses.dataclass
-class CompareOptions(run_lcqmc.FinetuneSettings):
-    """The flags of `python -m finetune.compare`: run_lcqmc's settings, starting points, output."""
+class CompareOptions(run_finetune.FinetuneSettings):
+    """The flags of `python -m finetune.compare`: run_finetune's settings, starting points,
+    seeds, output."""
     run: tuple = option((), RUN_HELP)
-    output_dir: str = option("results/lcqmc", "Where runs/, results.md, results.json and "
-                                              "dev_curve.png go.")
+    seeds: str = option("", "Comma-separated fine-tuning seeds, the same for every run "
+                            "(default: --random_seed alone). 3 or more for a verdict that "
+                            "accounts for seed noise.")
+    bootstrap_samples: int = option(2000, "Bootstrap replicates of the paired difference.")
+    output_dir: str = option("results/compare", "Where runs/, results.md, results.json and "
+                                                "dev_curve.png go.")
     rerun: bool = option(False, "Train every run even if a finished one matches.")
     collect_only: bool = option(False, "Only collect finished runs; never train.")
 
 
 def _compare_from_flags(options):
-    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from run_lcqmc's log lines
+    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from run_finetune's log lines
     settings = dataclasses.asdict(options)
     run_specs, out_dir = settings.pop("run"), settings.pop("output_dir")
     rerun, collect_only = settings.pop("rerun"), settings.pop("collect_only")
-    compare(run_specs or [], settings, out_dir, rerun=rerun, collect_only=collect_only)
+    seeds = parse_seeds(settings.pop("seeds"), settings["random_seed"])
+    compare(run_specs or [], settings, out_dir, seeds=seeds, rerun=rerun,
+            collect_only=collect_only, bootstrap_samples=settings.pop("bootstrap_samples"))
 
 
 def main(argv=None):
@@ -228,8 +334,7 @@ def main(argv=None):
     if "run" not in flags.FLAGS:  # repeatable, so defined here (cli_options skips it)
         flags.DEFINE_multi_string("run", [], RUN_HELP, module_name=sys.argv[0])
     cli_options.run_main(CompareOptions, _compare_from_flags, argv,
-                         expected=(lcqmc_data.DataError, OSError,
-                                   checkpoint_loading.CheckpointMismatchError))
+                         expected=(OSError, checkpoint_loading.CheckpointMismatchError))
 
 
 if __name__ == "__main__":

@@ -51,9 +51,27 @@ def test_each_package_imports_only_what_the_architecture_allows(package):
     assert not bad, "imports against docs/architecture.md:\n" + "\n".join(bad)
 
 
+def _documented_rows(text):
+    rows = re.findall(r"^\| `(\w+)` +\| (int64|float32) +\| `?(\w+)`?", text, flags=re.M)
+    return {name: (dtype, length) for name, dtype, length in rows}
+
+
+def _section(text, start, end):
+    return text[text.index(start):text.index(end) if end else None]
+
+
 def test_the_documented_feature_table_is_record_schema():
     text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `(\w+)` +\| (int64|float32) +\| `?(\w+)`?", text, flags=re.M)
-    documented = {name: (dtype, length) for name, dtype, length in rows}
+    documented = _documented_rows(_section(text, "## 1. ", "## 2. "))
     declared = {f.name: (f.dtype, str(f.length)) for f in record_schema.FEATURES}
+    assert documented == declared
+
+
+@pytest.mark.parametrize("kind,heading,next_heading", [
+    ("sequence", "Sequence records", "Token records"), ("token", "Token records", "`finetune.compare`")])
+def test_the_documented_fine_tuning_tables_are_record_schema(kind, heading, next_heading):
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = _documented_rows(_section(text, heading, next_heading))
+    declared = {f.name: (f.dtype, str(f.length))
+                for f in record_schema.FINE_TUNING_FEATURES[kind]}
     assert documented == declared

@@ -1,0 +1,65 @@
+"""The fine-tuning Estimator model_fn: encoder + the task's head, for every task.
+
+The encoder (`pretrain.modeling.create_model`, BERT/RoBERTa or ALBERT by
+config) and the head come from `task.build_model`; the encoder's variables
+keep their pretraining names, so a starting point is nothing (random
+initialisation), a released Google / brightmart / ymcui checkpoint, a
+`run_pretraining` output or another fine-tuning run, loaded through
+`pretrain.checkpoint_loading.init_from_checkpoint` (which prints its table of
+loaded / missing / unused variables). Training uses AdamW with linear warmup
+and decay (`pretrain.optimization.create_optimizer`).
+"""
+import tensorflow.compat.v1 as tf
+
+from pretrain import optimization
+
+
+def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_rate,
+                     num_train_steps, num_warmup_steps, optimizer="adamw", log_fn=print,
+                     init_summary=None, training_hooks_fn=None, ignore_invalid_weights=False):
+    """Returns an Estimator model_fn for TRAIN / EVAL / PREDICT.
+
+    Features: the task's records (finetune.features.input_fn_builder): input_ids,
+    input_mask, segment_ids int32 [B, S], plus label_weights float32 [B, S] for
+    tagging and condition float32 [B, C] for a conditional model. Labels: int32
+    [B] (sequence tasks) or [B, S] (tagging), None when predicting.
+    init_summary: optional dict filled (when training starts) with the checkpoint
+    that was loaded and the counts of loaded / missing / unused variables.
+    training_hooks_fn: optional callable(loss tensor) -> [SessionRunHook] for TRAIN.
+    ignore_invalid_weights: variables whose shape differs from the checkpoint's keep
+    their initial values (listed in init_summary["shape_mismatches"]).
+    EVAL: `mean_loss`. PREDICT: the task's outputs (`probabilities` [B, N] or
+    `tag_probabilities` [B, S, N]).
+    """
+    def model_fn(features, labels, mode, params=None):
+        is_training = mode == tf.estimator.ModeKeys.TRAIN
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            labels = None
+        loss, per_example_loss, outputs = task.build_model(bert_config, is_training, features,
+                                                           labels, num_labels)
+        if init_checkpoint and is_training:
+            # Weights only; when model_dir already holds a checkpoint the
+            # Estimator restores that instead and these initialisers are unused.
+            from pretrain.checkpoint_loading import init_from_checkpoint  # only when needed
+            report = init_from_checkpoint(init_checkpoint, tf.trainable_variables(),
+                                          log_fn=log_fn,
+                                          allow_shape_mismatch=ignore_invalid_weights)
+            if init_summary is not None:
+                init_summary.update(
+                    checkpoint=report.checkpoint, loaded=len(report.loaded),
+                    missing_in_checkpoint=list(report.missing_in_checkpoint),
+                    unused_in_checkpoint=len(report.unused_in_checkpoint),
+                    shape_mismatches=[name for name, _, _ in report.shape_mismatches])
+
+        if mode == tf.estimator.ModeKeys.TRAIN:
+            train_op = optimization.create_optimizer(
+                loss, learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer)
+            hooks = training_hooks_fn(loss) if training_hooks_fn else []
+            return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                                              training_hooks=hooks)
+        if mode == tf.estimator.ModeKeys.EVAL:
+            return tf.estimator.EstimatorSpec(
+                mode, loss=loss, eval_metric_ops={"mean_loss": tf.metrics.mean(per_example_loss)})
+        return tf.estimator.EstimatorSpec(mode, predictions=outputs)
+
+    return model_fn

@@ -1,0 +1,428 @@
+r"""Fine-tune an encoder on any classification, sentence-pair or NER task.
+
+    python -m finetune.run_finetune --task=classification \
+        --train_file=chnsenticorp/train.tsv --dev_file=chnsenticorp/dev.tsv \
+        --test_file=chnsenticorp/test.tsv --init_checkpoint=output/pretrain \
+        --output_dir=runs/sentiment
+
+Tasks (finetune.tasks): `classification` (one text), `pair` (two texts),
+`ner` (a tag per character). Formats are detected from the files
+(finetune.formats; `--input_format` overrides). Labels are any strings; their
+set comes from the training file. The model config and vocab come from
+beside `--init_checkpoint` when not given (pretrain.checkpoint_assets), and a
+given vocab that differs from the checkpoint's is refused.
+
+Trains for `--num_train_epochs`, scores dev after every `--eval_every_steps`
+steps, keeps the best checkpoint by `--selection_metric` in OUTPUT_DIR/best/,
+scores test with it, and writes into OUTPUT_DIR: results.json, eval_results.txt
+(`key = value`), test_predictions.jsonl (one line per test example, input
+order) and bert_config.json, vocab.txt, task.json (also in best/), so that
+export_hf / export_saved_model need only `--init_checkpoint=OUTPUT_DIR`.
+`run(settings)` is the plain-Python entry (a dict of FinetuneOptions' names).
+"""
+import dataclasses
+import json
+import math
+import os
+import shutil
+import time
+
+import tensorflow.compat.v1 as tf
+
+from common import cli_options, model_limits
+from common.cli_options import option
+from common.file_utils import input_exists, write_json_atomically, write_text_atomically
+from data_gen.tokenization import FullTokenizer
+from finetune import features as records
+from finetune import formats, metrics, tasks
+from finetune.best_checkpoint import DevEvaluationListener
+from finetune.model_fn import model_fn_builder
+from finetune.progress import ProgressHook
+from finetune.tasks.base import majority_share
+from pretrain import checkpoint_assets, checkpoint_loading
+from pretrain import strategy as strategies
+from pretrain.config import BertConfig, ConfigError
+
+STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker")
+SPLITS = ("train", "dev", "test")
+DATA_EXTENSIONS = (".txt", ".tsv", ".csv", ".json", ".jsonl")
+COLLAPSE_SHARE = 0.98  # a model predicting one class for this share of dev has collapsed
+
+
+@dataclasses.dataclass
+class FinetuneSettings:
+    """Data, model and training settings; shared with finetune.compare (one flag each)."""
+    task: str = option("pair", "classification | pair | ner.", choices=tuple(tasks.TASKS))
+    train_file: str = option("", "Training data (format detected; see --input_format).")
+    dev_file: str = option("", "Dev data: chooses the best checkpoint.")
+    test_file: str = option("", "Test data (optional; unlabelled rows are predicted only).")
+    data_dir: str = option("", "Folder with train.*, dev.* and test.* (.txt .tsv .csv .json "
+                               ".jsonl); used for the files not given by name.")
+    input_format: str = option("", "tsv|csv|jsonl|lcqmc|conll|cluener (default: detected).")
+    text_fields: str = option("", "Comma-separated text columns/keys (default text_a[,text_b]; "
+                                  "CLUE JSON: sentence or sentence1,sentence2).")
+    label_field: str = option("", "Label column/key (default label).")
+    tag_scheme: str = option("", "NER: BIO|IOB2|BIOES|BMES (default: detected from train).")
+    allow_unseen_labels: bool = option(False, "Score dev/test labels that training never saw "
+                                              "as errors instead of stopping.")
+    selection_metric: str = option("", "Dev metric that picks the best checkpoint (default: "
+                                       "accuracy; f1 for ner).")
+    vocab_file: str = option(None, "Vocab; default: the vocab.txt beside --init_checkpoint.")
+    bert_config_file: str = option(None, "Model config JSON; default: the bert_config.json "
+                                         "beside --init_checkpoint.")
+    cache_dir: str = option(None, "Feature cache folder (default OUTPUT_DIR/feature_cache).")
+    do_lower_case: bool = option(True, "Lower-case input (match the pretraining data).")
+    max_seq_length: int = option(128, "Tokens per record incl. [CLS]/[SEP]; longer NER "
+                                      "sentences are split into windows.")
+    train_batch_size: int = option(32, "Global training batch size.")
+    eval_batch_size: int = option(128, "Batch size for dev/test.")
+    learning_rate: float = option(5e-5, "Peak AdamW learning rate.")
+    num_train_epochs: float = option(3.0, "Epochs over the (limited) training set.")
+    max_train_examples: int = option(0, "Use only the first N training examples (0 = all).")
+    max_dev_examples: int = option(0, "Use only the first N dev examples (0 = all).")
+    eval_every_steps: int = option(500, "Save and score dev every N steps.")
+    warmup_proportion: float = option(0.1, "Fraction of steps with linear warmup.")
+    random_seed: int = option(12345, "Seed for initialisation, dropout, shuffling.")
+    ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
+    strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)
+                           + ".")
+    keep_checkpoint_max: int = option(2, "Recent checkpoints kept (best/ is separate).")
+    log_every_n_steps: int = option(100, "Loss logging interval.")
+
+
+@dataclasses.dataclass
+class FinetuneOptions(FinetuneSettings):
+    """The flags of `python -m finetune.run_finetune`."""
+    init_checkpoint: str = option(None, "Checkpoint prefix or directory (its latest checkpoint; "
+                                        "a fine-tuning output: its best); empty = random "
+                                        "initialisation.")
+    output_dir: str = cli_options.required("Where checkpoints, best/, results.json go.")
+    overwrite_output_dir: bool = option(False, "Delete a previous run in --output_dir.")
+
+
+DEFAULTS = {field.name: field.default for field in dataclasses.fields(FinetuneOptions)}
+
+
+class SettingsError(cli_options.UserError):
+    """A fine-tuning setting that cannot work (missing file, mismatch)."""
+
+
+def data_files(settings):
+    """{split: path or None}: --train_file/--dev_file/--test_file, else DATA_DIR/split.*."""
+    files = {split: settings.get(f"{split}_file") or None for split in SPLITS}
+    folder = settings.get("data_dir")
+    if folder and not os.path.isdir(folder):
+        raise SettingsError(f"--data_dir={folder}: no such folder (it should hold train.*, "
+                            "dev.* and optionally test.*)")
+    for split in SPLITS:
+        if files[split] or not folder:
+            continue
+        found = [os.path.join(folder, split + ext) for ext in DATA_EXTENSIONS
+                 if os.path.isfile(os.path.join(folder, split + ext))]
+        if len(found) > 1:
+            raise SettingsError(f"--data_dir={folder} holds {', '.join(found)}: give "
+                                f"--{split}_file to say which")
+        files[split] = found[0] if found else None
+    for split in ("train", "dev"):
+        if not files[split]:
+            raise SettingsError(f"no {split} data: pass --{split}_file (or --data_dir holding "
+                                f"{split}" + "|".join(DATA_EXTENSIONS) + ")")
+    for split, path in files.items():
+        if path and not os.path.isfile(path):
+            raise SettingsError(f"--{split}_file={path}: no such file")
+    return files
+
+
+def resolve_model(settings):
+    """(BertConfig, CheckpointAssets) from the flags and the files beside --init_checkpoint."""
+    assets = checkpoint_assets.resolve(settings["init_checkpoint"] or None,
+                                       vocab_file=settings["vocab_file"] or None,
+                                       bert_config_file=settings["bert_config_file"] or None)
+    if not assets.config_file:
+        raise SettingsError("no model config: pass --bert_config_file (or put a bert_config.json "
+                            f"beside --init_checkpoint={settings['init_checkpoint']!r})")
+    if not assets.vocab_file:
+        raise SettingsError("no vocab: pass --vocab_file, the vocab the model was pretrained "
+                            "with (or start from a checkpoint that has a vocab.txt beside it)")
+    if assets.config_source == "flag" and not input_exists(assets.config_file):
+        raise SettingsError(f"--bert_config_file={assets.config_file!r} does not exist")
+    try:
+        return BertConfig.from_json_file(assets.config_file), assets
+    except ConfigError as error:  # unreadable or invalid: one error line, not a traceback
+        raise SettingsError(str(error)) from None
+
+
+def check_settings(settings, bert_config, tokenizer, assets):
+    """Stops with a clear message when vocab or sequence length do not fit the model."""
+    if len(tokenizer.vocab) > bert_config.vocab_size:
+        raise SettingsError(
+            f"vocab {assets.vocab_file} has {len(tokenizer.vocab)} entries but the model config "
+            f"{assets.config_file} has vocab_size={bert_config.vocab_size}: use the vocab the "
+            "model was pretrained with")
+    too_long = model_limits.length_error(settings["max_seq_length"], bert_config.to_dict(),
+                                         assets.config_file)
+    if too_long:
+        raise SettingsError(too_long)
+    metric = settings["selection_metric"]
+    if metric and metric not in metrics.SELECTION_METRICS[_metric_kind(settings["task"])]:
+        raise SettingsError(f"--selection_metric={metric}: for --task={settings['task']} use "
+                            + " or ".join(metrics.SELECTION_METRICS[_metric_kind(settings['task'])]))
+    if settings["strategy"] not in STRATEGIES:
+        raise SettingsError(f"--strategy={settings['strategy']!r}: use one of "
+                            + ", ".join(STRATEGIES))
+
+
+def _metric_kind(task_name):
+    return "ner" if task_name == "ner" else "classification"
+
+
+def prepare_output_dir(settings):
+    output_dir = settings["output_dir"]
+    if tf.train.latest_checkpoint(output_dir) is not None or os.path.exists(
+            os.path.join(output_dir, "results.json")):
+        if not settings["overwrite_output_dir"]:
+            raise SettingsError(f"{output_dir} already holds a fine-tuning run; pass "
+                                "--overwrite_output_dir or choose another --output_dir")
+        shutil.rmtree(output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+
+
+def build_estimator(model_fn, settings, save_checkpoints_steps):
+    """Estimator for --strategy through pretraining's strategy module (TPU not supported here)."""
+    name = strategies.resolve_strategy(settings["strategy"])
+    run_config = strategies.make_run_config(
+        name, settings["output_dir"], save_checkpoints_steps=save_checkpoints_steps,
+        keep_checkpoint_max=settings["keep_checkpoint_max"],
+        log_step_count_steps=settings["log_every_n_steps"],
+        tf_random_seed=settings["random_seed"])
+    return strategies.build_estimator(name, model_fn, run_config,
+                                      train_batch_size=settings["train_batch_size"],
+                                      eval_batch_size=settings["eval_batch_size"])
+
+
+class _Split:
+    """One data file's examples, account, records and the plan to map predictions back."""
+
+    def __init__(self, name, path, examples, account):
+        self.name, self.path, self.examples, self.account = name, path, examples, account
+        self.record_path = self.plan = None
+        self.counts = {}
+
+
+def _load_splits(task, files, settings, log_fn):
+    splits = {}
+    limits = {"train": settings["max_train_examples"], "dev": settings["max_dev_examples"]}
+    for name, path in files.items():
+        if not path:
+            continue
+        examples, account = task.read(path, settings, require_labels=name != "test",
+                                      log_fn=log_fn)
+        account = account.as_dict()
+        if limits.get(name):
+            examples = examples[:limits[name]]
+            account["limited_to"] = len(examples)
+        splits[name] = _Split(name, path, examples, account)
+    return splits
+
+
+def _build_records(task, split, labels, tokenizer, settings, condition_size, cache_dir, log_fn):
+    """Writes (or reuses) the split's records. Dev and test are featurised every time, as
+    their plan maps predictions back to examples; training records come from the cache."""
+    lengths = records.record_lengths(task.record_kind, settings["max_seq_length"],
+                                     condition_size)
+
+    def featurize():
+        features, plan, counts = task.featurize(split.examples, tokenizer,
+                                                settings["max_seq_length"], labels,
+                                                condition_size=condition_size, path=split.path)
+        split.plan = plan
+        return features, counts
+
+    made = featurize() if split.name != "train" else None
+    key, key_hash = records.cache_key(
+        split.path, tokenizer.vocab_file, task=task.name, labels=labels,
+        max_seq_length=settings["max_seq_length"], do_lower_case=settings["do_lower_case"],
+        examples=len(split.examples), condition_size=condition_size,
+        input_format=settings["input_format"] or None, text_fields=settings["text_fields"] or None,
+        label_field=settings["label_field"] or None)
+    split.record_path, info = records.cached_records(
+        split.name, cache_dir, key, key_hash, lengths, (lambda: made) if made else featurize,
+        log_fn=log_fn)
+    split.counts = {name: value for name, value in info.items() if name != "key"}
+    return lengths
+
+
+def _predict(estimator, task, split, lengths, labels, settings, checkpoint):
+    input_fn = records.input_fn_builder(split.record_path, lengths, settings["eval_batch_size"],
+                                        is_training=False)
+    predictions = list(estimator.predict(input_fn, checkpoint_path=checkpoint,
+                                         yield_single_examples=True))
+    return task.collect(split.examples, split.plan, predictions, labels)
+
+
+def _scalar_metrics(scores):
+    return {name: value for name, value in (scores or {}).items()
+            if isinstance(value, float) or value is None}
+
+
+def eval_results_lines(results):
+    """Google's eval_results.txt form: `key = value`, sorted."""
+    values = {"best_step": results["best_step"], "num_train_steps": results["num_train_steps"]}
+    for split in ("dev", "test"):
+        for name, value in _scalar_metrics(results.get(split)).items():
+            if value is not None:
+                values[f"{split}_{name}"] = value
+    return [f"{key} = {values[key]}" for key in sorted(values)]
+
+
+def run(settings, log_fn=print):
+    """Fine-tunes and tests; returns the results dict also written to results.json."""
+    settings = dataclasses.asdict(cli_options.make_options(FinetuneOptions, settings))
+    started = time.time()
+    task = tasks.get_task(settings["task"])
+    files = data_files(settings)
+    bert_config, assets = resolve_model(settings)
+    tokenizer = FullTokenizer(assets.vocab_file, do_lower_case=settings["do_lower_case"])
+    check_settings(settings, bert_config, tokenizer, assets)
+    selection_metric = settings["selection_metric"] or metrics.DEFAULT_SELECTION_METRIC[
+        task.metric_kind]
+    splits = _load_splits(task, files, settings, log_fn)
+    labels = task.label_list(splits["train"].examples, settings)
+    if len(labels) < 2 and task.metric_kind == "classification":
+        raise SettingsError(f"{files['train']}: only one label ({labels}) in the training data: "
+                            "a classifier needs at least two")
+    unseen = {split.name: task.check_labels(split.examples, labels, split.path,
+                                            settings["allow_unseen_labels"])
+              for split in splits.values() if split.name != "train"}
+    prepare_output_dir(settings)
+    output_dir = settings["output_dir"]
+    description = task.description(labels, settings)
+    checkpoint_assets.write_assets(output_dir, config_file=assets.config_file,
+                                   vocab_file=assets.vocab_file, task=description)
+    cache_dir = settings["cache_dir"] or os.path.join(output_dir, "feature_cache")
+    condition_size = bert_config.layer_norm_cond_size if task.record_kind == "sequence" else None
+    lengths = None
+    for split in splits.values():
+        lengths = _build_records(task, split, labels, tokenizer, settings, condition_size,
+                                 cache_dir, log_fn)
+
+    num_train = splits["train"].counts["records"]
+    num_train_steps = max(1, math.ceil(num_train * settings["num_train_epochs"]
+                                       / settings["train_batch_size"]))
+    num_warmup_steps = int(num_train_steps * settings["warmup_proportion"])
+    eval_every = max(1, min(settings["eval_every_steps"], num_train_steps))
+    log_fn(f"fine-tuning ({task.name}, {len(labels)} labels): {num_train} training records, "
+           f"{num_train_steps} steps ({num_warmup_steps} warmup), dev scored every {eval_every} "
+           f"steps by {selection_metric}, init: {assets.checkpoint or 'random'}")
+
+    init_summary = {}
+    model_fn = model_fn_builder(task, bert_config, len(labels), assets.checkpoint,
+                                settings["learning_rate"], num_train_steps, num_warmup_steps,
+                                log_fn=log_fn, init_summary=init_summary,
+                                ignore_invalid_weights=settings["ignore_invalid_weights"],
+                                training_hooks_fn=lambda loss: [ProgressHook(
+                                    loss, num_train_steps, settings["log_every_n_steps"], log_fn)])
+    estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)
+    dev = splits["dev"]
+
+    def evaluate_dev(checkpoint):
+        scores = task.score(dev.examples, _predict(estimator, task, dev, lengths, labels,
+                                                   settings, checkpoint), labels)
+        return _scalar_metrics(scores)
+
+    listener = DevEvaluationListener(
+        estimator, evaluate_dev, output_dir, selection_metric=selection_metric, log_fn=log_fn,
+        extra_best_files=[os.path.join(output_dir, name) for name in (
+            checkpoint_assets.CONFIG_NAME, checkpoint_assets.VOCAB_NAME,
+            checkpoint_assets.TASK_NAME)])
+    train_input_fn = records.input_fn_builder(splits["train"].record_path, lengths,
+                                              settings["train_batch_size"], is_training=True,
+                                              seed=settings["random_seed"])
+    estimator.train(train_input_fn, max_steps=num_train_steps, saving_listeners=[listener])
+    if listener.best is None:
+        raise RuntimeError("training finished without any dev evaluation; no checkpoint was saved")
+
+    best = listener.best["checkpoint"]
+    dev_collected = _predict(estimator, task, dev, lengths, labels, settings, best)
+    dev_scores = task.score(dev.examples, dev_collected, labels)
+    collapse = _collapse(task, dev, dev_collected, log_fn)
+    _write_predictions(task, dev, dev_collected, labels, output_dir)
+    test_scores = None
+    if "test" in splits:
+        test = splits["test"]
+        test_collected = _predict(estimator, task, test, lengths, labels, settings, best)
+        test_scores = task.score(test.examples, test_collected, labels)
+        _write_predictions(task, test, test_collected, labels, output_dir)
+    results = {
+        "task": task.name, "labels": labels, "tag_scheme": description.get("tag_scheme"),
+        "selection_metric": selection_metric, "dev": dev_scores, "test": test_scores,
+        "best_step": listener.best["step"], "best_checkpoint": best,
+        "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
+        "dev_curve": listener.curve, "collapsed": collapse["collapsed"], "collapse": collapse,
+        "data": {split.name: {"file": os.path.abspath(split.path), "read": split.account,
+                              "records": split.counts,
+                              "unseen_labels": unseen.get(split.name, {})}
+                 for split in splits.values()},
+        "wall_time_seconds": round(time.time() - started, 2),
+        "dev_eval_seconds": round(listener.eval_seconds, 2),
+        "bert_config_file": os.path.abspath(assets.config_file),
+        "vocab_file": os.path.abspath(assets.vocab_file),
+        "assets": {"config": assets.config_source, "vocab": assets.vocab_source},
+        "bert_config": bert_config.to_dict(),
+        "init": init_summary or {"checkpoint": None, "note": "random initialisation"},
+        "settings": settings,
+    }
+    for split, scores in (("dev", dev_scores), ("test", test_scores)):
+        for name, value in _scalar_metrics(scores).items():
+            results[f"{split}_{name}"] = value  # flat keys: dev_accuracy, test_f1, ...
+    write_text_atomically(os.path.join(output_dir, "eval_results.txt"),
+                          eval_results_lines(results))
+    write_json_atomically(os.path.join(output_dir, "results.json"), results)
+    shown = f"test {selection_metric} {test_scores[selection_metric]:.4f}" if test_scores else (
+        "no test set")
+    log_fn(f"best dev {selection_metric} {listener.best[selection_metric]:.4f} at step "
+           f"{results['best_step']} of {num_train_steps}; {shown} "
+           f"({results['wall_time_seconds']:.0f} s); results in "
+           f"{os.path.join(output_dir, 'results.json')}")
+    return results
+
+
+def _collapse(task, dev, collected, log_fn):
+    """Whether the best model predicts one class for (nearly) every dev example."""
+    if task.metric_kind != "classification":
+        return {"collapsed": False}
+    top, share = majority_share(collected["predicted"])
+    gold_top, gold_share = majority_share([e.label for e in dev.examples])
+    collapsed = share >= COLLAPSE_SHARE and gold_share < COLLAPSE_SHARE
+    if collapsed:
+        log_fn(f"WARNING: collapsed: the best-on-dev model predicts {top!r} for {share:.1%} of "
+               f"dev (the most common gold label is {gold_share:.1%}); its scores are not a "
+               "result: check that pretraining left the unigram plateau, or lower the "
+               "learning rate")
+    return {"collapsed": collapsed, "majority_prediction": top, "majority_share": share,
+            "gold_majority_share": gold_share}
+
+
+def _write_predictions(task, split, collected, labels, output_dir):
+    """SPLIT_predictions.jsonl: one JSON line per example of the split, in input order."""
+    write_text_atomically(
+        os.path.join(output_dir, f"{split.name}_predictions.jsonl"),
+        (json.dumps(record, ensure_ascii=False)
+         for record in task.prediction_records(split.examples, collected, labels)))
+
+
+def run_from_flags(options):
+    """run() from a parsed options dataclass, with TensorFlow's INFO log silenced."""
+    tf.logging.set_verbosity(tf.logging.ERROR)  # progress comes from our own log lines
+    run(dataclasses.asdict(options))
+
+
+EXPECTED_ERRORS = (OSError, checkpoint_loading.CheckpointMismatchError)
+
+
+def main(argv=None, options_class=FinetuneOptions):
+    cli_options.run_main(options_class, run_from_flags, argv, expected=EXPECTED_ERRORS)
+
+
+if __name__ == "__main__":
+    main()
