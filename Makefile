@@ -6,12 +6,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-# Settings of data / pretrain / lcqmc-finetune are the scripts' own (see
-# `bash scripts/<name>.sh --help`): give them as `make lcqmc-finetune EPOCHS=2 ...`;
+# Settings of data / pretrain / finetune / lcqmc-finetune are the scripts' own (see
+# `bash scripts/<name>.sh --help`; one name per setting across the scripts):
+# give them as `make lcqmc-finetune EPOCHS=2 ...` or
+# `make finetune TASK=classification DATA_DIR=... AFTER=... SEEDS=1,2,3 OUT=...`;
 # make passes command-line variables to the scripts' environment, so no default
 # is repeated here.
 
-.PHONY: setup test demo data pretrain lcqmc-finetune bench bench-google clean
+.PHONY: setup test demo data pretrain finetune lcqmc-finetune bench bench-google clean
 
 setup: $(STAMP)
 
@@ -35,12 +37,16 @@ data: setup
 pretrain: setup
 	PYTHON=$(abspath $(PY)) bash scripts/pretrain.sh
 
+finetune: setup
+	PYTHON=$(abspath $(PY)) bash scripts/finetune.sh
+
 lcqmc-finetune: setup
 	PYTHON=$(abspath $(PY)) bash scripts/lcqmc_finetune.sh
 
 bench: setup
 	$(PY) bench/data_gen_bench.py
 	$(PY) bench/pretrain_bench.py
+	$(PY) bench/finetune_bench.py
 
 # The same benchmarks run on google-research/bert's own scripts (downloaded into .cache/).
 bench-google: setup

@@ -21,9 +21,27 @@ DRY_RUN="${DRY_RUN:-0}"
 # data_gen/config.py (generation) or data_gen/build_vocab.py (VOCAB_SIZE), so this script
 # holds no second copy of the defaults (tests/test_script_defaults.py checks it).
 GENERATION_SETTINGS=(MODE:mode MAX_SEQ_LENGTH:max_seq_length MAX_PREDICTIONS:max_predictions_per_seq
-  MASKED_LM_PROB:masked_lm_prob DUPE_FACTOR:dupe_factor RANDOM_SEED:random_seed
+  MASKED_LM_PROB:masked_lm_prob DUPE_FACTOR:dupe_factor SEED:random_seed
   NUM_WORKERS:num_workers COMPRESSION:compression DO_LOWER_CASE:do_lower_case)
 VOCAB_SETTINGS=(VOCAB_SIZE:vocab_size DO_LOWER_CASE:do_lower_case)
+# Old names, OLD:NEW: still read (environment and --old option), with a warning.
+DEPRECATED_SETTINGS=(RANDOM_SEED:SEED)
+SCRIPT_NAME="create_pretrain_data.sh"
+deprecated() { echo "${SCRIPT_NAME}: warning: $1 is deprecated; use $2" >&2; }
+deprecated_help() {
+  local pair old new
+  for pair in "${DEPRECATED_SETTINGS[@]}"; do
+    old="${pair%%:*}"; new="${pair#*:}"
+    printf '  %-30s -> %s\n' "${old} (--${old,,})" "${new} (--${new,,})"
+  done
+}
+for pair in "${DEPRECATED_SETTINGS[@]}"; do
+  old="${pair%%:*}"; new="${pair#*:}"
+  if [[ -n "${!old:-}" ]]; then
+    deprecated "${old}" "${new}"
+    [[ -n "${!new:-}" ]] || declare "${new}=${!old}"
+  fi
+done
 for pair in "${GENERATION_SETTINGS[@]}" "${VOCAB_SETTINGS[@]}"; do
   variable="${pair%%:*}"; declare "${variable}=${!variable:-}"
 done
@@ -57,13 +75,16 @@ default applies (see python -m data_gen.create_pretraining_data --help).
   --max_predictions N   MAX_PREDICTIONS masked positions per instance    (--max_predictions_per_seq)
   --masked_lm_prob P    MASKED_LM_PROB  fraction of tokens masked        (--masked_lm_prob)
   --dupe_factor N       DUPE_FACTOR     passes over the corpus, each with new masks (--dupe_factor)
-  --seed N              RANDOM_SEED     random seed                      (--random_seed)
+  --seed N              SEED            random seed                      (--random_seed)
   --num_workers N       NUM_WORKERS     worker processes, 0 = all cores  (--num_workers)
   --compression C       COMPRESSION     none | gzip                      (--compression)
   --do_lower_case B     DO_LOWER_CASE   true | false, for the vocab build and generation (--do_lower_case)
   --python P            PYTHON          interpreter; default .venv/bin/python if present, else python3
   --dry_run             DRY_RUN=1       print the commands with every path resolved, run nothing
   -h, --help                            this text
+
+Deprecated names, still read (environment or option) with a warning:
+$(deprecated_help)
 
 Arguments after "--" go unchanged to python -m data_gen.create_pretraining_data,
 e.g.  bash scripts/create_pretrain_data.sh --mode albert -- --ngram=2 --short_seq_prob=0.2
@@ -86,6 +107,10 @@ run() {
   fi
 }
 
+# Options taking a value: --variable (lower case) sets VARIABLE.
+VALUE_OPTIONS=(INPUT OUTPUT_DIR OUTPUT_NAME VOCAB BUILD_VOCAB VOCAB_INPUT PYTHON)
+for pair in "${GENERATION_SETTINGS[@]}" "${VOCAB_SETTINGS[@]}"; do VALUE_OPTIONS+=("${pair%%:*}"); done
+
 EXTRA_ARGS=()
 while [[ $# -gt 0 ]]; do
   option="$1"
@@ -94,32 +119,19 @@ while [[ $# -gt 0 ]]; do
     --dry_run) DRY_RUN=1; shift; continue ;;
     --) shift; EXTRA_ARGS=("$@"); break ;;
     --*=*) set -- "${option%%=*}" "${option#*=}" "${@:2}"; continue ;;
-    --mode|--input|--output_dir|--output_name|--vocab|--build_vocab|--vocab_input|--vocab_size|\
-    --max_seq_length|--max_predictions|--masked_lm_prob|--dupe_factor|--seed|--num_workers|\
-    --compression|--do_lower_case|--python)
-      [[ $# -ge 2 ]] || die "${option} needs a value (see --help)"
-      value="$2"; shift 2
-      case "${option}" in
-        --mode) MODE="${value}" ;;
-        --input) INPUT="${value}" ;;
-        --output_dir) OUTPUT_DIR="${value}" ;;
-        --output_name) OUTPUT_NAME="${value}" ;;
-        --vocab) VOCAB="${value}" ;;
-        --build_vocab) BUILD_VOCAB="${value}" ;;
-        --vocab_input) VOCAB_INPUT="${value}" ;;
-        --vocab_size) VOCAB_SIZE="${value}" ;;
-        --max_seq_length) MAX_SEQ_LENGTH="${value}" ;;
-        --max_predictions) MAX_PREDICTIONS="${value}" ;;
-        --masked_lm_prob) MASKED_LM_PROB="${value}" ;;
-        --dupe_factor) DUPE_FACTOR="${value}" ;;
-        --seed) RANDOM_SEED="${value}" ;;
-        --num_workers) NUM_WORKERS="${value}" ;;
-        --compression) COMPRESSION="${value}" ;;
-        --do_lower_case) DO_LOWER_CASE="${value}" ;;
-        --python) PYTHON="${value}" ;;
-      esac ;;
+    --*) variable="${option#--}"; variable="${variable^^}" ;;
     *) die "unknown argument '${option}' (see --help; flags for the Python CLI go after --)" ;;
   esac
+  for pair in "${DEPRECATED_SETTINGS[@]}"; do
+    if [[ "${variable}" == "${pair%%:*}" ]]; then
+      variable="${pair#*:}"; deprecated "${option}" "--${variable,,}"
+    fi
+  done
+  [[ " ${VALUE_OPTIONS[*]} " == *" ${variable} "* ]] \
+    || die "unknown argument '${option}' (see --help; flags for the Python CLI go after --)"
+  [[ $# -ge 2 ]] || die "${option} needs a value (see --help)"
+  declare "${variable}=$2"
+  shift 2
 done
 
 case "${BUILD_VOCAB}" in auto|always|never) ;; *) die "BUILD_VOCAB/--build_vocab must be auto, always or never, not '${BUILD_VOCAB}'" ;; esac

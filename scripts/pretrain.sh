@@ -8,25 +8,47 @@ REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 
 # Training settings, VARIABLE:flag of pretrain.run_pretraining. Unset or empty = that
 # flag's default in pretrain/run_pretraining.py, so this script holds no second copy
-# of the defaults (tests/test_script_defaults.py checks it).
-TRAINING_SETTINGS=(STEPS:num_train_steps WARMUP:num_warmup_steps BATCH_SIZE:train_batch_size
-  EVAL_BATCH_SIZE:eval_batch_size EVAL_STEPS:max_eval_steps LR:learning_rate
+# of the defaults (tests/test_script_defaults.py checks it). Each is also the option
+# --variable (lower case).
+TRAINING_SETTINGS=(STEPS:num_train_steps WARMUP_STEPS:num_warmup_steps BATCH_SIZE:train_batch_size
+  EVAL_BATCH_SIZE:eval_batch_size EVAL_STEPS:max_eval_steps LEARNING_RATE:learning_rate
   OPTIMIZER:optimizer STRATEGY:strategy PRECISION:precision
   ACCUMULATION:gradient_accumulation_steps MAX_SEQ_LENGTH:max_seq_length
   MAX_PREDICTIONS:max_predictions_per_seq LOG_EVERY:log_every_n_steps
   SAVE_EVERY:save_checkpoints_steps INIT_CHECKPOINT:init_checkpoint
-  EVAL_INPUT:eval_input_file)
+  EVAL_INPUT:eval_input_file SEED:random_seed VOCAB:vocab_file)
+# Old names, OLD:NEW: still read (environment and --old option), with a warning.
+DEPRECATED_SETTINGS=(LR:LEARNING_RATE WARMUP:WARMUP_STEPS)
+SCRIPT_NAME="pretrain.sh"
+deprecated() { echo "${SCRIPT_NAME}: warning: $1 is deprecated; use $2" >&2; }
+deprecated_help() {
+  local pair old new
+  for pair in "${DEPRECATED_SETTINGS[@]}"; do
+    old="${pair%%:*}"; new="${pair#*:}"
+    printf '  %-30s -> %s\n' "${old} (--${old,,})" "${new} (--${new,,})"
+  done
+}
+for pair in "${DEPRECATED_SETTINGS[@]}"; do
+  old="${pair%%:*}"; new="${pair#*:}"
+  if [[ -n "${!old:-}" ]]; then
+    deprecated "${old}" "${new}"
+    [[ -n "${!new:-}" ]] || declare "${new}=${!old}"
+  fi
+done
 for pair in "${TRAINING_SETTINGS[@]}"; do variable="${pair%%:*}"; declare "${variable}=${!variable:-}"; done
 # The demo: used when no --input/INPUT is given, for the settings left empty.
 DEMO_PATHS=(CONFIG="${REPO_ROOT}/configs/demo_tiny_bert.json"
   INPUT="${REPO_ROOT}/output/demo/data/*.tfrecord" OUTPUT_DIR="${REPO_ROOT}/output/demo/pretrain")
-DEMO_SETTINGS=(STEPS=300 WARMUP=30 LR=1e-3 EVAL_BATCH_SIZE=32 EVAL_STEPS=20 LOG_EVERY=50
-  SAVE_EVERY=300)
+DEMO_SETTINGS=(STEPS=300 WARMUP_STEPS=30 LEARNING_RATE=1e-3 EVAL_BATCH_SIZE=32 EVAL_STEPS=20
+  LOG_EVERY=50 SAVE_EVERY=300)
 CONFIG="${CONFIG:-}"
 INPUT="${INPUT:-}"
 OUTPUT_DIR="${OUTPUT_DIR:-}"
 DO_EVAL="${DO_EVAL:-true}"
 DRY_RUN="${DRY_RUN:-0}"
+# Options taking a value: --variable (lower case) sets VARIABLE.
+VALUE_OPTIONS=(CONFIG INPUT OUTPUT_DIR PYTHON)
+for pair in "${TRAINING_SETTINGS[@]}"; do VALUE_OPTIONS+=("${pair%%:*}"); done
 
 usage() {
   cat <<EOF
@@ -39,30 +61,34 @@ python -m pretrain.run_pretraining --help); MAX_SEQ_LENGTH and MAX_PREDICTIONS
 default to the data's .meta.json. Rerunning with the same output directory
 resumes from its last checkpoint.
 
-  --config FILE          CONFIG           model config JSON (required, except in the demo)
-  --input GLOBS          INPUT            training TFRecord globs; unset = the demo
-  --output_dir DIR       OUTPUT_DIR       checkpoints + eval results (required, except in the demo)
-  --eval_input GLOBS     EVAL_INPUT       eval TFRecord globs (default: --input)
-  --init_checkpoint P    INIT_CHECKPOINT  start from these weights
-  --steps N              STEPS            optimizer updates
-  --warmup N             WARMUP           warmup updates
-  --batch_size N         BATCH_SIZE       global train batch
-  --eval_batch_size N    EVAL_BATCH_SIZE  eval batch
-  --eval_steps N         EVAL_STEPS       max eval batches
-  --learning_rate LR     LR               peak learning rate
-  --optimizer NAME       OPTIMIZER        adamw | lamb
-  --strategy NAME        STRATEGY         auto|cpu|gpu|mirrored|multi_worker|tpu
-  --precision NAME       PRECISION        auto|fp32|fp16|bf16
-  --accumulation K       ACCUMULATION     gradient accumulation steps
-  --max_seq_length N     MAX_SEQ_LENGTH   sequence length of the data
-  --max_predictions N    MAX_PREDICTIONS  masked positions per sequence
-  --log_every N          LOG_EVERY        log/summary interval
-  --save_every N         SAVE_EVERY       checkpoint interval (updates)
-  --no_eval              DO_EVAL=false    train only
-  --python PATH          PYTHON           interpreter (else .venv/bin/python, else python3)
-  --dry_run              DRY_RUN=1        print the command, run nothing
-  -h, --help                              this help
+  --config FILE           CONFIG           model config JSON (required, except in the demo)
+  --input GLOBS           INPUT            training TFRecord globs; unset = the demo
+  --output_dir DIR        OUTPUT_DIR       checkpoints + eval results (required, except in the demo)
+  --eval_input GLOBS      EVAL_INPUT       eval TFRecord globs (default: --input)
+  --init_checkpoint P     INIT_CHECKPOINT  start from these weights
+  --vocab FILE            VOCAB            the data's vocab (default: the one its .meta.json names)
+  --steps N               STEPS            optimizer updates
+  --warmup_steps N        WARMUP_STEPS     warmup updates
+  --batch_size N          BATCH_SIZE       global train batch
+  --eval_batch_size N     EVAL_BATCH_SIZE  eval batch
+  --eval_steps N          EVAL_STEPS       max eval batches
+  --learning_rate R       LEARNING_RATE    peak learning rate
+  --seed N                SEED             graph seed; also fixes the input order
+  --optimizer NAME        OPTIMIZER        adamw | lamb
+  --strategy NAME         STRATEGY         auto|cpu|gpu|mirrored|multi_worker|tpu
+  --precision NAME        PRECISION        auto|fp32|fp16|bf16
+  --accumulation K        ACCUMULATION     gradient accumulation steps
+  --max_seq_length N      MAX_SEQ_LENGTH   sequence length of the data
+  --max_predictions N     MAX_PREDICTIONS  masked positions per sequence
+  --log_every N           LOG_EVERY        log/summary interval
+  --save_every N          SAVE_EVERY       checkpoint interval (updates)
+  --no_eval               DO_EVAL=false    train only
+  --python PATH           PYTHON           interpreter (else .venv/bin/python, else python3)
+  --dry_run               DRY_RUN=1        print the command, run nothing
+  -h, --help                               this help
 
+Deprecated names, still read (environment or option) with a warning:
+$(deprecated_help)
 The demo (no --input): ${DEMO_PATHS[*]}
   and, for the settings left unset: ${DEMO_SETTINGS[*]}
 Arguments after -- go to run_pretraining unchanged (e.g. -- --keep_checkpoint_max=2).
@@ -80,22 +106,16 @@ while [[ $# -gt 0 ]]; do
     --dry_run) DRY_RUN=1; shift; continue ;;
     --) shift; EXTRA=("$@"); break ;;
     --*=*) set -- "${option%%=*}" "${option#*=}" "${@:2}"; continue ;;
+    --*) variable="${option#--}"; variable="${variable^^}" ;;
+    *) die "unknown argument '${option}' (see --help; flags for run_pretraining go after --)" ;;
   esac
-  case "${option}" in
-    --config) variable=CONFIG ;;          --input) variable=INPUT ;;
-    --output_dir) variable=OUTPUT_DIR ;;  --eval_input) variable=EVAL_INPUT ;;
-    --init_checkpoint) variable=INIT_CHECKPOINT ;;
-    --steps) variable=STEPS ;;            --warmup) variable=WARMUP ;;
-    --batch_size) variable=BATCH_SIZE ;;  --eval_batch_size) variable=EVAL_BATCH_SIZE ;;
-    --eval_steps) variable=EVAL_STEPS ;;  --learning_rate) variable=LR ;;
-    --optimizer) variable=OPTIMIZER ;;    --strategy) variable=STRATEGY ;;
-    --precision) variable=PRECISION ;;    --accumulation) variable=ACCUMULATION ;;
-    --max_seq_length) variable=MAX_SEQ_LENGTH ;;
-    --max_predictions) variable=MAX_PREDICTIONS ;;
-    --log_every) variable=LOG_EVERY ;;    --save_every) variable=SAVE_EVERY ;;
-    --python) variable=PYTHON ;;
-    *) die "unknown option ${option} (see --help; flags for run_pretraining go after --)" ;;
-  esac
+  for pair in "${DEPRECATED_SETTINGS[@]}"; do
+    if [[ "${variable}" == "${pair%%:*}" ]]; then
+      variable="${pair#*:}"; deprecated "${option}" "--${variable,,}"
+    fi
+  done
+  [[ " ${VALUE_OPTIONS[*]} " == *" ${variable} "* ]] \
+    || die "unknown option ${option} (see --help; flags for run_pretraining go after --)"
   [[ $# -ge 2 ]] || die "${option} needs a value (see --help)"
   declare "${variable}=$2"
   shift 2

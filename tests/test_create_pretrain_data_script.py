@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 SETTINGS = ("MODE", "INPUT", "OUTPUT_DIR", "VOCAB", "VOCAB_INPUT", "VOCAB_SIZE", "MAX_SEQ_LENGTH",
-            "MAX_PREDICTIONS", "DUPE_FACTOR", "NUM_WORKERS", "COMPRESSION", "PYTHON")
+            "MAX_PREDICTIONS", "DUPE_FACTOR", "SEED", "NUM_WORKERS", "COMPRESSION", "PYTHON")
 CORPUS = """我们今天去公园散步，天气非常好。
 公园里有很多人在跑步和打太极拳。
 
@@ -21,7 +21,8 @@ def script(repo_root):
 
 def clean_env(**overrides):
     """The caller's environment without any of the script's settings, plus overrides."""
-    env = {k: v for k, v in os.environ.items() if k not in SETTINGS + ("BUILD_VOCAB", "DRY_RUN")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in SETTINGS + ("BUILD_VOCAB", "DRY_RUN", "RANDOM_SEED")}
     env["PYTHON"] = sys.executable
     env.update(overrides)
     return env
@@ -69,6 +70,11 @@ def test_options_env_vars_and_passthrough(repo_root, tmp_path):
     assert "--mode=albert" in result.stdout  # the option wins over MODE=bert
     assert "--dupe_factor=3" in result.stdout and "--random_seed=7" in result.stdout
     assert result.stdout.rstrip().endswith("--ngram=2")
+    # SEED is the setting's name; RANDOM_SEED, its old one, still works and says so.
+    for name in ("SEED", "RANDOM_SEED"):
+        seeded = run_script([script(repo_root), "--dry_run"], tmp_path, clean_env(**{name: "9"}))
+        assert seeded.returncode == 0 and "--random_seed=9" in seeded.stdout
+        assert ("RANDOM_SEED is deprecated; use SEED" in seeded.stderr) == (name == "RANDOM_SEED")
 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")

@@ -1,5 +1,7 @@
 """scripts/lcqmc_experiment.sh: one row end to end at a toy budget, and its refusals;
-scripts/train_word_vectors.sh: what it needs, said clearly."""
+scripts/train_word_vectors.sh: what it needs, said clearly. (Its dry run and its deprecated
+names: tests/test_script_defaults.py.)"""
+import json
 import subprocess
 import sys
 
@@ -26,12 +28,18 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     runs = tmp_path / "runs"
     budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(vocab), RUNS=str(runs), SEEDS="3",
                   DUPE_FACTOR="1", MAX_SEQ_LENGTH="32", MAX_PREDICTIONS="5",
-                  PRETRAIN_STEPS="2", PRETRAIN_WARMUP="1", PRETRAIN_BATCH="8",
-                  FINETUNE_EXAMPLES="16", FINETUNE_EVAL_EVERY="2")
+                  PRETRAIN_STEPS="2", PRETRAIN_WARMUP_STEPS="1", PRETRAIN_BATCH_SIZE="8",
+                  FINETUNE_MAX_TRAIN_EXAMPLES="16", FINETUNE_EVAL_EVERY="2")
     result = _run(["span"], **budget)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "deprecated" not in result.stderr
     meta = (runs / "span" / "data" / "lcqmc-00000-of-00004.meta.json").read_text()
-    assert '"has_span_boundaries": true' in meta
+    assert '"has_span_boundaries": true' in meta and '"max_seq_length": 32' in meta
+    # MAX_SEQ_LENGTH is the fine-tuning length too, for both starting points.
+    for folder in (runs / "baseline-lcqmc_small_bert" / "seed3",
+                   runs / "span" / "finetune" / "seed3"):
+        settings = json.loads((folder / "results.json").read_text())["settings"]
+        assert settings["max_seq_length"] == 32 and settings["max_train_examples"] == 16
     evals = (runs / "span" / "pretrain" / "eval_results.txt").read_text()
     assert "global_step = 2" in evals and "span_boundary_loss" in evals
     assert (runs / "baseline-lcqmc_small_bert" / "seed3" / "results.json").is_file()

@@ -1,15 +1,24 @@
-"""The shell scripts hold no second copy of the Python tools' defaults.
+"""The shell scripts hold no second copy of the Python tools' defaults, and speak one vocabulary.
 
 Each script lists the settings it forwards as `VARIABLE:flag` tables. These
 tests check, for every table: each flag is a field of the tool's options
 dataclass (a renamed flag fails here); the script gives none of those
 variables a default of its own; and a dry run outside the demo forwards no
 flag the user did not set, so the Python default applies. The Makefile
-repeats no script setting either.
+repeats no script setting either. lcqmc_finetune.sh forwards through
+finetune.sh; its LCQMC presets must be finetune.run_lcqmc's own defaults.
+
+The vocabulary: one name per setting in every script (LEARNING_RATE,
+WARMUP_STEPS, WARMUP_PROPORTION, SEED, MAX_SEQ_LENGTH, BATCH_SIZE, EPOCHS, ...,
+with a PRETRAIN_ / FINETUNE_ prefix where a script has both stages), each
+script option the lower-case name of its variable, and every old name an
+alias in the script's DEPRECATED_SETTINGS table that warns once on stderr
+and does exactly what the new name does.
 """
 import dataclasses
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -17,6 +26,7 @@ import pytest
 
 from data_gen.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
+from finetune import run_lcqmc
 from finetune.compare import CompareOptions
 from pretrain.run_pretraining import PretrainingOptions
 
@@ -24,7 +34,24 @@ TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
     "create_pretrain_data.sh": {"GENERATION_SETTINGS": GenerationConfig,
                                 "VOCAB_SETTINGS": BuildVocabOptions},
     "pretrain.sh": {"TRAINING_SETTINGS": PretrainingOptions},
-    "lcqmc_finetune.sh": {"TRAINING_SETTINGS": CompareOptions},
+    "finetune.sh": {"DATA_SETTINGS": CompareOptions, "MODEL_SETTINGS": CompareOptions,
+                    "TRAINING_SETTINGS": CompareOptions, "COMPARE_SETTINGS": CompareOptions},
+}
+FORWARDERS = {"lcqmc_finetune.sh": "finetune.sh"}  # script -> the script it passes settings to
+SCRIPTS = ("create_pretrain_data.sh", "pretrain.sh", "finetune.sh", "lcqmc_finetune.sh",
+           "lcqmc_experiment.sh", "demo.sh")
+STAGES = ("PRETRAIN_", "FINETUNE_")  # prefixes of the stage-specific names of the two-stage scripts
+# The one name of each tunable setting, and the flag of the Python tools it sets.
+VOCABULARY = {
+    "LEARNING_RATE": "learning_rate", "WARMUP_STEPS": "num_warmup_steps",
+    "WARMUP_PROPORTION": "warmup_proportion", "SEED": "random_seed",
+    "MAX_SEQ_LENGTH": "max_seq_length", "MAX_PREDICTIONS": "max_predictions_per_seq",
+    "BATCH_SIZE": "train_batch_size", "EVAL_BATCH_SIZE": "eval_batch_size",
+    "EPOCHS": "num_train_epochs", "STEPS": "num_train_steps", "EVAL_STEPS": "max_eval_steps",
+    "DUPE_FACTOR": "dupe_factor", "MAX_TRAIN_EXAMPLES": "max_train_examples",
+    "MAX_DEV_EXAMPLES": "max_dev_examples", "EVAL_EVERY": "eval_every_steps",
+    "STRATEGY": "strategy", "OPTIMIZER": "optimizer", "PRECISION": "precision",
+    "CONFIG": "bert_config_file", "SEEDS": "seeds",
 }
 
 
@@ -32,11 +59,23 @@ def _script_text(repo_root, name):
     return (repo_root / "scripts" / name).read_text(encoding="utf-8")
 
 
+def bash_array(text, name):
+    """The items of the bash array `name=(...)` (one or more lines)."""
+    match = re.search(rf"^{name}=\(([^)]*)\)", text, re.MULTILINE)
+    assert match, f"no {name}=(...) array"
+    return match.group(1).split()
+
+
 def settings_table(text, table):
     """[(VARIABLE, flag)] of the bash array `table=(VAR:flag ...)`."""
-    match = re.search(rf"^{table}=\(([^)]*)\)", text, re.MULTILINE)
-    assert match, f"no {table}=(...) table"
-    return [tuple(item.split(":", 1)) for item in match.group(1).split()]
+    return [tuple(item.split(":", 1)) for item in bash_array(text, table)]
+
+
+def deprecated_aliases(text):
+    """{OLD: NEW} of the script's DEPRECATED_SETTINGS table ({} without one)."""
+    if not re.search(r"^DEPRECATED_SETTINGS=\(", text, re.MULTILINE):
+        return {}
+    return dict(settings_table(text, "DEPRECATED_SETTINGS"))
 
 
 def _all_settings(repo_root):
@@ -47,17 +86,31 @@ def _all_settings(repo_root):
                 yield script, text, variable, flag, options
 
 
+def stem(variable):
+    """The setting's name without its stage prefix: PRETRAIN_LEARNING_RATE -> LEARNING_RATE."""
+    for prefix in STAGES:
+        if variable.startswith(prefix) and variable[len(prefix):] in VOCABULARY:
+            return variable[len(prefix):]
+    return variable
+
+
 def test_every_forwarded_flag_is_a_flag_of_the_tool(repo_root):
     count = 0
     for script, _, variable, flag, options in _all_settings(repo_root):
         names = {field.name for field in dataclasses.fields(options)}
         assert flag in names, f"{script}: {variable} forwards --{flag}, not a flag of {options}"
         count += 1
-    assert count >= 25
+    assert count >= 45
 
 
 def test_scripts_give_forwarded_settings_no_default_of_their_own(repo_root):
-    for script, text, variable, _, _ in _all_settings(repo_root):
+    checked = [(script, text, variable)
+               for script, text, variable, _, _ in _all_settings(repo_root)]
+    for script, target in FORWARDERS.items():  # ... nor do the scripts that forward through them
+        text = _script_text(repo_root, script)
+        checked += [(script, text, variable) for s, _, variable, _, _ in _all_settings(repo_root)
+                    if s == target]
+    for script, text, variable in checked:
         own_defaults = re.findall(rf'\b{variable}="\$\{{{variable}:-([^}}]+)\}}"', text)
         assert not own_defaults, f"{script} gives {variable} a default {own_defaults}"
         # a statement `VAR=value` (not `VAR=x command ...`, not inside the demo preset array)
@@ -65,30 +118,87 @@ def test_scripts_give_forwarded_settings_no_default_of_their_own(repo_root):
         assert not literal, f"{script} assigns {variable}={literal}"
 
 
-def _dry_run(repo_root, tmp_path, script, *args):
+def test_lcqmc_presets_are_run_lcqmcs_own_defaults(repo_root):
+    """lcqmc_finetune.sh's MAX_SEQ_LENGTH=64 and task pair are finetune.run_lcqmc's defaults,
+    forwarded through finetune.sh's table to the same flags."""
+    text = _script_text(repo_root, "lcqmc_finetune.sh")
+    table = {variable: flag for script, _, variable, flag, _ in _all_settings(repo_root)
+             if script == "finetune.sh"}
+    presets = dict(item.split("=", 1) for item in bash_array(text, "LCQMC_SETTINGS"))
+    assert presets == {"MAX_SEQ_LENGTH": "64"}
+    for variable, value in presets.items():
+        assert str(run_lcqmc.DEFAULTS[table[variable]]) == value, variable
+    task = re.search(r"^LCQMC_TASK=(\w+)$", text, re.MULTILINE).group(1)
+    assert task == run_lcqmc.DEFAULTS["task"] == "pair"
+
+
+def clean_env(**settings):
+    """The caller's environment without any upper-case setting (PATH, HOME, LANG, TMPDIR kept)."""
     env = {key: value for key, value in os.environ.items()
            if not re.fullmatch(r"[A-Z_]+", key) or key in ("PATH", "HOME", "LANG", "TMPDIR")}
     env["PYTHON"] = sys.executable
-    done = subprocess.run(["bash", str(repo_root / "scripts" / script), "--dry_run", *args],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    env.update(settings)
+    return env
+
+
+def _run(repo_root, cwd, script, *args, **settings):
+    return subprocess.run(["bash", str(repo_root / "scripts" / script), *args], cwd=cwd,
+                          env=clean_env(**settings), capture_output=True, text=True, timeout=60)
+
+
+def _dry_run(repo_root, tmp_path, script, *args, **settings):
+    done = _run(repo_root, tmp_path, script, "--dry_run", *args, **settings)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
-@pytest.mark.parametrize("script,args", [
-    ("create_pretrain_data.sh", ["--input", "corpus.txt", "--vocab", "vocab.txt",
-                                 "--output_dir", "out", "--build_vocab", "never"]),
-    ("pretrain.sh", ["--input", "data/*.tfrecord", "--config", "c.json", "--output_dir", "o"]),
-])
-def test_a_dry_run_forwards_only_what_was_set(repo_root, tmp_path, script, args):
+def make_inputs(tmp_path):
+    """What the scripts' dry runs check for: a vocab, LCQMC-format data, a checkpoint dir."""
     (tmp_path / "vocab.txt").write_text("[PAD]\n", encoding="utf-8")
+    (tmp_path / "lcqmc").mkdir()
+    for split in ("train", "dev", "test"):
+        (tmp_path / "lcqmc" / f"{split}.txt").write_text("a\tb\t1\n", encoding="utf-8")
+    (tmp_path / "after").mkdir()
+    (tmp_path / "after" / "checkpoint").write_text("", encoding="utf-8")
+
+
+# The arguments of a dry run of each script outside its demo, and the settings they give.
+DRY_RUNS = {
+    "create_pretrain_data.sh": (["--input", "corpus.txt", "--vocab", "vocab.txt",
+                                 "--output_dir", "out", "--build_vocab", "never"], set()),
+    "pretrain.sh": (["--input", "data/*.tfrecord", "--config", "c.json", "--output_dir", "o"],
+                    set()),
+    "finetune.sh": (["--data_dir", "lcqmc", "--after", "after"], {"data_dir"}),
+}
+
+
+@pytest.mark.parametrize("script", sorted(DRY_RUNS))
+def test_a_dry_run_forwards_only_what_was_set(repo_root, tmp_path, script):
+    make_inputs(tmp_path)
+    args, given = DRY_RUNS[script]
     command = _dry_run(repo_root, tmp_path, script, *args)
     forwarded = set(re.findall(r"--(?:no)?([a-z_]+)", command))
-    flags = {flag for _, _, _, flag, _ in _all_settings(repo_root)}
-    assert not forwarded & flags, f"{script} forwards {forwarded & flags} nobody set:\n{command}"
+    flags = {flag for name, _, _, flag, _ in _all_settings(repo_root) if name == script}
+    assert not (forwarded & flags) - given, \
+        f"{script} forwards {(forwarded & flags) - given} nobody set:\n{command}"
     # ... and forwards a setting once it is set (the table is wired up).
     command = _dry_run(repo_root, tmp_path, script, *args, "--max_seq_length", "77")
     assert "--max_seq_length=77" in command
+
+
+def test_lcqmc_dry_run_forwards_its_presets_and_what_was_set(repo_root, tmp_path):
+    make_inputs(tmp_path)
+    args = ["--lcqmc_dir", "lcqmc", "--after", "after"]
+    command = _dry_run(repo_root, tmp_path, "lcqmc_finetune.sh", *args)
+    forwarded = set(re.findall(r"--(?:no)?([a-z_]+)", command))
+    flags = {flag for name, _, _, flag, _ in _all_settings(repo_root) if name == "finetune.sh"}
+    assert forwarded & flags == {"task", "data_dir", "max_seq_length", "output_dir"}, command
+    assert "--task=pair" in command and "--max_seq_length=64" in command
+    for given in (["--max_seq_length", "77"], ["--max_seq_length=77"]):
+        assert "--max_seq_length=77" in _dry_run(repo_root, tmp_path, "lcqmc_finetune.sh",
+                                                 *args, *given)
+    command = _dry_run(repo_root, tmp_path, "lcqmc_finetune.sh", *args, MAX_SEQ_LENGTH="77")
+    assert "--max_seq_length=77" in command and "--max_seq_length=64" not in command
 
 
 def test_the_makefile_repeats_no_script_setting(repo_root):
@@ -97,3 +207,165 @@ def test_the_makefile_repeats_no_script_setting(repo_root):
     variables = {variable for _, _, variable, _, _ in _all_settings(repo_root)}
     variables |= {"LCQMC_DIR", "BEFORE", "AFTER", "CONFIG", "VOCAB", "OUT", "INPUT", "OUTPUT_DIR"}
     assert not assigned & variables, f"the Makefile sets {assigned & variables}"
+
+
+# ---- one vocabulary ----------------------------------------------------------------------------
+
+def forwardings(text):
+    """[(VARIABLE, flag)]: `--flag="${VAR}"` (to a Python tool) and `--option "${VAR}"` (to
+    another script) where the whole value is one variable."""
+    to_tools = re.findall(r'--([a-z_]+)="\$\{([A-Z_]+)\}"', text)
+    to_scripts = re.findall(r'--([a-z_]+) "\$\{([A-Z_]+)\}"', text)
+    return ([(variable, flag) for flag, variable in to_tools],
+            [(variable, option) for option, variable in to_scripts])
+
+
+def test_one_name_per_setting_in_every_script(repo_root):
+    """A tunable setting has one name everywhere (its flag decides which); a stage prefix is the
+    only variation; no script still uses an old name outside its alias table."""
+    seen = {}  # Python flag -> {(script, variable)}
+    for script, _, variable, flag, _ in _all_settings(repo_root):
+        seen.setdefault(flag, set()).add((script, variable))
+    script_options = []
+    for script in SCRIPTS:
+        to_tools, to_scripts = forwardings(_script_text(repo_root, script))
+        for variable, flag in to_tools:
+            seen.setdefault(flag, set()).add((script, variable))
+        script_options += [(script, variable, option) for variable, option in to_scripts]
+    names_of = {flag: name for name, flag in VOCABULARY.items()}
+    for flag, users in seen.items():
+        for script, variable in users:
+            if flag in names_of:
+                assert stem(variable) == names_of[flag], (
+                    f"{script}: {variable} sets --{flag}; its name is {names_of[flag]}")
+            if stem(variable) in VOCABULARY:
+                assert flag == VOCABULARY[stem(variable)], (
+                    f"{script}: {variable} sets --{flag}, not --{VOCABULARY[stem(variable)]}")
+    assert {"learning_rate", "num_warmup_steps", "warmup_proportion", "random_seed",
+            "max_seq_length", "train_batch_size", "num_train_epochs"} <= set(seen)
+    # A script calling another passes a setting to the option of the same name.
+    for script, variable, option in script_options:
+        if option.upper() in VOCABULARY:
+            assert stem(variable) == option.upper(), f"{script}: --{option} \"${{{variable}}}\""
+    assert len(script_options) >= 10
+    # Old names live only in the alias tables.
+    old_names = {old for script in SCRIPTS
+                 for old in deprecated_aliases(_script_text(repo_root, script))}
+    assert {"LR", "WARMUP", "RANDOM_SEED", "PRETRAIN_LR", "FINETUNE_LR"} <= old_names
+    for script in SCRIPTS:
+        text = _script_text(repo_root, script)
+        body = re.sub(r"^DEPRECATED_SETTINGS=\([^)]*\)", "", text, flags=re.MULTILINE)
+        for old in old_names:
+            assert not re.search(rf"\b{old}\b", body), f"{script} still uses {old}"
+
+
+def help_options(repo_root, script):
+    """[(option, VARIABLE)] from the `--option ARG  VARIABLE  ...` lines of the script's --help."""
+    done = _run(repo_root, repo_root, script, "--help")
+    assert done.returncode == 0, done.stderr
+    return re.findall(r"^\s+--([a-z_]+) \S+\s+([A-Z][A-Z_]+)\s", done.stdout, re.MULTILINE)
+
+
+@pytest.mark.parametrize("script", ["create_pretrain_data.sh", "pretrain.sh", "finetune.sh",
+                                    "lcqmc_finetune.sh"])
+def test_each_option_is_its_variable_in_lower_case(repo_root, script):
+    options = help_options(repo_root, script)
+    assert len(options) >= 10
+    for option, variable in options:
+        assert option.upper() == variable, f"{script}: --{option} sets {variable}"
+
+
+def _alias_cases(repo_root):
+    """(script, OLD, NEW, dry-run arguments, value) for every alias of every script."""
+    args = {"create_pretrain_data.sh": DRY_RUNS["create_pretrain_data.sh"][0],
+            "pretrain.sh": DRY_RUNS["pretrain.sh"][0],
+            "lcqmc_finetune.sh": ["--lcqmc_dir", "lcqmc", "--after", "after"],
+            "lcqmc_experiment.sh": ["roberta"], "demo.sh": []}
+    cases = []
+    for script in SCRIPTS:
+        for old, new in deprecated_aliases(_script_text(repo_root, script)).items():
+            cases.append((script, old, new, args[script], "0.0123" if "LEARNING_RATE" in new
+                          or "PROPORTION" in new else "7741"))
+    return cases
+
+
+def _alias_env(tmp_path):
+    """Settings that let the dry runs of lcqmc_experiment.sh and demo.sh pass their checks."""
+    return dict(LCQMC_DIR=str(tmp_path / "lcqmc"), VOCAB=str(tmp_path / "vocab.txt"),
+                RUNS=str(tmp_path / "runs"), DEMO_DIR=str(tmp_path / "demo"))
+
+
+def test_every_script_with_old_names_has_an_alias_table(repo_root):
+    cases = _alias_cases(repo_root)
+    assert {(script, old) for script, old, _, _, _ in cases} >= {
+        ("pretrain.sh", "LR"), ("pretrain.sh", "WARMUP"),
+        ("create_pretrain_data.sh", "RANDOM_SEED"),
+        ("lcqmc_finetune.sh", "WARMUP"), ("lcqmc_experiment.sh", "PRETRAIN_WARMUP"),
+        ("lcqmc_experiment.sh", "PRETRAIN_LR"), ("lcqmc_experiment.sh", "FINETUNE_LR"),
+        ("lcqmc_experiment.sh", "PRETRAIN_BATCH"), ("lcqmc_experiment.sh", "FINETUNE_EXAMPLES"),
+        ("demo.sh", "PRETRAIN_LR"), ("demo.sh", "FINETUNE_LR"),
+        ("demo.sh", "PRETRAIN_SEQ_LENGTH"), ("demo.sh", "FINETUNE_SEQ_LENGTH")}
+    assert not deprecated_aliases(_script_text(repo_root, "finetune.sh"))  # new: no old names
+
+
+def test_each_deprecated_variable_warns_once_and_does_what_the_new_name_does(repo_root, tmp_path):
+    make_inputs(tmp_path)
+    env = _alias_env(tmp_path)
+    for script, old, new, args, value in _alias_cases(repo_root):
+        with_new = _run(repo_root, tmp_path, script, "--dry_run", *args, **env, **{new: value})
+        with_old = _run(repo_root, tmp_path, script, "--dry_run", *args, **env, **{old: value})
+        assert with_new.returncode == with_old.returncode == 0, (script, old, with_old.stderr)
+        assert with_old.stdout == with_new.stdout, f"{script}: {old} does not act as {new}"
+        assert value in with_new.stdout, f"{script}: {new}={value} is not forwarded"
+        assert with_new.stderr == ""
+        assert with_old.stderr.splitlines() == [
+            f"{script}: warning: {old} is deprecated; use {new}"], with_old.stderr
+
+
+@pytest.mark.parametrize("script", ["create_pretrain_data.sh", "pretrain.sh", "lcqmc_finetune.sh"])
+def test_each_deprecated_option_warns_once_and_does_what_the_new_option_does(repo_root, tmp_path,
+                                                                            script):
+    make_inputs(tmp_path)
+    cases = [case for case in _alias_cases(repo_root) if case[0] == script]
+    assert cases
+    for _, old, new, args, value in cases:
+        for form in ("separate", "joined"):
+            def option(name):
+                flag = f"--{name.lower()}"
+                return [f"{flag}={value}"] if form == "joined" else [flag, value]
+            with_new = _run(repo_root, tmp_path, script, "--dry_run", *args, *option(new))
+            with_old = _run(repo_root, tmp_path, script, "--dry_run", *args, *option(old))
+            assert with_new.returncode == with_old.returncode == 0, (old, with_old.stderr)
+            assert shlex.split(with_old.stdout) == shlex.split(with_new.stdout)
+            assert value in with_new.stdout and with_new.stderr == ""
+            assert with_old.stderr.splitlines() == [
+                f"{script}: warning: --{old.lower()} is deprecated; use --{new.lower()}"]
+
+
+def test_the_new_name_wins_over_the_old_one(repo_root, tmp_path):
+    make_inputs(tmp_path)
+    command = _dry_run(repo_root, tmp_path, "pretrain.sh", *DRY_RUNS["pretrain.sh"][0],
+                       LR="1e-3", LEARNING_RATE="2e-3")
+    assert "--learning_rate=2e-3" in command and "1e-3" not in command
+    command = _dry_run(repo_root, tmp_path, "pretrain.sh", *DRY_RUNS["pretrain.sh"][0],
+                       "--learning_rate", "3e-3", LR="1e-3")
+    assert "--learning_rate=3e-3" in command and "1e-3" not in command
+
+
+def test_the_experiment_uses_max_seq_length_for_data_and_fine_tuning(repo_root, tmp_path):
+    make_inputs(tmp_path)
+    lines = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", "span", MAX_SEQ_LENGTH="48",
+                     SEEDS="3,4", **_alias_env(tmp_path)).splitlines()
+    commands = [shlex.split(line) for line in lines if not line.startswith("#")]
+    by_module = {}
+    for command in commands:
+        by_module.setdefault(command[2], []).append(command[3:])
+    (data,) = by_module["data_gen.create_pretraining_data"]
+    assert "--max_seq_length=48" in data
+    finetunes = by_module["finetune.compare"]
+    assert len(finetunes) == 4  # random init and pretrained, for each of the two seeds
+    for flags in finetunes:
+        assert "--max_seq_length=48" in flags and "--task=pair" in flags
+    assert sorted(flag for flags in finetunes for flag in flags if "random_seed" in flag) == [
+        "--random_seed=3", "--random_seed=3", "--random_seed=4", "--random_seed=4"]
+    assert not (tmp_path / "runs").exists()  # a dry run writes nothing
