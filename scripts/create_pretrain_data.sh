@@ -27,21 +27,8 @@ VOCAB_SETTINGS=(VOCAB_SIZE:vocab_size DO_LOWER_CASE:do_lower_case)
 # Old names, OLD:NEW: still read (environment and --old option), with a warning.
 DEPRECATED_SETTINGS=(RANDOM_SEED:SEED)
 SCRIPT_NAME="create_pretrain_data.sh"
-deprecated() { echo "${SCRIPT_NAME}: warning: $1 is deprecated; use $2" >&2; }
-deprecated_help() {
-  local pair old new
-  for pair in "${DEPRECATED_SETTINGS[@]}"; do
-    old="${pair%%:*}"; new="${pair#*:}"
-    printf '  %-30s -> %s\n' "${old} (--${old,,})" "${new} (--${new,,})"
-  done
-}
-for pair in "${DEPRECATED_SETTINGS[@]}"; do
-  old="${pair%%:*}"; new="${pair#*:}"
-  if [[ -n "${!old:-}" ]]; then
-    deprecated "${old}" "${new}"
-    [[ -n "${!new:-}" ]] || declare "${new}=${!old}"
-  fi
-done
+source "${SCRIPT_DIR}/settings.sh"
+apply_deprecated_settings
 for pair in "${GENERATION_SETTINGS[@]}" "${VOCAB_SETTINGS[@]}"; do
   variable="${pair%%:*}"; declare "${variable}=${!variable:-}"
 done

@@ -13,14 +13,8 @@ SCRIPT_NAME="demo.sh"
 DEPRECATED_SETTINGS=(PRETRAIN_SEQ_LENGTH:PRETRAIN_MAX_SEQ_LENGTH
   PRETRAIN_PREDICTIONS:PRETRAIN_MAX_PREDICTIONS PRETRAIN_LR:PRETRAIN_LEARNING_RATE
   FINETUNE_LR:FINETUNE_LEARNING_RATE FINETUNE_SEQ_LENGTH:FINETUNE_MAX_SEQ_LENGTH)
-deprecated() { echo "${SCRIPT_NAME}: warning: $1 is deprecated; use $2" >&2; }
-for pair in "${DEPRECATED_SETTINGS[@]}"; do
-  old="${pair%%:*}"; new="${pair#*:}"
-  if [[ -n "${!old:-}" ]]; then
-    deprecated "${old}" "${new}"
-    [[ -n "${!new:-}" ]] || declare "${new}=${!old}"
-  fi
-done
+source "${SCRIPT_DIR}/settings.sh"
+apply_deprecated_settings
 
 DEMO_DIR="${DEMO_DIR:-${REPO_ROOT}/output/demo}"
 CONFIG="${CONFIG:-${REPO_ROOT}/configs/demo_tiny_bert.json}"

@@ -14,14 +14,8 @@ SCRIPT_NAME="lcqmc_experiment.sh"
 DEPRECATED_SETTINGS=(PRETRAIN_WARMUP:PRETRAIN_WARMUP_STEPS PRETRAIN_BATCH:PRETRAIN_BATCH_SIZE
   PRETRAIN_LR:PRETRAIN_LEARNING_RATE FINETUNE_LR:FINETUNE_LEARNING_RATE
   FINETUNE_EXAMPLES:FINETUNE_MAX_TRAIN_EXAMPLES)
-deprecated() { echo "${SCRIPT_NAME}: warning: $1 is deprecated; use $2" >&2; }
-for pair in "${DEPRECATED_SETTINGS[@]}"; do
-  old="${pair%%:*}"; new="${pair#*:}"
-  if [[ -n "${!old:-}" ]]; then
-    deprecated "${old}" "${new}"
-    [[ -n "${!new:-}" ]] || declare "${new}=${!old}"
-  fi
-done
+source "${SCRIPT_DIR}/settings.sh"
+apply_deprecated_settings
 
 LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
 VOCAB="${VOCAB:-${REPO_ROOT}/../shared/data/vocab/bert_chinese_vocab.txt}"

@@ -19,22 +19,8 @@ LCQMC_SETTINGS=(MAX_SEQ_LENGTH=64)
 LCQMC_PATHS=(AFTER="${REPO_ROOT}/output/demo/pretrain" OUT="${REPO_ROOT}/results/lcqmc")
 # Old names, OLD:NEW: still read (environment and --old option), with a warning.
 DEPRECATED_SETTINGS=(WARMUP:WARMUP_PROPORTION)
-deprecated() { echo "${SCRIPT_NAME}: warning: $1 is deprecated; use $2" >&2; }
-deprecated_help() {
-  local pair old new
-  for pair in "${DEPRECATED_SETTINGS[@]}"; do
-    old="${pair%%:*}"; new="${pair#*:}"
-    printf '  %-30s -> %s\n' "${old} (--${old,,})" "${new} (--${new,,})"
-  done
-}
-for pair in "${DEPRECATED_SETTINGS[@]}"; do
-  old="${pair%%:*}"; new="${pair#*:}"
-  if [[ -n "${!old:-}" ]]; then
-    deprecated "${old}" "${new}"
-    # finetune.sh reads the new name from the environment.
-    [[ -n "${!new:-}" ]] || export "${new}=${!old}"
-  fi
-done
+source "${SCRIPT_DIR}/settings.sh"
+apply_deprecated_settings
 
 usage() {
   cat <<EOF

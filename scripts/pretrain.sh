@@ -20,21 +20,8 @@ TRAINING_SETTINGS=(STEPS:num_train_steps WARMUP_STEPS:num_warmup_steps BATCH_SIZ
 # Old names, OLD:NEW: still read (environment and --old option), with a warning.
 DEPRECATED_SETTINGS=(LR:LEARNING_RATE WARMUP:WARMUP_STEPS)
 SCRIPT_NAME="pretrain.sh"
-deprecated() { echo "${SCRIPT_NAME}: warning: $1 is deprecated; use $2" >&2; }
-deprecated_help() {
-  local pair old new
-  for pair in "${DEPRECATED_SETTINGS[@]}"; do
-    old="${pair%%:*}"; new="${pair#*:}"
-    printf '  %-30s -> %s\n' "${old} (--${old,,})" "${new} (--${new,,})"
-  done
-}
-for pair in "${DEPRECATED_SETTINGS[@]}"; do
-  old="${pair%%:*}"; new="${pair#*:}"
-  if [[ -n "${!old:-}" ]]; then
-    deprecated "${old}" "${new}"
-    [[ -n "${!new:-}" ]] || declare "${new}=${!old}"
-  fi
-done
+source "${SCRIPT_DIR}/settings.sh"
+apply_deprecated_settings
 for pair in "${TRAINING_SETTINGS[@]}"; do variable="${pair%%:*}"; declare "${variable}=${!variable:-}"; done
 # The demo: used when no --input/INPUT is given, for the settings left empty.
 DEMO_PATHS=(CONFIG="${REPO_ROOT}/configs/demo_tiny_bert.json"
