@@ -1,7 +1,7 @@
 """The LCQMC file format, parsed once: `text_a<TAB>text_b<TAB>label` lines.
 
 Used by data_gen.lcqmc_to_docs (pairs -> a pretraining corpus) and by
-finetune.lcqmc_data (pairs -> classifier features); finetune imports it
+finetune.formats (format `lcqmc`, pairs -> the pair task); finetune imports it
 from data_gen, the stage that owns text processing.
 
 Rules: UTF-8, a BOM on line 1 is dropped, "\\r\\n" line ends are accepted.
@@ -16,7 +16,7 @@ Conditions (fine-tuning a conditional-LayerNorm model, read with
 kept as text in `Pair.condition` (a 4-field header is skipped too).
 `parse_condition` turns it into C floats: one integer class id in [0, C)
 (a one-hot vector) or C comma-separated numbers. Which lines need one is the
-caller's rule (finetune.lcqmc_data); lcqmc_to_docs reads the texts and
+caller's rule (finetune.tasks.classification.parse_conditions); lcqmc_to_docs reads the texts and
 ignores the condition.
 """
 import dataclasses

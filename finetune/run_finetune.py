@@ -34,7 +34,7 @@ from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
 from data_gen.tokenization import FullTokenizer
 from finetune import features as records
-from finetune import formats, metrics, tasks
+from finetune import metrics, tasks
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
@@ -287,13 +287,19 @@ def run(settings, log_fn=print):
     selection_metric = settings["selection_metric"] or metrics.DEFAULT_SELECTION_METRIC[
         task.metric_kind]
     splits = _load_splits(task, files, settings, log_fn)
-    labels = task.label_list(splits["train"].examples, settings)
+    labels = task.label_list(splits["train"].examples, settings, splits["train"].path)
     if len(labels) < 2 and task.metric_kind == "classification":
         raise SettingsError(f"{files['train']}: only one label ({labels}) in the training data: "
                             "a classifier needs at least two")
     unseen = {split.name: task.check_labels(split.examples, labels, split.path,
                                             settings["allow_unseen_labels"])
-              for split in splits.values() if split.name != "train"}
+              for split in splits.values()}
+    ill_formed = getattr(task, "sequence_problems", {})
+    for split in splits.values():
+        if ill_formed.get(split.path):
+            log_fn(f"{split.path}: {ill_formed[split.path]} ill-formed tag transition(s) in the "
+                   f"{task.scheme} scheme (e.g. an E- with no B- before it); entities are read "
+                   "as conlleval reads them")
     prepare_output_dir(settings)
     output_dir = settings["output_dir"]
     description = task.description(labels, settings)
@@ -361,7 +367,8 @@ def run(settings, log_fn=print):
         "dev_curve": listener.curve, "collapsed": collapse["collapsed"], "collapse": collapse,
         "data": {split.name: {"file": os.path.abspath(split.path), "read": split.account,
                               "records": split.counts,
-                              "unseen_labels": unseen.get(split.name, {})}
+                              "unseen_labels": unseen.get(split.name, {}),
+                              "ill_formed_tag_transitions": ill_formed.get(split.path)}
                  for split in splits.values()},
         "wall_time_seconds": round(time.time() - started, 2),
         "dev_eval_seconds": round(listener.eval_seconds, 2),

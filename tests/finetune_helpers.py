@@ -1,4 +1,5 @@
-"""A tiny synthetic sentence-pair task and model config for fine-tuning tests.
+"""A tiny synthetic sentence-pair task and model config for fine-tuning tests, and small
+helpers for the files fine-tuning writes.
 
 Task: each sentence is three characters, one of them a "key" (甲乙丙丁) at a
 random position, the others fillers; label 1 iff sentence a carries 甲 AND
@@ -43,7 +44,8 @@ def pairs(count, rng):
 
 
 def write_task(folder, sizes=(("train", 1600), ("dev", 200), ("test", 200)), seed=7):
-    """Writes train/dev/test.txt, vocab.txt and bert_config.json into folder."""
+    """Writes train/dev/test.txt (LCQMC lines: text_a<TAB>text_b<TAB>label, no header),
+    vocab.txt and bert_config.json into folder."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for split, count in sizes:
@@ -71,9 +73,9 @@ _TRAINED_RUN = {}
 
 
 def trained_run(tmp_path_factory):
-    """One fine-tuning run from random initialisation, shared by every test module
-    of the pytest process (about 20 s). Returns (task, run_dir, results, messages).
-    Callers must not modify run_dir."""
+    """One fine-tuning run (finetune.run_lcqmc, i.e. run_finetune's pair task) from random
+    initialisation, shared by every test module of the pytest process (about 20 s).
+    Returns (task, run_dir, results, messages). Callers must not modify run_dir."""
     if "run" not in _TRAINED_RUN:
         folder = tmp_path_factory.mktemp("finetune")
         task = write_task(folder / "task")
@@ -83,3 +85,17 @@ def trained_run(tmp_path_factory):
         results = run_lcqmc.run(fast_settings(task, folder / "run"), log_fn=messages.append)
         _TRAINED_RUN["run"] = (task, folder / "run", results, messages)
     return _TRAINED_RUN["run"]
+
+
+def read_jsonl(path):
+    """The objects of a JSON-lines file (e.g. test_predictions.jsonl), in file order."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_eval_results(path):
+    """{key: value as written} of an eval_results.txt (`key = value` lines, sorted)."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert lines == sorted(lines), lines
+    return dict(line.split(" = ", 1) for line in lines)

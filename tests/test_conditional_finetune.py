@@ -1,9 +1,10 @@
 """Fine-tuning a conditional-LayerNorm model: the 4th LCQMC field, its features, a run.
 
 A config with layer_norm_cond_size = C reads `text_a<TAB>text_b<TAB>label<TAB>COND`
-(COND: a class id in [0, C) or C comma-separated numbers) into the float32
-feature `condition` [B, C]; without the field everything is as before the
-option existed (golden fingerprints taken at commit bd92907).
+(COND: a class id in [0, C) or C comma-separated numbers; finetune.formats keeps it
+as text, finetune.tasks.classification.parse_conditions checks it) into the float32
+feature `condition` [B, C]; without the field a plain model's records are byte for
+byte those written before the option existed (commit bd92907).
 """
 import hashlib
 import json
@@ -17,9 +18,12 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from data_gen import lcqmc_format
-from finetune import lcqmc_data, run_lcqmc
-from finetune.classifier import model_fn_builder
-from finetune_helpers import FILLERS, KEYS, SPECIALS, TINY_CONFIG, fast_settings
+from data_gen.tokenization import FullTokenizer
+from finetune import features, formats, run_lcqmc, tasks
+from finetune.model_fn import model_fn_builder
+from finetune.tasks.base import TaskDataError
+from finetune.tasks.classification import encode_texts, parse_conditions
+from finetune_helpers import FILLERS, KEYS, SPECIALS, TINY_CONFIG, fast_settings, read_jsonl
 from pretrain.modeling import BertConfig
 
 COND_CONFIG = dict(TINY_CONFIG, layer_norm_cond_size=2)
@@ -62,6 +66,12 @@ def test_parse_condition_errors_say_what_is_expected(text, size, message):
     assert message in str(error.value)
 
 
+def read_with_conditions(path, condition_size, log_fn=lambda m: None, **kwargs):
+    """finetune's reading of an LCQMC-style file and its conditions: (examples, conditions)."""
+    examples, _ = formats.read_text_examples(path, "pair", log_fn=log_fn, **kwargs)
+    return examples, parse_conditions(examples, path, condition_size)
+
+
 def test_read_pairs_with_conditions(tmp_path):
     path = write(tmp_path / "train.txt", [
         "text_a\ttext_b\tlabel\tcondition\r\n",   # 1: header
@@ -71,12 +81,12 @@ def test_read_pairs_with_conditions(tmp_path):
         "丙\t丁\t0\t 1 \n",                         # 5: class id, spaces
     ])
     messages = []
-    examples, report = lcqmc_data.read_pairs(path, log_fn=messages.append, condition_size=3)
-    assert [(e.guid, e.label, e.condition) for e in examples] == [
-        ("train-2", 1, (0.0, 0.0, 1.0)), ("train-3", 0, (0.5, 0.0, -1.0)),
-        ("train-5", 0, (0.0, 1.0, 0.0))]
-    assert report.header_skipped and [line for line, _ in report.malformed] == [4]
+    examples, conditions = read_with_conditions(path, 3, log_fn=messages.append,
+                                                format="lcqmc")
+    assert [(e.line, e.label, c) for e, c in zip(examples, conditions)] == [
+        (2, "1", (0.0, 0.0, 1.0)), (3, "0", (0.5, 0.0, -1.0)), (5, "0", (0.0, 1.0, 0.0))]
     assert f"{path}:4: malformed line skipped: expected 3 or 4 tab-separated fields" in messages[0]
+    assert "dropped: malformed=1" in messages[-1] and "header_lines=1" in messages[-1]
 
 
 @pytest.mark.parametrize("lines, size, message", [
@@ -88,58 +98,70 @@ def test_read_pairs_with_conditions(tmp_path):
                               "(layer_norm_cond_size=3)"),
     (["甲\t乙\t1\t1\n", "甲\t乙\t0\n", "甲\t乙\t0\n"], 2,
      ":2: no condition: the model config sets layer_norm_cond_size=2 (conditional LayerNorm), "
-     "so every line needs a 4th field: text_a<TAB>text_b<TAB>label<TAB>CONDITION, CONDITION "
-     "being a class id in [0, 2) or 2 comma-separated numbers [1 more line(s) with a "
-     "condition problem]"),
+     "so every example needs one: a class id in [0, 2) or 2 comma-separated numbers (the 4th "
+     "field of an LCQMC line, or a `condition` column) [1 more line(s) with a condition "
+     "problem]"),
     (["甲\t乙\t1\n", "甲\t乙\t0\t1\n"], None,
-     ":2: 4th field '1' (a condition) but the model config has no layer_norm_cond_size: to "
-     "condition the model, set layer_norm_cond_size to the condition width C in the model "
-     "config (--bert_config_file); otherwise keep 3 fields per line"),
+     ":2: a condition ('1') but the model config has no layer_norm_cond_size: to condition the "
+     "model, set layer_norm_cond_size to the condition width C in the model config "
+     "(--bert_config_file); otherwise drop the condition field"),
 ])
 def test_condition_errors_name_file_and_line(tmp_path, lines, size, message):
     path = write(tmp_path / "dev.txt", lines)
-    with pytest.raises(lcqmc_data.DataError) as error:
-        lcqmc_data.read_pairs(path, log_fn=lambda m: None, condition_size=size)
+    with pytest.raises(TaskDataError) as error:
+        read_with_conditions(path, size)  # the format is detected: lcqmc
     assert str(error.value) == path + message
 
 
 def test_conditional_cache_and_input_fn_carry_the_condition(tmp_path):
-    tokenizer = lcqmc_data.load_tokenizer(write_vocab(tmp_path))
+    tokenizer = FullTokenizer(write_vocab(tmp_path))
     data = write(tmp_path / "train.txt", ["甲天\t乙\t1\t1\n", "丙\t丁地\t0\t0.25,-2\n",
                                           "天\t地\t0\t0\n"])
-    path, info = lcqmc_data.build_cached_features(data, tokenizer, 8, str(tmp_path / "cache"),
-                                                  "train", log_fn=lambda m: None,
-                                                  condition_size=2)
-    assert info["key"]["condition_size"] == 2 and info["num_examples"] == 3
-    plain_key, _ = lcqmc_data.cache_key(data, tokenizer.vocab_file, 8, True, 0)
+    task = tasks.get_task("pair")
+    examples, _ = task.read(data, {}, True, lambda m: None)
+    records, _, counts = task.featurize(examples, tokenizer, 8, ["0", "1"], condition_size=2,
+                                        path=data)
+    lengths = features.record_lengths("sequence", 8, condition_size=2)
+    key, key_hash = features.cache_key(data, tokenizer.vocab_file, task="pair",
+                                       max_seq_length=8, condition_size=2)
+    path, info = features.cached_records("train", str(tmp_path / "cache"), key, key_hash,
+                                         lengths, lambda: (records, counts),
+                                         log_fn=lambda m: None)
+    assert info["key"]["condition_size"] == 2 and info["num_records"] == 3
+    plain_key, _ = features.cache_key(data, tokenizer.vocab_file, task="pair", max_seq_length=8,
+                                      condition_size=None)
     assert "condition_size" not in plain_key
     assert dict(info["key"], condition_size=None) != plain_key
     with tf.Graph().as_default():
-        fn = lcqmc_data.input_fn_builder(path, 8, batch_size=10, is_training=False,
-                                         condition_size=2)
-        features, labels = tf.data.make_one_shot_iterator(fn()).get_next()
-        assert features["condition"].dtype == tf.float32
-        assert features["condition"].shape.as_list() == [None, 2]
+        fn = features.input_fn_builder(path, lengths, batch_size=10, is_training=False)
+        batch, labels = tf.data.make_one_shot_iterator(fn()).get_next()
+        assert batch["condition"].dtype == tf.float32
+        assert batch["condition"].shape.as_list() == [None, 2]
         with tf.Session() as session:
-            features, labels = session.run((features, labels))
-    np.testing.assert_array_equal(features["condition"], [[0, 1], [0.25, -2], [1, 0]])
+            batch, labels = session.run((batch, labels))
+    np.testing.assert_array_equal(batch["condition"], [[0, 1], [0.25, -2], [1, 0]])
     assert list(labels) == [1, 0, 0]
-    expected, _ = lcqmc_data.convert_example(
-        lcqmc_data.PairExample("x", "丙", "丁地", 0, (0.25, -2.0)), tokenizer, 8)
-    assert list(features["input_ids"][1]) == expected["input_ids"]
+    assert list(batch["input_ids"][1]) == encode_texts(("丙", "丁地"), tokenizer, 8)[0]
+    # A plain model's records have no condition feature at all.
+    plain, _, _ = task.featurize(examples[:0], tokenizer, 8, ["0", "1"], path=data)
+    assert plain == [] and "condition" not in features.record_lengths("sequence", 8)
 
 
 # --- the non-conditional path is unchanged ---------------------------------------
 
-# Taken with this module's non_conditional_fingerprints() on the tree of commit
-# bd92907 (before conditions existed). Regenerate only for an intended change of
-# the plain classifier's cache or graph.
+# record_sha256 was taken with this module's non_conditional_fingerprints() on the
+# tree of commit bd92907 (before conditions existed): the plain records are still
+# byte-identical. The cache name, its sidecar and the graphs were regenerated when
+# finetune.features / finetune.model_fn replaced lcqmc_data / classifier (a new
+# cache key; the graphs lost only the unused argmax `predictions` and the label
+# reshape, checked against the old classifier at that change). Regenerate only for
+# an intended change of the plain classifier's cache or graph.
 GOLDEN = {
-    "record_file": "cache/train.05f7bfb478dc9936.tfrecord",
+    "record_file": "cache/train.7dda27fb18ee2e77.tfrecord",
     "record_sha256": "61afda44e75e50ba6eec3fc64f1570ae896de835cf9026fe15b087dd7ba3d4d9",
-    "info_sha256": "bf6fdd292c0cac00e058bda421744139a1794de1cc2d2d2ee8999fff88589f41",
-    "train_graph": "95fe881f6672b87eab001dc4fc9c6534ee75d4f9b605a595653bbf5bc86c8003",
-    "predict_graph": "96fd4579b158a1ae472bbed72a00a9e491ec4998d02424fa1cd8ab65a0f3f6b5",
+    "info_sha256": "c9789d94bff60d602c0648c77affad57bf09ee86ce63b11486e1fca0d503f522",
+    "train_graph": "ffbaa2d01dea520ea225be33a01752af13562c5da011cdcacd0b50b0db6aac32",
+    "predict_graph": "fa0f38560741e0e6b1719c923bb52835be36e3d28da8f169c0e2154ee67baefd",
 }
 
 
@@ -166,33 +188,40 @@ def classifier_graph(record_path, config, mode, condition_size=None):
     """input_fn -> model_fn graph as the Estimator builds it, for one mode."""
     training = mode == tf.estimator.ModeKeys.TRAIN
     with tf.Graph().as_default() as graph:
-        fn = lcqmc_data.input_fn_builder(record_path, 10, 4, is_training=training, seed=3,
-                                         condition_size=condition_size)
+        lengths = features.record_lengths("sequence", 10, condition_size)
+        fn = features.input_fn_builder(record_path, lengths, 4, is_training=training, seed=3)
         # As the Estimator does (a one-shot iterator would add a randomly named function).
-        features, labels = tf.data.make_initializable_iterator(fn()).get_next()
-        model_fn = model_fn_builder(BertConfig.from_dict(config), None, 1e-3, 10, 1)
-        model_fn(features, labels if training else None, mode)
+        batch, labels = tf.data.make_initializable_iterator(fn()).get_next()
+        model_fn = model_fn_builder(tasks.get_task("pair"), BertConfig.from_dict(config), 2,
+                                    None, 1e-3, 10, 1)
+        model_fn(batch, labels if training else None, mode)
     return graph
 
 
 def non_conditional_fingerprints(folder):
-    """Builds a plain (no condition) feature cache and the TRAIN / PREDICT classifier
-    graphs in `folder` (relative paths, so the graphs do not depend on where it is).
-    Returns {name: fingerprint} as in GOLDEN."""
+    """Builds a plain (no condition) feature cache as run_finetune does and the TRAIN /
+    PREDICT classifier graphs in `folder` (relative paths, so the graphs do not depend
+    on where it is). Returns {name: fingerprint} as in GOLDEN."""
     previous = os.getcwd()
     os.chdir(folder)
     try:
         write("train.txt", ["text_a\ttext_b\tlabel\r\n", "甲天地\t乙山水\t1\r\n",
                             "丙人\t丁火木天\t0\n", "天地人山水火木甲\t乙\t1"])
-        tokenizer = lcqmc_data.load_tokenizer(write_vocab(pathlib.Path(".")))
-        path, _ = lcqmc_data.build_cached_features("train.txt", tokenizer, 10, "cache", "train",
-                                                   log_fn=lambda m: None)
+        tokenizer = FullTokenizer(write_vocab(pathlib.Path(".")))
+        task = tasks.get_task("pair")
+        examples, _ = task.read("train.txt", {}, True, lambda m: None)
+        labels = task.label_list(examples, {})
+        key, key_hash = features.cache_key(
+            "train.txt", tokenizer.vocab_file, task="pair", labels=labels, max_seq_length=10,
+            do_lower_case=True, examples=len(examples), condition_size=None)
+        path, _ = features.cached_records(
+            "train", "cache", key, key_hash, features.record_lengths("sequence", 10),
+            lambda: task.featurize(examples, tokenizer, 10, labels, path="train.txt")[::2],
+            log_fn=lambda m: None)
         with open(path, "rb") as f:
             record_sha = hashlib.sha256(f.read()).hexdigest()
         with open(path + ".json", encoding="utf-8") as f:
             info = json.load(f)
-        info.update(data_file=os.path.basename(info["data_file"]),
-                    vocab_file=os.path.basename(info["vocab_file"]))
         info_sha = hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest()
         graphs = {f"{name}_graph": graph_fingerprint(classifier_graph(path, TINY_CONFIG, mode))
                   for name, mode in (("train", tf.estimator.ModeKeys.TRAIN),
@@ -214,6 +243,8 @@ def test_non_conditional_cache_and_graphs_are_unchanged(tmp_path, monkeypatch):
         classifier_graph(GOLDEN["record_file"], TINY_CONFIG, predict, condition_size=2)
     with pytest.raises(ValueError, match="pass condition=.B, 2. float32"):
         classifier_graph(GOLDEN["record_file"], COND_CONFIG, predict)
+
+
 # --- a conditional fine-tuning run ---------------------------------------------------
 
 def write_condition_task(folder, seed=11):
@@ -247,14 +278,19 @@ def test_conditional_finetuning_learns_a_task_only_the_condition_explains(tmp_pa
     settings = fast_settings(task, tmp_path / "run", max_seq_length=8, train_batch_size=32,
                              eval_batch_size=100, num_train_epochs=4, eval_every_steps=20)
     results = run_lcqmc.run(settings, log_fn=lambda m: None)
-    assert results["examples"] == {"train": 320, "dev": 100, "test": 100}
+    assert {split: data["read"]["used"] for split, data in results["data"].items()} == {
+        "train": 320, "dev": 100, "test": 100}
     assert results["dev_curve"][0]["step"] == 0 and results["dev_curve"][0]["accuracy"] < 0.7
     assert results["dev_accuracy"] == 1.0 and results["test_accuracy"] == 1.0
-    with open(tmp_path / "run" / "test_predictions.tsv", encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f]
-    assert rows[0][-1] == "condition" and len(rows) == 101
-    # The test conditions were written as ids and as vectors; both come back as vectors.
-    assert all(row[6] == ("0,1" if row[3] == "1" else "1,0") for row in rows[1:])
+    # Each prediction carries the condition the model was given: the test conditions were
+    # written as ids and as vectors; both come back as vectors.
+    with open(tmp_path / "task" / "test.txt", encoding="utf-8") as f:
+        gold = [line.split("\t")[2] for line in f]
+    predictions = read_jsonl(tmp_path / "run" / "test_predictions.jsonl")
+    assert [p["line"] for p in predictions] == list(range(1, 101))
+    assert all(p["condition"] == ([0.0, 1.0] if gold[p["line"] - 1] == "1" else [1.0, 0.0])
+               for p in predictions)
+    assert all(p["label"] == gold[p["line"] - 1] for p in predictions)
     reader = tf.train.load_checkpoint(str(tmp_path / "run" / "best"))
     shapes = reader.get_variable_to_shape_map()
     gamma = "bert/encoder/layer_1/output/LayerNorm/gamma_dense/kernel"
@@ -264,16 +300,16 @@ def test_conditional_finetuning_learns_a_task_only_the_condition_explains(tmp_pa
 def test_run_stops_on_a_missing_or_unexpected_condition(tmp_path):
     task = write_condition_task(tmp_path / "task")
     train = os.path.join(task["data_dir"], "train.txt")
-    with pytest.raises(lcqmc_data.DataError, match="train.txt:1: 4th field '.' .a condition. "
-                                                   "but the model config has no "
-                                                   "layer_norm_cond_size"):
-        plain = tmp_path / "plain.json"
-        plain.write_text(json.dumps(TINY_CONFIG), encoding="utf-8")
-        run_lcqmc.run(fast_settings(dict(task, bert_config_file=str(plain)), tmp_path / "a"))
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(TINY_CONFIG), encoding="utf-8")
+    with pytest.raises(TaskDataError, match="train.txt:1: a condition .'.'. but the model "
+                                            "config has no layer_norm_cond_size"):
+        run_lcqmc.run(fast_settings(dict(task, bert_config_file=str(plain)), tmp_path / "a"),
+                      log_fn=lambda m: None)
     with open(train, encoding="utf-8") as f:
         lines = f.readlines()
     lines[4] = lines[4].rsplit("\t", 1)[0] + "\n"
     write(train, lines)
-    with pytest.raises(lcqmc_data.DataError, match="train.txt:5: no condition: the model "
-                                                   "config sets layer_norm_cond_size=2"):
-        run_lcqmc.run(fast_settings(task, tmp_path / "b"))
+    with pytest.raises(TaskDataError, match="train.txt:5: no condition: the model config sets "
+                                            "layer_norm_cond_size=2"):
+        run_lcqmc.run(fast_settings(task, tmp_path / "b"), log_fn=lambda m: None)

@@ -1,5 +1,5 @@
-"""Fine-tuning end to end on a synthetic pair task, best-on-dev selection, results files."""
-import csv
+"""Fine-tuning end to end on a synthetic pair task (run_lcqmc: run_finetune's pair task),
+best-on-dev selection, results files."""
 import json
 import os
 import subprocess
@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 from finetune import run_lcqmc
 from finetune.best_checkpoint import DevEvaluationListener
 from pretrain.checkpoint_loading import CheckpointMismatchError
-from finetune_helpers import fast_settings, trained_run, write_task
+from finetune_helpers import fast_settings, read_jsonl, trained_run, write_task
 
 
 @pytest.fixture
@@ -27,7 +27,11 @@ def test_learns_the_synthetic_task(trained):
     assert results["test_accuracy"] > 0.9
     assert results["dev_curve"][0]["step"] == 0 and results["dev_curve"][0]["accuracy"] < 0.8
     assert results["num_train_steps"] == 300 and results["dev_curve"][-1]["step"] == 300
-    assert results["examples"] == {"train": 1600, "dev": 200, "test": 200}
+    assert {split: data["read"]["used"] for split, data in results["data"].items()} == {
+        "train": 1600, "dev": 200, "test": 200}
+    assert results["task"] == "pair" and results["labels"] == ["0", "1"]
+    assert results["data"]["train"]["read"]["format"] == "lcqmc"
+    assert results["collapsed"] is False
 
 
 def test_best_step_is_the_curve_maximum_and_best_dir_holds_it(trained):
@@ -39,11 +43,13 @@ def test_best_step_is_the_curve_maximum_and_best_dir_holds_it(trained):
     best_dir = run_dir / "best"
     assert tf.train.latest_checkpoint(str(best_dir)).endswith(f"model.ckpt-{results['best_step']}")
     assert json.loads((best_dir / "best.json").read_text())["step"] == results["best_step"]
-    assert (best_dir / "bert_config.json").is_file()
+    for name in ("bert_config.json", "vocab.txt", "task.json"):
+        assert (best_dir / name).read_bytes() == (run_dir / name).read_bytes()
+    assert json.loads((best_dir / "task.json").read_text())["labels"] == ["0", "1"]
     # The copied checkpoint really is the one saved at the best step.
     reader = tf.train.load_checkpoint(str(best_dir))
     assert reader.get_tensor("global_step") == results["best_step"]
-    assert reader.has_tensor("classifier/output_weights")
+    assert reader.get_variable_to_shape_map()["classifier/output_weights"] == [2, 32]
 
 
 def test_results_files_hold_the_printed_numbers(trained):
@@ -53,17 +59,24 @@ def test_results_files_hold_the_printed_numbers(trained):
     assert saved["test_accuracy"] == results["test_accuracy"]
     assert saved["dev_curve"] == results["dev_curve"]
     final = messages[-1]
-    assert f"best dev accuracy {saved['dev_accuracy']:.4f} at step {saved['best_step']}" in final
-    assert f"test accuracy {saved['test_accuracy']:.4f}" in final
+    assert final.startswith(f"best dev accuracy {saved['dev_accuracy']:.4f} at step "
+                            f"{saved['best_step']} of 300; test accuracy "
+                            f"{saved['test_accuracy']:.4f}")
     for point in saved["dev_curve"]:
-        assert any(m.startswith(f"step {point['step']}: dev accuracy {point['accuracy']:.4f}")
+        assert any(m.startswith(f"step {point['step']}: dev accuracy {point['accuracy']:.4f}, "
+                                f"macro_f1 {point['macro_f1']:.4f}, loss {point['loss']:.4f}")
                    for m in messages)
-    with open(run_dir / "test_predictions.tsv", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    assert len(rows) == 200 and "condition" not in rows[0]  # no condition column by default
-    correct = sum(row["label"] == row["prediction"] for row in rows)
+    rows = read_jsonl(run_dir / "test_predictions.jsonl")
+    assert len(rows) == 200 and all("condition" not in row for row in rows)  # plain model
+    with open(run_dir.parent / "task" / "test.txt", encoding="utf-8") as f:
+        gold = [line.rstrip("\n").split("\t")[2] for line in f]
+    assert [row["line"] for row in rows] == list(range(1, 201))  # input order
+    correct = sum(row["label"] == gold[row["line"] - 1] for row in rows)
     assert correct / len(rows) == pytest.approx(saved["test_accuracy"])
-    assert all((float(r["prob_paraphrase"]) > 0.5) == (r["prediction"] == "1") for r in rows)
+    for row in rows:
+        assert list(row["probabilities"]) == ["0", "1"]
+        assert sum(row["probabilities"].values()) == pytest.approx(1, abs=1e-5)
+        assert row["label"] == max(row["probabilities"], key=row["probabilities"].get)
 
 
 def test_init_from_a_finetuned_dir_uses_its_config_and_weights(trained, tmp_path):
@@ -73,6 +86,8 @@ def test_init_from_a_finetuned_dir_uses_its_config_and_weights(trained, tmp_path
                              num_train_epochs=1, eval_every_steps=100, learning_rate=1e-5)
     again = run_lcqmc.run(settings, log_fn=lambda m: None)
     assert again["bert_config_file"] == str(run_dir / "best" / "bert_config.json")
+    assert again["assets"] == {"config": "checkpoint", "vocab": "flag"}
+    assert again["data"]["train"]["read"]["limited_to"] == 64
     # Step 0 is evaluated before any update: the loaded weights alone score as before.
     assert again["dev_curve"][0]["step"] == 0
     assert again["dev_curve"][0]["accuracy"] == pytest.approx(results["dev_accuracy"])
@@ -96,39 +111,66 @@ def test_ignore_invalid_weights_starts_from_a_checkpoint_of_another_shape(traine
 
 
 class ScriptedEstimator:
-    """Stands in for an Estimator: evaluate() returns a fixed accuracy per step."""
+    """Stands in for an Estimator: the listener only reads its model_dir."""
 
-    def __init__(self, model_dir, accuracies):
+    def __init__(self, model_dir):
         self.model_dir = str(model_dir)
-        self.accuracies = accuracies
-        self.evaluated = []
 
-    def evaluate(self, input_fn, checkpoint_path, name):
-        step = int(checkpoint_path.rsplit("-", 1)[1])
-        self.evaluated.append(step)
-        return {"accuracy": self.accuracies[step], "mean_loss": 1.0 - self.accuracies[step]}
+
+def scripted_listener(tmp_path, scores, metric, messages, extra=()):
+    """A listener whose evaluate_fn returns scores[step] and records what it scored."""
+    for step in scores:
+        for suffix in ("index", "data-00000-of-00001", "meta"):
+            (tmp_path / f"model.ckpt-{step}.{suffix}").write_text(f"{step}")
+    evaluated = []
+
+    def evaluate(checkpoint):
+        step = int(checkpoint.rsplit("-", 1)[1])
+        evaluated.append(step)
+        return dict(scores[step], per_label={"not": "a float"})  # only floats reach the curve
+
+    listener = DevEvaluationListener(ScriptedEstimator(tmp_path), evaluate, str(tmp_path),
+                                     selection_metric=metric, log_fn=messages.append,
+                                     extra_best_files=extra)
+    return listener, evaluated
 
 
 def test_listener_keeps_the_first_best_checkpoint(tmp_path):
     accuracies = {0: 0.5, 100: 0.8, 200: 0.7, 300: 0.8, 400: 0.75}
-    for step in accuracies:
-        for suffix in ("index", "data-00000-of-00001", "meta"):
-            (tmp_path / f"model.ckpt-{step}.{suffix}").write_text(f"{step}")
-    estimator = ScriptedEstimator(tmp_path, accuracies)
-    listener = DevEvaluationListener(estimator, None, str(tmp_path), log_fn=lambda m: None)
+    scores = {step: {"accuracy": a, "loss": 1.0 - a} for step, a in accuracies.items()}
+    (tmp_path / "task.json").write_text("{}")
+    messages = []
+    listener, evaluated = scripted_listener(tmp_path, scores, "accuracy", messages,
+                                            extra=[str(tmp_path / "task.json"),
+                                                   str(tmp_path / "absent.json")])
     for step in list(accuracies) + [400]:  # the final save repeats the last step
         listener.after_save(None, step)
-    assert estimator.evaluated == [0, 100, 200, 300, 400]
-    assert [p["accuracy"] for p in listener.curve] == [0.5, 0.8, 0.7, 0.8, 0.75]
+    assert evaluated == [0, 100, 200, 300, 400]
+    assert listener.curve == [{"step": s, **scores[s]} for s in accuracies]
     assert listener.best["step"] == 100  # a later tie does not replace it
     best_files = sorted(os.listdir(tmp_path / "best"))
     assert best_files == ["best.json", "checkpoint", "model.ckpt-100.data-00000-of-00001",
-                          "model.ckpt-100.index", "model.ckpt-100.meta"]
+                          "model.ckpt-100.index", "model.ckpt-100.meta", "task.json"]
     assert (tmp_path / "best" / "model.ckpt-100.index").read_text() == "100"
+    assert json.loads((tmp_path / "best" / "best.json").read_text()) == dict(
+        listener.curve[1], checkpoint=str(tmp_path / "best" / "model.ckpt-100"))
+    assert messages[1] == "step 100: dev accuracy 0.8000, loss 0.2000  (new best, copied to best/)"
+    assert messages[3] == ("step 300: dev accuracy 0.8000, loss 0.2000  (best accuracy 0.8000 "
+                           "at step 100)")
+
+
+def test_listener_selects_by_the_chosen_metric(tmp_path):
+    scores = {0: {"accuracy": 0.9, "macro_f1": 0.47}, 50: {"accuracy": 0.8, "macro_f1": 0.79},
+              100: {"accuracy": 0.85, "macro_f1": 0.7}}
+    listener, _ = scripted_listener(tmp_path, scores, "macro_f1", [])
+    for step in scores:
+        listener.after_save(None, step)
+    assert listener.best["step"] == 50 and listener.best["accuracy"] == 0.8
+    assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("model.ckpt-50")
 
 
 def test_settings_errors_name_the_problem(tmp_path):
-    task = write_task(tmp_path / "task")
+    task = write_task(tmp_path / "task", sizes=(("train", 40), ("dev", 10), ("test", 10)))
     big_vocab = tmp_path / "big_vocab.txt"
     big_vocab.write_text("".join(f"[unused{i}]\n" for i in range(40))
                          + "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
@@ -138,17 +180,24 @@ def test_settings_errors_name_the_problem(tmp_path):
         run_lcqmc.run(fast_settings(task, tmp_path / "b", max_seq_length=32))
     with pytest.raises(run_lcqmc.SettingsError, match="no model config"):
         run_lcqmc.run(fast_settings(dict(task, bert_config_file=None), tmp_path / "c"))
-    os.remove(tmp_path / "task" / "test.txt")
-    with pytest.raises(run_lcqmc.SettingsError, match="test.txt not found"):
-        run_lcqmc.run(fast_settings(task, tmp_path / "d"))
+    missing = str(tmp_path / "task" / "other_test.txt")
+    with pytest.raises(run_lcqmc.SettingsError) as error:
+        run_lcqmc.run(fast_settings(task, tmp_path / "d", test_file=missing))
+    assert str(error.value) == f"--test_file={missing}: no such file"
+    os.remove(tmp_path / "task" / "dev.txt")
+    with pytest.raises(run_lcqmc.SettingsError, match=r"no dev data: pass --dev_file \(or "
+                                                      r"--data_dir holding dev.txt"):
+        run_lcqmc.run(fast_settings(task, tmp_path / "e"))
+    assert sorted(os.listdir(tmp_path)) == ["big_vocab.txt", "task"]  # nothing written
 
 
 def test_cli_errors_are_one_line_with_exit_code_2(repo_root, tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(repo_root))
+    task = write_task(tmp_path / "task", sizes=(("train", 4), ("dev", 2), ("test", 2)))
     commands = {
-        "error: missing required flag(s): --data_dir, --vocab_file, --output_dir": [],
+        "error: missing required flag(s): --data_dir, --output_dir": [],
         f"error: --bert_config_file='{tmp_path}/missing.json' does not exist": [
-            f"--data_dir={tmp_path}", f"--vocab_file={tmp_path}/vocab.txt",
+            f"--data_dir={task['data_dir']}", f"--vocab_file={task['vocab_file']}",
             f"--output_dir={tmp_path}/out", f"--bert_config_file={tmp_path}/missing.json"],
     }
     processes = {message: subprocess.Popen(
@@ -159,4 +208,4 @@ def test_cli_errors_are_one_line_with_exit_code_2(repo_root, tmp_path):
         _, stderr = process.communicate(timeout=240)
         assert process.returncode == 2 and "Traceback" not in stderr, stderr
         assert stderr.strip().splitlines()[-1] == message
-    assert os.listdir(tmp_path) == []  # nothing written
+    assert os.listdir(tmp_path) == ["task"]  # nothing written

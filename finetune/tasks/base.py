@@ -9,7 +9,7 @@ and how they are scored (finetune.metrics). run_finetune drives them all the
 same way:
 
     examples, account = task.read(path, options, require_labels, log_fn)
-    labels = task.label_list(train_examples, options)
+    labels = task.label_list(train_examples, options, train_path)
     features, plan, counts = task.featurize(examples, tokenizer, max_seq_length, labels, ...)
     loss, per_example_loss, outputs = task.build_model(config, is_training, features, labels_t, n)
     predicted, loss = task.collect(examples, plan, prediction_dicts, labels)
@@ -74,7 +74,7 @@ class Task:
     def read(self, path, options, require_labels, log_fn):
         raise NotImplementedError
 
-    def label_list(self, train_examples, options):
+    def label_list(self, train_examples, options, path=None):
         raise NotImplementedError
 
     def check_labels(self, examples, labels, path, allow_unseen):

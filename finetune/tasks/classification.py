@@ -137,7 +137,7 @@ class ClassificationTask(Task):
             require_labels=require_labels, log_fn=log_fn)
         return examples, account
 
-    def label_list(self, train_examples, options):
+    def label_list(self, train_examples, options, path=None):
         return sorted_labels(example.label for example in train_examples)
 
     def check_labels(self, examples, labels, path, allow_unseen):

@@ -50,7 +50,7 @@ class NerTask(Task):
                                                          CLUENER_SCHEME)
         return examples, account
 
-    def label_list(self, train_examples, options):
+    def label_list(self, train_examples, options, path="--train_file"):
         tags = {tag for example in train_examples for tag in example.tags}
         try:
             if self.from_spans:
@@ -66,7 +66,7 @@ class NerTask(Task):
                         f"tag {tag!r} is not a {self.scheme} tag (prefixes "
                         f"{', '.join(_PREFIXES[self.scheme])})")
         except tag_schemes.TagSchemeError as error:
-            raise TaskDataError(f"--train_file: {error}; tags must be O or PREFIX-TYPE in one "
+            raise TaskDataError(f"{path}: {error}; tags must be O or PREFIX-TYPE in one "
                                 "of BIO/IOB2, BIOES or BMES (--tag_scheme names it)") from None
         return ["O"] + sorted(tags - {"O"})
 
