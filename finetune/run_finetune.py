@@ -159,8 +159,10 @@ def check_settings(settings, bert_config, tokenizer, assets):
             f"vocab {assets.vocab_file} has {len(tokenizer.vocab)} entries but the model config "
             f"{assets.config_file} has vocab_size={bert_config.vocab_size}: use the vocab the "
             "model was pretrained with")
+    source = (f"--bert_config_file={assets.config_file}" if assets.config_source == "flag"
+              else f"{assets.config_file}, beside --init_checkpoint")
     too_long = model_limits.length_error(settings["max_seq_length"], bert_config.to_dict(),
-                                         assets.config_file)
+                                         source)
     if too_long:
         raise SettingsError(too_long)
     metric = settings["selection_metric"]

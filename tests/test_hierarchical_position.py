@@ -16,7 +16,7 @@ import tensorflow.compat.v1 as tf
 
 from conftest import REPO_ROOT
 from data_gen.config import ConfigError, GenerationConfig
-from finetune import run_lcqmc
+from finetune import run_finetune
 from pretrain import data_checks, modeling
 from pretrain import position_embeddings as positions
 from pretrain_testdata import make_examples, write_records
@@ -221,27 +221,27 @@ def test_pretraining_data_checks_allow_long_data_only_with_the_option(tmp_path):
         check(3, ALPHA)
 
 
-def test_finetune_settings_allow_long_inputs_only_with_the_option(tmp_path):
-    for split in run_lcqmc.SPLITS:
-        (tmp_path / f"{split}.txt").write_text("", encoding="utf-8")
+def test_finetune_settings_allow_long_inputs_only_with_the_option():
     tokenizer = types.SimpleNamespace(vocab={str(i): i for i in range(10)}, vocab_file="v.txt")
+    assets = types.SimpleNamespace(config_file="cfg.json", config_source="flag",
+                                   vocab_file="v.txt")
 
-    def check(length, n, alpha=None, config_file="cfg.json"):
-        settings = dict(max_seq_length=length, bert_config_file=config_file,
-                        init_checkpoint=None, data_dir=str(tmp_path))
-        run_lcqmc.check_settings(settings, modeling.BertConfig.from_dict(_config_dict(n, alpha)),
-                                 tokenizer)
+    def check(length, n, alpha=None):
+        settings = dict(run_finetune.DEFAULTS, max_seq_length=length)
+        run_finetune.check_settings(settings, modeling.BertConfig.from_dict(_config_dict(n, alpha)),
+                                    tokenizer, assets)
 
-    with pytest.raises(run_lcqmc.SettingsError,
+    with pytest.raises(run_finetune.SettingsError,
                        match=r"--max_seq_length=32 exceeds the model's max_position_embeddings=8 "
                              r"\(--bert_config_file=cfg\.json\); .*\"hierarchical_position\""):
         check(32, 8)
     check(8, 8)
     check(32, 8, ALPHA)
-    with pytest.raises(run_lcqmc.SettingsError,
-                       match=r"\(bert_config.json beside --init_checkpoint\) even with "
+    assets.config_source = "checkpoint"
+    with pytest.raises(run_finetune.SettingsError,
+                       match=r"\(cfg.json, beside --init_checkpoint\) even with "
                              r"\"hierarchical_position\": 0\.4, which allows at most n\*n = 64"):
-        check(65, 8, ALPHA, config_file=None)
+        check(65, 8, ALPHA)
 
 
 def _write_model_config(path, n, alpha=None):
