@@ -2,6 +2,7 @@
 import configparser
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -62,3 +63,13 @@ def free_ports(count):
     for sock in sockets:
         sock.close()
     return ports
+
+
+def clean_env(**settings):
+    """The caller's environment without any upper-case setting (PATH, HOME, LANG, TMPDIR kept),
+    the interpreter as PYTHON, plus `settings`: what the shell scripts see in a test."""
+    env = {key: value for key, value in os.environ.items()
+           if not re.fullmatch(r"[A-Z_]+", key) or key in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env["PYTHON"] = sys.executable
+    env.update(settings)
+    return env

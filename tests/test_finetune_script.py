@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+
+from cli_testutil import clean_env
 from absl import flags
 
 from common import cli_options
@@ -23,13 +25,6 @@ SETTINGS = ("TASK", "DATA_DIR", "TRAIN_FILE", "DEV_FILE", "TEST_FILE", "INPUT_FO
             "BOOTSTRAP_SAMPLES")
 
 
-def clean_env(**settings):
-    """The caller's environment without any upper-case setting, plus `settings`."""
-    env = {key: value for key, value in os.environ.items()
-           if not re.fullmatch(r"[A-Z_]+", key) or key in ("PATH", "HOME", "LANG", "TMPDIR")}
-    env["PYTHON"] = sys.executable
-    env.update(settings)
-    return env
 
 
 def run_script(repo_root, cwd, script, *args, **settings):

@@ -24,6 +24,8 @@ import sys
 
 import pytest
 
+from cli_testutil import clean_env
+
 from data_gen.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
 from finetune import run_lcqmc
@@ -132,13 +134,6 @@ def test_lcqmc_presets_are_run_lcqmcs_own_defaults(repo_root):
     assert task == run_lcqmc.DEFAULTS["task"] == "pair"
 
 
-def clean_env(**settings):
-    """The caller's environment without any upper-case setting (PATH, HOME, LANG, TMPDIR kept)."""
-    env = {key: value for key, value in os.environ.items()
-           if not re.fullmatch(r"[A-Z_]+", key) or key in ("PATH", "HOME", "LANG", "TMPDIR")}
-    env["PYTHON"] = sys.executable
-    env.update(settings)
-    return env
 
 
 def _run(repo_root, cwd, script, *args, **settings):
