@@ -2,7 +2,6 @@
 caller scripts/lcqmc_finetune.sh: help, the exact command a dry run shows (and that
 finetune.compare's own flag parser reads it as meant), one-line errors. Nothing trains here:
 dry runs, and a stand-in interpreter that records its arguments."""
-import os
 import re
 import shlex
 import subprocess

@@ -16,11 +16,9 @@ alias in the script's DEPRECATED_SETTINGS table that warns once on stderr
 and does exactly what the new name does.
 """
 import dataclasses
-import os
 import re
 import shlex
 import subprocess
-import sys
 
 import pytest
 
