@@ -200,12 +200,17 @@ def test_no_leak_over_many_cuts(native_module, tokenizer):
     for _ in range(2):
         for line in lines:
             c_cutter.cut(line)
-    before = util.resident_bytes() // 1024
     refs = [sys.getrefcount(x) for x in (private.FREQ, private.FREQ["中国"], lines[-1])]
-    for i in range(20000):
-        c_cutter.cut(lines[i % len(lines)])
+    # A leak grows the process in every window of 20,000 cuts; memory that other threads of
+    # this test process take (TensorFlow's, from an earlier test file) shows up in one at most.
+    growth_kib = []
+    for _ in range(3):
+        before = util.resident_bytes() // 1024
+        for i in range(20000):
+            c_cutter.cut(lines[i % len(lines)])
+        growth_kib.append(util.resident_bytes() // 1024 - before)
     assert [sys.getrefcount(x) for x in (private.FREQ, private.FREQ["中国"], lines[-1])] == refs
-    assert util.resident_bytes() // 1024 - before < 4096
+    assert min(growth_kib) < 4096, growth_kib
 
 
 def test_use_native_selects_the_path(native_module, tokenizer, monkeypatch):

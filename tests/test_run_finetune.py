@@ -390,7 +390,7 @@ def test_cli_failures_are_one_error_line_with_exit_code_2(model, sentiment, tmp_
         "length": (["--task=classification", f"--data_dir={sentiment_dir}", f"--vocab_file={vocab}",
                     f"--bert_config_file={config}", "--max_seq_length=64"],
                    f"error: --max_seq_length=64 exceeds the model's max_position_embeddings=16 "
-                   f"({config})"),
+                   f"(--bert_config_file={config})"),
         "vocab": (["--task=classification", f"--data_dir={sentiment_dir}",
                    f"--init_checkpoint={sentiment.dir}", f"--vocab_file={other_vocab}",
                    f"--max_seq_length={SEQ}"],
