@@ -333,10 +333,12 @@ def run(settings, log_fn=print):
     estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)
     dev = splits["dev"]
 
+    dev_predictions = {}  # step -> the task's collected dev predictions at that checkpoint
+
     def evaluate_dev(checkpoint):
-        scores = task.score(dev.examples, _predict(estimator, task, dev, lengths, labels,
-                                                   settings, checkpoint), labels)
-        return _scalar_metrics(scores)
+        collected = _predict(estimator, task, dev, lengths, labels, settings, checkpoint)
+        dev_predictions[int(checkpoint.rsplit("-", 1)[1])] = collected
+        return _scalar_metrics(task.score(dev.examples, collected, labels))
 
     listener = DevEvaluationListener(
         estimator, evaluate_dev, output_dir, selection_metric=selection_metric, log_fn=log_fn,
@@ -351,7 +353,7 @@ def run(settings, log_fn=print):
         raise RuntimeError("training finished without any dev evaluation; no checkpoint was saved")
 
     best = listener.best["checkpoint"]
-    dev_collected = _predict(estimator, task, dev, lengths, labels, settings, best)
+    dev_collected = dev_predictions[listener.best["step"]]  # scored already: not again
     dev_scores = task.score(dev.examples, dev_collected, labels)
     collapse = _collapse(task, dev, dev_collected, log_fn)
     _write_predictions(task, dev, dev_collected, labels, output_dir)
