@@ -8,7 +8,7 @@ google-research/bert: `cls/predictions/...`, `cls/seq_relationship/...`.
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import cpu_kernels, layers
+from pretrain import cpu_kernels, layers, learning_check
 from pretrain.modeling import EMBEDDING_PROJECTION_COLLECTION
 
 
@@ -182,9 +182,14 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     names, also for SOP) and the same two metrics as sentence_accuracy and
     sentence_loss; when the span boundary head's are given (pretrain.span_boundary),
     span_boundary_accuracy and span_boundary_loss, against the same labels and weights.
+    Each head's baseline from the evaluated labels themselves (pretrain.learning_check):
+    masked_lm_unigram_accuracy / _loss / masked_lm_num_targets, and
+    sentence_chance_accuracy / _loss / sentence_num_examples.
     """
     metrics = _prediction_metrics("masked_lm", masked_lm_example_loss, masked_lm_log_probs,
                                   masked_lm_ids, masked_lm_weights)
+    metrics.update(learning_check.masked_lm_baseline_metrics(
+        masked_lm_ids, masked_lm_weights, int(masked_lm_log_probs.shape[-1])))
     if sentence_log_probs is not None:
         sentence_predictions = tf.argmax(tf.reshape(sentence_log_probs, [-1, 2]),
                                          axis=-1, output_type=tf.int32)
@@ -194,6 +199,7 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
             values=tf.reshape(sentence_example_loss, [-1]))
         metrics["sentence_accuracy"] = metrics["next_sentence_accuracy"]
         metrics["sentence_loss"] = metrics["next_sentence_loss"]
+        metrics.update(learning_check.sentence_baseline_metrics(sentence_labels))
     if span_boundary_log_probs is not None:
         metrics.update(_prediction_metrics("span_boundary", span_boundary_example_loss,
                                            span_boundary_log_probs, masked_lm_ids,

@@ -27,6 +27,7 @@ from common.cli_options import UserError, option
 from common.file_utils import input_exists
 from data_gen import metadata
 from pretrain import checkpoint_assets, checkpoint_loading, data_checks, input_pipeline
+from pretrain import learning_check
 from pretrain import mixed_precision, modeling
 from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib
@@ -139,7 +140,9 @@ def run(values):
     """Runs training and/or eval from a dict of options; returns a result dict.
 
     Result: {"strategy", "global_step", "eval_results" (dict or None),
-    "sentence_head", "span_boundary_objective", "precision"}.
+    "sentence_head", "span_boundary_objective", "precision", and with an eval
+    "not_learned": pretrain.learning_check's warning lines, empty when every head
+    is clearly above its baseline}.
     """
     opts = options_from(values)
     _validate(opts)
@@ -359,6 +362,7 @@ def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_inpu
         eval_results = estimator.evaluate(input_fn=eval_input_fn, steps=opts.max_eval_steps)
         write_eval_results(opts.output_dir, eval_results)
         result["eval_results"] = {k_: _plain(v) for k_, v in eval_results.items()}
+        result["not_learned"] = learning_check.not_learned_warnings(result["eval_results"])
 
 
 def _plain(value):
@@ -385,6 +389,8 @@ def _run_from_options(opts):
     deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
     result = run(dataclasses.asdict(opts))
     logging.info("done: %s", json.dumps(result, default=str))
+    for line in result.get("not_learned") or ():
+        logging.warning("run_pretraining: %s", line)
 
 
 def main(argv=None):

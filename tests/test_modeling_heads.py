@@ -73,7 +73,10 @@ def test_sentence_head_and_metrics_values():
         session.run([update for _, update in metrics.values()])
         results = session.run({k: value for k, (value, _) in metrics.items()})
         got_loss, got_log_probs = session.run([loss, log_probs])
-    assert set(only_mlm) == {"masked_lm_accuracy", "masked_lm_loss"}
+    assert set(only_mlm) == {"masked_lm_accuracy", "masked_lm_loss", "masked_lm_unigram_accuracy",
+                             "masked_lm_unigram_loss", "masked_lm_num_targets"}
+    assert results["masked_lm_unigram_accuracy"] == pytest.approx(2 / 3)  # label 2 of 0, 2, 2
+    assert results["sentence_chance_accuracy"] == pytest.approx(0.5)
     assert results["masked_lm_accuracy"] == pytest.approx(2 / 3)  # rows 0, 2 right; row 3 weight 0
     assert results["masked_lm_loss"] == pytest.approx(mlm_loss[:3].mean(), rel=1e-5)
     predicted = got_log_probs.argmax(-1)

@@ -1,0 +1,121 @@
+"""Has a pretraining checkpoint learned from context? Baselines from the eval data itself.
+
+A masked-LM head first learns the label distribution: it predicts the most
+frequent tokens everywhere, and its accuracy and loss settle on those of
+"always predict the unigram distribution of the masked labels" (the unigram
+plateau, about 5% accuracy on Chinese character vocabularies). Only after that
+does it use the context. The sentence head's plateau is chance.
+
+The eval pass measures both baselines on exactly the batches it scores
+(`label_distribution_metrics`, called from pretrain.heads.metric_fn):
+
+  <prefix>_unigram_accuracy  share of the most frequent label (weighted)
+  <prefix>_unigram_loss      entropy of the label distribution, in nats: the
+                             cross-entropy of predicting that distribution
+  <prefix>_num_targets       weighted number of labels scored
+
+(prefix `masked_lm`; for the sentence head the names are `sentence_chance_*`),
+and `not_learned_warnings` turns an eval result into one warning line per head
+whose accuracy is not clearly above its baseline.
+"""
+import math
+
+import tensorflow.compat.v1 as tf
+
+MIN_GAIN = 0.02         # accuracy points (absolute) a head must clear its baseline by
+STANDARD_ERRORS = 3.0   # ... and at least this many standard errors of its accuracy
+
+
+def label_distribution_metrics(label_ids, weights, num_classes, accuracy_name, loss_name,
+                               count_name):
+    """tf.metrics-style (value, update_op) pairs of the labels' own baseline.
+
+    Args:
+      label_ids: int labels of any shape, values in [0, num_classes).
+      weights: float weights of the same number of elements (0 = padding), or None.
+      num_classes: V, the number of label values.
+    Returns:
+      {accuracy_name: majority share, loss_name: entropy (nats), count_name: total
+      weight}, each a scalar metric accumulated over every evaluated batch.
+    """
+    label_ids = tf.reshape(tf.cast(label_ids, tf.int32), [-1])
+    if weights is None:
+        weights = tf.ones_like(label_ids, dtype=tf.float32)
+    weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
+    batch_counts = tf.math.unsorted_segment_sum(weights, label_ids, num_classes)   # [V]
+    # The mean of the per-batch counts is proportional to the total counts, which is
+    # all a distribution needs; tf.metrics keeps it right across replicas and hosts.
+    mean_counts, counts_update = tf.metrics.mean_tensor(batch_counts)
+    # tf.metrics has no plain sum; the weighted count of "true positives" of an
+    # always-true prediction is the sum of the weights.
+    always = tf.ones_like(weights, dtype=tf.bool)
+    total, total_update = tf.metrics.true_positives(always, always, weights=weights)
+    probabilities = mean_counts / tf.maximum(tf.reduce_sum(mean_counts), 1e-12)
+    entropy = -tf.reduce_sum(tf.math.multiply_no_nan(
+        tf.math.log(probabilities), probabilities))
+    return {accuracy_name: (tf.reduce_max(probabilities), counts_update),
+            loss_name: (entropy, counts_update),
+            count_name: (total, total_update)}
+
+
+def masked_lm_baseline_metrics(masked_lm_ids, masked_lm_weights, vocab_size):
+    """The masked labels' unigram baseline: masked_lm_unigram_{accuracy,loss}, _num_targets."""
+    return label_distribution_metrics(masked_lm_ids, masked_lm_weights, vocab_size,
+                                      "masked_lm_unigram_accuracy", "masked_lm_unigram_loss",
+                                      "masked_lm_num_targets")
+
+
+def sentence_baseline_metrics(sentence_labels):
+    """The sentence labels' chance level: sentence_chance_{accuracy,loss}, _num_examples."""
+    return label_distribution_metrics(sentence_labels, None, 2, "sentence_chance_accuracy",
+                                      "sentence_chance_loss", "sentence_num_examples")
+
+
+def required_accuracy(baseline_accuracy, count):
+    """The accuracy a head must exceed to count as having left its baseline."""
+    count = max(float(count or 0), 1.0)
+    spread = math.sqrt(max(baseline_accuracy * (1.0 - baseline_accuracy), 0.0) / count)
+    return baseline_accuracy + max(MIN_GAIN, STANDARD_ERRORS * spread)
+
+
+HEADS = (
+    # (accuracy, loss, baseline accuracy, baseline loss, count, what the baseline is, advice)
+    ("masked_lm_accuracy", "masked_lm_loss", "masked_lm_unigram_accuracy",
+     "masked_lm_unigram_loss", "masked_lm_num_targets",
+     "the unigram baseline of its eval data (always predicting the masked labels' "
+     "distribution)",
+     "train longer or at a higher learning rate with warmup, check the masking of the data, "
+     "and do not fine-tune from it yet: a checkpoint on this plateau is a worse start than "
+     "random initialisation"),
+    ("sentence_accuracy", "sentence_loss", "sentence_chance_accuracy", "sentence_chance_loss",
+     "sentence_num_examples", "chance (the majority share of its eval labels)",
+     "the sentence task usually follows the masked LM off its plateau; train longer"),
+)
+
+
+def not_learned_warnings(eval_results):
+    """One line per head whose accuracy is not clearly above its baseline ([] if all are).
+
+    eval_results: the eval metrics dict (keys of `HEADS`; heads absent from it, e.g.
+    no sentence head, are skipped).
+    """
+    lines = []
+    for accuracy, loss, base_accuracy, base_loss, count, baseline, advice in HEADS:
+        if accuracy not in eval_results or base_accuracy not in eval_results:
+            continue
+        value, base = float(eval_results[accuracy]), float(eval_results[base_accuracy])
+        needed = required_accuracy(base, eval_results.get(count))
+        if value > needed:
+            continue
+        if needed >= 1.0:
+            lines.append(
+                f"too few eval labels ({float(eval_results.get(count) or 0):.0f}) to tell "
+                f"{accuracy} {value:.4f} from {baseline}, {base:.4f}: evaluate on more data "
+                "(--max_eval_steps, --eval_batch_size)")
+            continue
+        lines.append(
+            f"the checkpoint has not yet learned from context: {accuracy} {value:.4f} "
+            f"(loss {float(eval_results[loss]):.3f}) is not clearly above {baseline}, "
+            f"{base:.4f} (loss {float(eval_results[base_loss]):.3f}; needed above "
+            f"{needed:.4f}); {advice}")
+    return lines
