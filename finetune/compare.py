@@ -51,7 +51,7 @@ COMPARED_SETTINGS = ("task", "train_file", "dev_file", "test_file", "data_dir", 
                      "selection_metric", "do_lower_case", "max_seq_length", "train_batch_size",
                      "eval_batch_size", "learning_rate", "num_train_epochs",
                      "max_train_examples", "max_dev_examples", "eval_every_steps",
-                     "warmup_proportion", "strategy")
+                     "warmup_proportion", "adam_bias_correction", "strategy")
 
 
 def parse_run(spec):
@@ -122,7 +122,8 @@ def reusable(run_dir, plan, settings):
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
     saved = results.get("settings", {})
-    same = all(saved.get(name) == settings.get(name) for name in COMPARED_SETTINGS)
+    same = all(saved.get(name, run_finetune.DEFAULTS.get(name)) == settings.get(name)
+               for name in COMPARED_SETTINGS)  # a setting added later: its default
     same = same and saved.get("random_seed") == settings["random_seed"]
     same = same and results.get("bert_config_file") == plan["bert_config_file"]
     same = same and (results.get("init") or {}).get("checkpoint") == plan["checkpoint"]

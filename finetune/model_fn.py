@@ -16,7 +16,8 @@ from pretrain import optimization
 
 def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_rate,
                      num_train_steps, num_warmup_steps, optimizer="adamw", log_fn=print,
-                     init_summary=None, training_hooks_fn=None, ignore_invalid_weights=False):
+                     init_summary=None, training_hooks_fn=None, ignore_invalid_weights=False,
+                     bias_correction=False):
     """Returns an Estimator model_fn for TRAIN / EVAL / PREDICT.
 
     Features: the task's records (finetune.features.input_fn_builder): input_ids,
@@ -28,6 +29,7 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
     training_hooks_fn: optional callable(loss tensor) -> [SessionRunHook] for TRAIN.
     ignore_invalid_weights: variables whose shape differs from the checkpoint's keep
     their initial values (listed in init_summary["shape_mismatches"]).
+    bias_correction: Adam's bias correction (pretrain.optimization.build_train_op).
     EVAL: `mean_loss`. PREDICT: the task's outputs (`probabilities` [B, N] or
     `tag_probabilities` [B, S, N]).
     """
@@ -53,7 +55,8 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
 
         if mode == tf.estimator.ModeKeys.TRAIN:
             train_op = optimization.create_optimizer(
-                loss, learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer)
+                loss, learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer,
+                bias_correction=bias_correction)
             hooks = training_hooks_fn(loss) if training_hooks_fn else []
             return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
                                               training_hooks=hooks)

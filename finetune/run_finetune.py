@@ -39,7 +39,7 @@ from finetune.best_checkpoint import DevEvaluationListener
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
 from finetune.tasks.base import majority_share
-from pretrain import checkpoint_assets, checkpoint_loading
+from pretrain import checkpoint_assets, checkpoint_loading, optimization
 from pretrain import strategy as strategies
 from pretrain.config import BertConfig, ConfigError
 
@@ -82,6 +82,7 @@ class FinetuneSettings:
     max_dev_examples: int = option(0, "Use only the first N dev examples (0 = all).")
     eval_every_steps: int = option(500, "Save and score dev every N steps.")
     warmup_proportion: float = option(0.1, "Fraction of steps with linear warmup.")
+    adam_bias_correction: bool = option(False, optimization.BIAS_CORRECTION_HELP)
     random_seed: int = option(12345, "Seed for initialisation, dropout, shuffling.")
     ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)
@@ -328,6 +329,7 @@ def run(settings, log_fn=print):
                                 settings["learning_rate"], num_train_steps, num_warmup_steps,
                                 log_fn=log_fn, init_summary=init_summary,
                                 ignore_invalid_weights=settings["ignore_invalid_weights"],
+                                bias_correction=settings["adam_bias_correction"],
                                 training_hooks_fn=lambda loss: [ProgressHook(
                                     loss, num_train_steps, settings["log_every_n_steps"], log_fn)])
     estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)

@@ -33,6 +33,9 @@ import tensorflow.compat.v1 as tf
 from pretrain import gradient_accumulation
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments (default off, as Google's "
+                        "optimizers: their first few thousand steps are then up to ~3x the "
+                        "learning rate; see pretrain.optimization).")
 # Checkpoint names of the moment slots, `<variable>/<name>`, as Google writes them.
 SLOT_NAMES = {"m": "adam_m", "v": "adam_v"}
 
@@ -61,7 +64,13 @@ def learning_rate_schedule(init_lr, global_step, num_train_steps, num_warmup_ste
 class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
     """Adam moments + decoupled weight decay; subclasses choose the step scale.
 
-    No bias correction of the moments (as google-research/bert and ALBERT).
+    No bias correction of the moments by default (as google-research/bert and
+    ALBERT): early on, sqrt(v) is then too small by sqrt(1 - beta_2^t) and every
+    step is up to ~3x larger than the learning rate says until t is a few
+    thousand updates, which short warmups do not absorb. `set_update_count(t)`
+    turns Adam's bias correction on (t = this update's 1-based count, a tensor):
+    m / (1 - beta_1^t) over sqrt(v / (1 - beta_2^t)) + epsilon, as transformers'
+    AdamW and the LAMB paper do.
     `build_train_op` calls `create_slots` and `masked_update` directly; the
     inherited `apply_gradients` also works (single device, or a strategy at
     the cost of its own gradient all-reduce), honouring `set_update_mask`.
@@ -78,6 +87,11 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         self.epsilon = epsilon
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
         self._update_mask = None
+        self._update_count = None
+
+    def set_update_count(self, count):
+        """Bias-correct the moments at update `count` (float32 scalar tensor, 1 = first)."""
+        self._update_count = count
 
     def set_update_mask(self, mask):
         """For `apply_gradients`: boolean scalar tensor; False leaves variables and slots untouched."""
@@ -143,11 +157,25 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
             return self._fused_update(grad, var, m, v, lr, self._uses_weight_decay(name))
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
         next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad)
-        update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        if self._update_count is None:
+            update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        else:
+            beta_1_power, beta_2_power = self._beta_powers(dtype)
+            update = (next_m / (1.0 - beta_1_power)) / (
+                tf.sqrt(next_v / (1.0 - beta_2_power)) + self.epsilon)
         if self._uses_weight_decay(name):
             update += self.weight_decay_rate * var
         next_var = var - lr * self._step_scale(var, update, name) * update
         return tf.group(var.assign(next_var), m.assign(next_m), v.assign(next_v))
+
+    def _beta_powers(self, dtype):
+        """(beta_1^t, beta_2^t) at this update; zeros (no correction) without a count."""
+        if self._update_count is None:
+            zero = tf.constant(0.0, dtype=dtype)
+            return zero, zero
+        count = tf.cast(self._update_count, dtype)
+        return (tf.pow(tf.constant(self.beta_1, dtype), count),
+                tf.pow(tf.constant(self.beta_2, dtype), count))
 
     def _fused_update_possible(self, var):
         """AdamW on a resource variable can use TensorFlow's fused Adam kernel."""
@@ -160,17 +188,20 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         ResourceApplyAdam computes m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
         var -= lr_t m / (sqrt(v) + eps) with lr_t = lr sqrt(1 - b2^t) / (1 - b1^t);
         passing b1^t = b2^t = 0 gives lr_t = lr, i.e. no bias correction, as
-        above. The decoupled decay lr * wd * var uses the variable's value
-        before the step, so it is subtracted first.
+        above. With an update count the real powers give the correction, with
+        epsilon acting as epsilon / sqrt(1 - b2^t), as in TensorFlow's own Adam. The
+        decoupled decay lr * wd * var uses the variable's value before the step,
+        so it is subtracted first.
         """
         decayed = []
         if decay:
             decayed = [var.assign_sub(lr * self.weight_decay_rate * var.read_value(),
                                       read_value=False)]
-        zero = tf.constant(0.0, dtype=lr.dtype)
+        beta_1_power, beta_2_power = self._beta_powers(lr.dtype)
         with tf.control_dependencies(decayed):
             return tf.raw_ops.ResourceApplyAdam(
-                var=var.handle, m=m.handle, v=v.handle, beta1_power=zero, beta2_power=zero,
+                var=var.handle, m=m.handle, v=v.handle, beta1_power=beta_1_power,
+                beta2_power=beta_2_power,
                 lr=lr, beta1=tf.constant(self.beta_1, lr.dtype),
                 beta2=tf.constant(self.beta_2, lr.dtype),
                 epsilon=tf.constant(self.epsilon, lr.dtype), grad=grad)
@@ -393,7 +424,7 @@ def _cross_replica_step(strategy, update, k, global_step, grads, scalars, is_upd
 def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
                    poly_power=1.0, weight_decay_rate=0.01, clip_norm=1.0,
                    gradient_accumulation_steps=1, loss_scaler=None, use_tpu=False, tvars=None,
-                   log_scalars=None):
+                   log_scalars=None, bias_correction=False):
     """Gradients, loss (un)scaling, accumulation, one cross-replica mean, clipping, update.
 
     Args:
@@ -407,6 +438,8 @@ def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="
       loss_scaler: a `mixed_precision.DynamicLossScale` for fp16, else None.
       log_scalars: optional {name: scalar} (e.g. losses) averaged over replicas
         in the gradients' all-reduce; with k > 1 over the cycle's micro-batches.
+      bias_correction: Adam's bias correction of the moments (off: Google's
+        optimizers; see _DecoupledWeightDecayOptimizer).
     Returns:
       TrainOpOutputs: train_op and scalar tensors for logging; `logged` maps
       each log_scalars name to its mean. On the non-update micro-steps of a
@@ -420,6 +453,8 @@ def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="
     learning_rate = learning_rate_schedule(init_lr, global_step, num_train_steps,
                                            num_warmup_steps, poly_power, steps_per_update=k)
     opt = make_optimizer(optimizer, learning_rate, weight_decay_rate)
+    if bias_correction:
+        opt.set_update_count(tf.cast(global_step // k, tf.float32) + 1.0)
     if tvars is None:
         tvars = tf.trainable_variables()
     objective = loss_scaler.scale(loss) if loss_scaler is not None else loss

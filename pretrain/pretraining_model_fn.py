@@ -122,13 +122,14 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                      num_warmup_steps=0, use_one_hot_embeddings=False, optimizer="adamw",
                      poly_power=1.0, weight_decay_rate=0.01, gradient_accumulation_steps=1,
                      precision="fp32", use_sentence_head=True, span_boundary_objective=False,
-                     ignore_invalid_weights=False):
+                     ignore_invalid_weights=False, bias_correction=False):
     """Returns `model_fn(features, labels, mode, params)`.
 
     span_boundary_objective: add SpanBERT's SBO head (pretrain.span_boundary); the
     input must carry masked_lm_span_left/right (input_fn_builder(span_boundaries=True)).
     ignore_invalid_weights: `init_checkpoint` variables of another shape keep their
     initial values (reported) instead of stopping the run.
+    bias_correction: Adam's bias correction (pretrain.optimization.build_train_op).
 
     `num_train_steps`/`num_warmup_steps` count optimizer updates; with
     gradient accumulation the Estimator runs k times as many micro-steps.
@@ -164,7 +165,8 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                 outputs["loss"], learning_rate, num_train_steps, num_warmup_steps,
                 optimizer=optimizer, poly_power=poly_power, weight_decay_rate=weight_decay_rate,
                 gradient_accumulation_steps=gradient_accumulation_steps, loss_scaler=scaler,
-                use_tpu=use_tpu, log_scalars=_logged_losses(outputs))
+                use_tpu=use_tpu, log_scalars=_logged_losses(outputs),
+                bias_correction=bias_correction)
             train_op = train.train_op
             logged = dict(train.logged)
             logged.update(learning_rate=train.learning_rate, grad_norm=train.grad_norm,

@@ -28,7 +28,7 @@ from common.file_utils import input_exists
 from data_gen import metadata
 from pretrain import checkpoint_assets, checkpoint_loading, data_checks, input_pipeline
 from pretrain import learning_check
-from pretrain import mixed_precision, modeling
+from pretrain import mixed_precision, modeling, optimization
 from pretrain import pretraining_model_fn, training_hooks
 from pretrain import strategy as strategy_lib
 
@@ -79,6 +79,7 @@ class PretrainingOptions:
     num_tpu_cores: int = option(8, "TPU cores (shards).")
     strategy: str = option("auto", "Where to train.", choices=strategy_lib.STRATEGIES)
     optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
+    adam_bias_correction: bool = option(False, optimization.BIAS_CORRECTION_HELP)
     poly_power: float = option(1.0, "Power of the polynomial learning-rate decay.")
     weight_decay_rate: float = option(0.01, "Decoupled weight decay (not on LayerNorm and bias).")
     gradient_accumulation_steps: int = option(1, "Micro-batches per optimizer update.")
@@ -234,6 +235,7 @@ def run(values):
         config, init_checkpoint=opts.init_checkpoint, learning_rate=opts.learning_rate,
         num_train_steps=opts.num_train_steps, num_warmup_steps=opts.num_warmup_steps,
         use_one_hot_embeddings=strategy_name == "tpu", optimizer=opts.optimizer,
+        bias_correction=opts.adam_bias_correction,
         poly_power=opts.poly_power, weight_decay_rate=opts.weight_decay_rate,
         gradient_accumulation_steps=k, precision=precision,
         use_sentence_head=use_sentence_head,

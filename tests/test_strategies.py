@@ -168,10 +168,13 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
 
     # A mirrored run resumes from a checkpoint whose slots have the old names
     # (<var>/AdamWeightDecay, _1): restored through the mapping, written back as adam_m/v.
+    # The resumed update also uses Adam's bias correction (its update count read on
+    # each device), which must agree between the two as well.
     rename_slots_to_legacy(str(tmp_path / "mirrored"))
-    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(dict(mirrored_opts, num_train_steps=4))))
+    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(dict(
+        mirrored_opts, num_train_steps=4, adam_bias_correction=True))))
     run_pretraining.run(dict(base, strategy="cpu", output_dir=str(tmp_path / "cpu"),
-                             num_train_steps=4))
+                             num_train_steps=4, adam_bias_correction=True))
     assert _result(proc)["global_step"] == 4
     mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored"))
     single = tf.train.load_checkpoint(str(tmp_path / "cpu"))

@@ -23,10 +23,12 @@ FUSED_ONE_MINUS_BETA_2 = 1.0 - float(np.float32(BETA_2))
 
 # --------------------------------------------------------------------------- references
 def _reference_update(params, slots, grads, lr, kind, weight_decay, clip_norm,
-                      one_minus_beta_2=1.0 - BETA_2):
+                      one_minus_beta_2=1.0 - BETA_2, update_count=None):
     """One AdamW / LAMB update in float64; returns (params, slots, pre-clip global norm).
 
     params / grads: {name: array}; slots: {name: (m, v)} (zeros before the first update).
+    update_count: t (1-based) for Adam's bias correction, None for none. Exact for
+    LAMB; in AdamW's fused kernel (TensorFlow's Adam) epsilon acts as epsilon / sqrt(1 - beta_2^t).
     """
     norm = float(np.sqrt(sum(np.sum(np.square(g, dtype=np.float64)) for g in grads.values())))
     clip_factor = clip_norm / max(norm, clip_norm)
@@ -37,7 +39,13 @@ def _reference_update(params, slots, grads, lr, kind, weight_decay, clip_norm,
         m, v = slots[name]
         m = BETA_1 * m + (1.0 - BETA_1) * g
         v = (1.0 - one_minus_beta_2) * v + one_minus_beta_2 * g * g
-        step = m / (np.sqrt(v) + EPSILON)
+        if update_count is None:
+            step = m / (np.sqrt(v) + EPSILON)
+        else:
+            correction_1 = 1.0 - BETA_1 ** update_count
+            correction_2 = 1.0 - (1.0 - one_minus_beta_2) ** update_count
+            epsilon = EPSILON / (np.sqrt(correction_2) if kind == "adamw" else 1.0)
+            step = (m / correction_1) / (np.sqrt(v / correction_2) + epsilon)
         excluded = any(pattern in name for pattern in EXCLUDED_FROM_DECAY)
         if not excluded:
             step = step + weight_decay * w
@@ -105,21 +113,25 @@ class _GradientOracle:
         return self.sess.run(self.grads, feed)
 
 
-def _reference_trajectory(kind, batches, lrs, weight_decay, clip_norm, skipped=()):
+def _reference_trajectory(kind, batches, lrs, weight_decay, clip_norm, skipped=(),
+                          bias_correction=False):
     """Reference params/slots/norm after each update; updates in `skipped` change nothing."""
     init = _initial_params()
     oracle = _GradientOracle(init)
     params = {n: w.astype(np.float64) for n, w in init.items()}
     slots = _zero_slots(init)
     one_minus_beta_2 = FUSED_ONE_MINUS_BETA_2 if kind == "adamw" else 1.0 - BETA_2
-    trajectory = []
+    trajectory, applied = [], 0
     for update, ((x, y), lr) in enumerate(zip(batches, lrs)):
         if update in skipped:
             trajectory.append((params, slots, None))
             continue
         grads = oracle(params, x.astype(np.float64), y.astype(np.float64))
+        # The count follows the global step, so a skipped update still advances it.
         params, slots, norm = _reference_update(params, slots, grads, lr, kind, weight_decay,
-                                                clip_norm, one_minus_beta_2)
+                                                clip_norm, one_minus_beta_2,
+                                                update + 1 if bias_correction else None)
+        applied += 1
         trajectory.append((params, slots, norm))
     oracle.sess.close()
     return trajectory
@@ -129,7 +141,7 @@ class _TrainingRun:
     """The tiny problem trained with `optimization.build_train_op` in its own graph."""
 
     def __init__(self, kind, k, weight_decay, clip_norm, init_lr=0.05, num_train_steps=20,
-                 num_warmup_steps=0, loss_scaler_scale=None):
+                 num_warmup_steps=0, loss_scaler_scale=None, bias_correction=False):
         self.graph = tf.Graph()
         with self.graph.as_default():
             self.variables = {}
@@ -148,7 +160,8 @@ class _TrainingRun:
             self.out = optimization.build_train_op(
                 loss, init_lr, num_train_steps, num_warmup_steps, optimizer=kind,
                 weight_decay_rate=weight_decay, clip_norm=clip_norm,
-                gradient_accumulation_steps=k, loss_scaler=scaler)
+                gradient_accumulation_steps=k, loss_scaler=scaler,
+                bias_correction=bias_correction)
             by_name = {v.op.name: v for v in tf.global_variables()}
             self.slots = {n: (by_name[n + "/adam_m"], by_name[n + "/adam_v"])
                           for n in self.variables}
@@ -192,7 +205,8 @@ CLIP_NORM = 1.2  # some of the updates below are clipped and some are not (asser
 LR_PER_UPDATE = [0.05, 0.0475, 0.045, 0.0425, 0.04, 0.0375]
 
 
-def _train_against_reference(kind, k, micro_batch, updates=6, poisoned=None):
+def _train_against_reference(kind, k, micro_batch, updates=6, poisoned=None,
+                             bias_correction=False):
     """Trains k micro-batches per update; asserts every update against the reference.
 
     poisoned: (update, micro_batch_index) whose loss is multiplied by NaN; that
@@ -201,7 +215,8 @@ def _train_against_reference(kind, k, micro_batch, updates=6, poisoned=None):
     """
     batches = _batches(updates, k * micro_batch, seed=11)
     run = _TrainingRun(kind, k, WEIGHT_DECAY, CLIP_NORM,
-                       loss_scaler_scale=2.0 ** 10 if poisoned else None)
+                       loss_scaler_scale=2.0 ** 10 if poisoned else None,
+                       bias_correction=bias_correction)
     lrs, norms, applied, states = [], [], [], []
     for update, (x, y) in enumerate(batches):
         before = run.state()
@@ -222,7 +237,8 @@ def _train_against_reference(kind, k, micro_batch, updates=6, poisoned=None):
 
     np.testing.assert_allclose(lrs, LR_PER_UPDATE[:updates], rtol=1e-6)
     skipped = {poisoned[0]} if poisoned else set()
-    reference = _reference_trajectory(kind, batches, lrs, WEIGHT_DECAY, CLIP_NORM, skipped)
+    reference = _reference_trajectory(kind, batches, lrs, WEIGHT_DECAY, CLIP_NORM, skipped,
+                                      bias_correction)
     for update, (state, (params, slots, norm)) in enumerate(zip(states, reference)):
         _assert_state_matches(state, params, slots, f"{kind}, k={k}, update {update}")
         if norm is not None:
@@ -248,6 +264,28 @@ def test_adamw_and_lamb_match_numpy_reference_over_six_updates(kind):
     assert not np.any(_initial_params()["head/kernel"])  # the zero-norm case is exercised
     norms, _ = _train_against_reference(kind, k=1, micro_batch=8)
     assert max(norms) > CLIP_NORM > min(norms)
+
+
+@pytest.mark.parametrize("kind,k", [("adamw", 1), ("lamb", 1), ("adamw", 2)])
+def test_bias_corrected_moments_match_numpy_reference(kind, k):
+    """--adam_bias_correction: m / (1 - b1^t) over sqrt(v / (1 - b2^t)), t counting updates
+    (not micro-batches). Catches a count off by one (t = 0 divides by zero; t + 1 leaves
+    the first step too small), a count of micro-steps under accumulation, and the
+    correction applied to the decay term."""
+    _train_against_reference(kind, k=k, micro_batch=8 // k, bias_correction=True)
+    if kind == "lamb":  # the trust ratio rescales every step: no simple ratio to check
+        return
+    plain = _TrainingRun(kind, 1, 0.0, CLIP_NORM)
+    corrected = _TrainingRun(kind, 1, 0.0, CLIP_NORM, bias_correction=True)
+    (x, y), = _batches(1, 8, seed=11)
+    start = plain.state()["params"]["dense/kernel"]
+    steps = []
+    for run in (plain, corrected):
+        run.step(x, y)
+        steps.append(np.abs(run.state()["params"]["dense/kernel"] - start).max())
+        run.sess.close()
+    # The first uncorrected step is 0.1 g / sqrt(0.001 g^2) = 3.16 lr: ~3x the corrected one.
+    assert steps[0] / steps[1] == pytest.approx(np.sqrt(1000) / 10, rel=0.05)
 
 
 # --------------------------------------------------------------------------- accumulation
