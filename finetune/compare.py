@@ -38,6 +38,7 @@ from common.cli_options import UserError, option
 from common.file_utils import write_json_atomically, write_text_atomically
 from finetune import comparison_report, dev_curve_plot, metrics, run_finetune, statistics, tasks
 from pretrain import checkpoint_assets, checkpoint_loading
+from pretrain.config import BertConfig, ConfigError
 
 PLOT_NAME = "dev_curve.png"
 RUN_HELP = ("LABEL=CHECKPOINT starting point (repeat; empty CHECKPOINT = random init). The first "
@@ -125,9 +126,22 @@ def reusable(run_dir, plan, settings):
     same = all(saved.get(name, run_finetune.DEFAULTS.get(name)) == settings.get(name)
                for name in COMPARED_SETTINGS)  # a setting added later: its default
     same = same and saved.get("random_seed") == settings["random_seed"]
-    same = same and results.get("bert_config_file") == plan["bert_config_file"]
+    same = same and _same_config(results.get("bert_config_file"), plan["bert_config_file"])
     same = same and (results.get("init") or {}).get("checkpoint") == plan["checkpoint"]
     return results if same else None
+
+
+def _same_config(saved_path, path):
+    """True when two model config files name the same model: the same path, or equal JSON
+    (a random-init run keeps its results when its config is now read from beside a
+    checkpoint rather than from --bert_config_file)."""
+    if saved_path == path:
+        return True
+    try:
+        return (BertConfig.from_json_file(saved_path).to_dict()
+                == BertConfig.from_json_file(path).to_dict())  # defaults filled in
+    except (OSError, TypeError, ValueError, ConfigError):
+        return False
 
 
 def describe_model(config):

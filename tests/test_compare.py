@@ -14,6 +14,7 @@ import tensorflow.compat.v1 as tf
 from common.cli_options import UserError
 from finetune import comparison_report, compare, dev_curve_plot, experiment_table
 from finetune_helpers import TINY_CONFIG, fast_settings, trained_run
+from pretrain.config import BertConfig
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB,
@@ -150,6 +151,20 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
                                         "these settings"):
         compare.compare(specs, dict(common, learning_rate=5e-4), str(out), collect_only=True,
                         seeds=[3], log_fn=lambda m: None)
+
+    # The random-init run alone, its config now from --bert_config_file: the same model
+    # written elsewhere in another form (defaults spelled out) is collected; another
+    # architecture is not.
+    same_model = tmp_path / "same_model.json"
+    same_model.write_text(json.dumps(BertConfig.from_json_file(
+        f"{checkpoint_dir}/bert_config.json").to_dict(), indent=1, sort_keys=True))
+    alone = compare.compare(["random init="], dict(common, bert_config_file=str(same_model)),
+                            str(out), seeds=[3], collect_only=True, bootstrap_samples=200,
+                            log_fn=lambda m: None)
+    assert alone["runs"][0]["test_accuracy"] == random_init["test_accuracy"]
+    with pytest.raises(UserError, match="no finished run with these settings"):
+        compare.compare(["random init="], dict(common, bert_config_file=str(other_config)),
+                        str(out), seeds=[3], collect_only=True, log_fn=lambda m: None)
 
     # A second seed (here: seed 3's finished runs, copied and given other dev/test
     # accuracies, so nothing trains): each run's number is the mean over its seeds.
