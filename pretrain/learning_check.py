@@ -84,9 +84,10 @@ HEADS = (
      "masked_lm_unigram_loss", "masked_lm_num_targets",
      "the unigram baseline of its eval data (always predicting the masked labels' "
      "distribution)",
-     "train longer or at a higher learning rate with warmup, check the masking of the data, "
-     "and do not fine-tune from it yet: a checkpoint on this plateau is a worse start than "
-     "random initialisation"),
+     "train longer; steps that are too large early on also hold a model here, so try "
+     "--adam_bias_correction or a longer warmup before a higher learning rate; check the "
+     "masking of the data; and do not fine-tune from it yet: a checkpoint on this plateau is "
+     "a worse start than random initialisation"),
     ("sentence_accuracy", "sentence_loss", "sentence_chance_accuracy", "sentence_chance_loss",
      "sentence_num_examples", "chance (the majority share of its eval labels)",
      "the sentence task usually follows the masked LM off its plateau; train longer"),
