@@ -123,11 +123,8 @@ def test_pretraining_eval_reports_the_baseline_and_warns_only_before_learning(da
     assert untrained["not_learned"][0].startswith(
         "the checkpoint has not yet learned from context: masked_lm_accuracy")
 
-    learned = _run(data, tmp_path / "learned", num_train_steps=60, learning_rate=3e-3)
-    assert learned["eval_results"]["masked_lm_accuracy"] > 0.95
-    # 8 sentence labels cannot show a sentence head above chance: said as such.
-    assert [line.split(" ")[0:3] for line in learned["not_learned"]] == \
-        [["too", "few", "eval"]]
+    # A model that has learned: tests/test_run_pretraining.py's overfitting run (one run
+    # fewer here) asserts that it draws no masked-LM warning.
 
     caplog.set_level(logging.WARNING)
     run_pretraining._run_from_options(run_pretraining.options_from(dict(

@@ -55,6 +55,9 @@ def test_overfits_fixed_batch_and_writes_summaries_and_eval(data, tmp_path):
     result = run_pretraining.run(_opts(data, straight, num_train_steps=60, do_eval=True, **const))
     assert result["global_step"] == 60 and result["sentence_head"] is True
     assert result["eval_results"]["masked_lm_accuracy"] > 0.95
+    # Clearly off its unigram baseline, so no masked-LM warning (pretrain.learning_check);
+    # 8 sentence labels cannot show a head above chance, and the line says just that.
+    assert [line.split(" ")[0:3] for line in result["not_learned"]] == [["too", "few", "eval"]]
     text = (straight / "eval_results.txt").read_text()
     written = dict(line.split(" = ") for line in text.splitlines())
     for key in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
