@@ -34,8 +34,8 @@ from pretrain import gradient_accumulation
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments (default off, as Google's "
-                        "optimizers: their first few thousand steps are then up to ~3x the "
-                        "learning rate; see pretrain.optimization).")
+                        "optimizers: their first few hundred steps are then 2-3x the learning "
+                        "rate, fading over a few thousand; see pretrain.optimization).")
 # Checkpoint names of the moment slots, `<variable>/<name>`, as Google writes them.
 SLOT_NAMES = {"m": "adam_m", "v": "adam_v"}
 
@@ -65,9 +65,9 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
     """Adam moments + decoupled weight decay; subclasses choose the step scale.
 
     No bias correction of the moments by default (as google-research/bert and
-    ALBERT): early on, sqrt(v) is then too small by sqrt(1 - beta_2^t) and every
-    step is up to ~3x larger than the learning rate says until t is a few
-    thousand updates, which short warmups do not absorb. `set_update_count(t)`
+    ALBERT): early on, sqrt(v) is then too small by sqrt(1 - beta_2^t), so the
+    first step is 3.16x the learning rate, steps stay 2-3x it for a few hundred
+    updates and fade to 1x over a few thousand, which short warmups do not absorb. `set_update_count(t)`
     turns Adam's bias correction on (t = this update's 1-based count, a tensor):
     m / (1 - beta_1^t) over sqrt(v / (1 - beta_2^t)) + epsilon, as transformers'
     AdamW and the LAMB paper do.
@@ -87,11 +87,16 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         self.epsilon = epsilon
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
         self._update_mask = None
-        self._update_count = None
+        self._beta_powers_t = None
 
     def set_update_count(self, count):
-        """Bias-correct the moments at update `count` (float32 scalar tensor, 1 = first)."""
-        self._update_count = count
+        """Bias-correct the moments at update `count` (float32 scalar tensor, 1 = first).
+
+        beta_1^t and beta_2^t are formed here, once per step, not per variable.
+        """
+        count = tf.cast(count, tf.float32)
+        self._beta_powers_t = (tf.pow(self.beta_1, count, name="beta_1_power"),
+                               tf.pow(self.beta_2, count, name="beta_2_power"))
 
     def set_update_mask(self, mask):
         """For `apply_gradients`: boolean scalar tensor; False leaves variables and slots untouched."""
@@ -157,7 +162,7 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
             return self._fused_update(grad, var, m, v, lr, self._uses_weight_decay(name))
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
         next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad)
-        if self._update_count is None:
+        if self._beta_powers_t is None:
             update = next_m / (tf.sqrt(next_v) + self.epsilon)
         else:
             beta_1_power, beta_2_power = self._beta_powers(dtype)
@@ -170,12 +175,10 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
 
     def _beta_powers(self, dtype):
         """(beta_1^t, beta_2^t) at this update; zeros (no correction) without a count."""
-        if self._update_count is None:
+        if self._beta_powers_t is None:
             zero = tf.constant(0.0, dtype=dtype)
             return zero, zero
-        count = tf.cast(self._update_count, dtype)
-        return (tf.pow(tf.constant(self.beta_1, dtype), count),
-                tf.pow(tf.constant(self.beta_2, dtype), count))
+        return tuple(tf.cast(power, dtype) for power in self._beta_powers_t)
 
     def _fused_update_possible(self, var):
         """AdamW on a resource variable can use TensorFlow's fused Adam kernel."""
