@@ -1,27 +1,25 @@
-r"""The reference experiment's table: one row per pretraining recipe, seeds pooled.
+r"""The reference experiment's table: one row per pretraining recipe, over its seeds.
 
     python -m finetune.experiment_table --runs_dir=runs/lcqmc_experiment \
         [--output_file=runs/lcqmc_experiment/table.md]
 
 Reads what scripts/lcqmc_experiment.sh leaves in RUNS_DIR:
-  RECIPE/pretrain/eval_results.txt          pretraining eval (MLM, SOP, SBO)
-  RECIPE/finetune/seedS/results.json        fine-tuning after pretraining
-  baseline-CONFIG/seedS/results.json        fine-tuning from random initialisation
-A recipe's baseline is the random-init run of the same architecture (its
-results' "model" field, e.g. "bert L4 H256 V21128") and seed. Accuracies are
-means over the seeds with their standard error (sample standard deviation /
-sqrt(n)); a difference is averaged over seeds paired by seed.
+  RECIPE/pretrain/eval_results.txt    pretraining eval (MLM, SOP, SBO)
+  RECIPE/compare/results.json         finetune.compare of random init (its first run)
+                                      against the pretrained model (its second run)
+Accuracies are compare's mean ± sample standard deviation over the seeds; the
+difference in test accuracy, its confidence interval and the verdict are
+compare's paired bootstrap (its `differences`), not recomputed here.
 """
 import dataclasses
 import glob
 import json
-import math
 import os
-import re
 
 from common import cli_options
 from common.cli_options import UserError, option, required
 from common.file_utils import write_text_atomically
+from finetune import comparison_report
 
 RECIPE_ORDER = ("roberta", "albert", "span", "macbert")
 RECIPE_LABELS = {
@@ -30,25 +28,17 @@ RECIPE_LABELS = {
     "span": "SpanBERT: spans + SBO",
     "macbert": "MacBERT: similar-word n-grams",
 }
+# With each head's baseline on the same eval data (pretrain.learning_check), so that a
+# model still on the unigram plateau or at chance shows as such.
 PRETRAIN_METRICS = (("masked_lm_loss", "MLM loss", "{:.2f}"),
                     ("masked_lm_accuracy", "MLM acc", "{:.1%}"),
+                    ("masked_lm_unigram_accuracy", "unigram", "{:.1%}"),
                     ("next_sentence_accuracy", "SOP acc", "{:.1%}"),
+                    ("sentence_chance_accuracy", "chance", "{:.1%}"),
                     ("span_boundary_loss", "SBO loss", "{:.2f}"))
-
-
-def _seed_of(path):
-    match = re.search(r"seed(\d+)", path)
-    return int(match.group(1)) if match else None
-
-
-def _load_runs(pattern):
-    """{seed: the single run row of each finetune.compare results.json matching pattern}."""
-    runs = {}
-    for path in sorted(glob.glob(pattern)):
-        with open(path, encoding="utf-8") as f:
-            rows = json.load(f)["runs"]
-        runs[_seed_of(path)] = rows[0]
-    return runs
+METRIC = "accuracy"
+MISSING = "—"
+COMPARISON = os.path.join("compare", "results.json")
 
 
 def read_eval_results(path):
@@ -66,68 +56,120 @@ def read_eval_results(path):
     return results
 
 
-def mean_and_se(values):
-    """(mean, standard error) of a list; se is None for fewer than two values."""
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, None
-    variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return mean, math.sqrt(variance / len(values))
-
-
-def _cell(values, signed=False):
-    mean, se = mean_and_se([100 * v for v in values])
-    text = f"{mean:+.2f}" if signed else f"{mean:.2f}"
-    return text + (f" ± {se:.2f}" if se is not None else "")
+def read_comparison(path, recipe=None):
+    """The table row of one finetune.compare results.json: {recipe, model, seeds,
+    random_init, pretrained (compare's rows: dev/test {metric: {mean, std}},
+    collapsed_seeds), difference (the accuracy entry of `differences` for the
+    pretrained run, or None), split (the evaluated split)}."""
+    with open(path, encoding="utf-8") as f:
+        comparison = json.load(f)
+    try:
+        rows = comparison.get("rows") or comparison_report.comparison_rows(comparison)
+        if len(rows) < 2:
+            raise ValueError(f"{len(rows)} run(s), expected random init and a pretrained model")
+        random_init, pretrained = rows[0], rows[1]
+        difference = next((d for d in comparison.get("differences") or []
+                           if d["label"] == pretrained["label"] and d["metric"] == METRIC), None)
+        return {"recipe": recipe or pretrained["label"], "model": pretrained["model"],
+                "seeds": list(comparison["seeds"]), "random_init": random_init,
+                "pretrained": pretrained, "difference": difference,
+                "split": comparison["evaluated_split"]}
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{path}: not a finished finetune.compare comparison ({error!r}); "
+                         "rerun bash scripts/lcqmc_experiment.sh RECIPE") from None
 
 
 def collect_rows(runs_dir):
-    """One dict per recipe that has both fine-tuned and baseline runs for some seed."""
-    baselines = {}
-    for path in glob.glob(os.path.join(runs_dir, "baseline-*", "seed*", "results.json")):
-        with open(path, encoding="utf-8") as f:
-            row = json.load(f)["runs"][0]
-        baselines[(row["model"], _seed_of(path))] = row
-    found = [os.path.basename(os.path.dirname(p)) for p in
-             glob.glob(os.path.join(runs_dir, "*", "finetune"))]
+    """One row per recipe with a finished comparison, in RECIPE_ORDER then by name."""
+    found = [os.path.basename(os.path.dirname(os.path.dirname(path)))
+             for path in glob.glob(os.path.join(runs_dir, "*", COMPARISON))]
     recipes = [r for r in RECIPE_ORDER if r in found] + sorted(set(found) - set(RECIPE_ORDER))
     rows = []
     for recipe in recipes:
-        tuned = _load_runs(os.path.join(runs_dir, recipe, "finetune", "seed*", "results.json"))
-        pairs = [(seed, baselines[(run["model"], seed)], run) for seed, run in
-                 sorted(tuned.items()) if (run["model"], seed) in baselines]
-        if not pairs:
-            continue
-        rows.append({
-            "recipe": recipe, "model": pairs[0][2]["model"],
-            "seeds": [seed for seed, _, _ in pairs],
-            "pretraining": read_eval_results(
-                os.path.join(runs_dir, recipe, "pretrain", "eval_results.txt")),
-            **{f"{kind}_{split}": [pair[index][f"{split}_accuracy"] for pair in pairs]
-               for index, kind in ((1, "baseline"), (2, "pretrained"))
-               for split in ("dev", "test")},
-        })
+        row = read_comparison(os.path.join(runs_dir, recipe, COMPARISON), recipe)
+        row["pretraining"] = read_eval_results(
+            os.path.join(runs_dir, recipe, "pretrain", "eval_results.txt"))
+        rows.append(row)
     return rows
 
 
+def _mean_sd(summary):
+    """'mean ± sd' in % of a {"mean", "std"} summary (the mean alone for one seed)."""
+    if not summary or summary.get("mean") is None:
+        return MISSING
+    text = f"{100 * summary['mean']:.2f}"
+    return text if summary.get("std") is None else f"{text} ± {100 * summary['std']:.2f}"
+
+
+def _accuracies(run):
+    """'dev / test' accuracy of one compare row, marked when a seed collapsed."""
+    dev, test = ((run.get(split) or {}).get(METRIC) for split in ("dev", "test"))
+    text = f"{_mean_sd(dev)} / {_mean_sd(test)}"
+    collapsed = run["collapsed_seeds"]
+    if collapsed:
+        text += (f" collapsed (seed{'s' if len(collapsed) > 1 else ''} "
+                 + ", ".join(map(str, collapsed)) + ")")
+    return text
+
+
+def _delta(row):
+    """'+d [+low, +high]' in points, or MISSING."""
+    difference = row["difference"]
+    if difference is None:
+        return MISSING
+    text = (f"{100 * difference['difference']:+.2f} "
+            f"[{100 * difference['low']:+.2f}, {100 * difference['high']:+.2f}]")
+    return text if row["split"] == "test" else f"{text} (on {row['split']})"
+
+
+def _verdict(row):
+    if row["random_init"]["collapsed_seeds"] or row["pretrained"]["collapsed_seeds"]:
+        return "collapsed run: Δ is not a result"
+    return row["difference"]["verdict"] if row["difference"] else "not computed"
+
+
+def _confidence(rows):
+    levels = sorted({row["difference"]["confidence"] for row in rows if row["difference"]})
+    return "/".join(f"{level:.0%}" for level in levels) or "95%"
+
+
 def markdown_table(rows):
-    lines = ["| recipe | model | pretraining eval | random init dev / test | pretrained dev / test "
-             "| Δ dev | Δ test | seeds |",
-             "|---|---|---|---|---|---:|---:|---|"]
+    """The Markdown table, one line per row."""
+    lines = [f"| recipe | model | pretraining eval | random init dev / test acc. "
+             f"| pretrained dev / test acc. | Δ test acc. [{_confidence(rows)} CI] | verdict "
+             "| seeds |",
+             "|---|---|---|---|---|---:|---|---|"]
     for row in rows:
         evals = ", ".join(f"{name} {fmt.format(row['pretraining'][key])}"
                           for key, name, fmt in PRETRAIN_METRICS
                           if row["pretraining"].get(key) is not None)
-        deltas = {split: [after - before for before, after in
-                          zip(row[f"baseline_{split}"], row[f"pretrained_{split}"])]
-                  for split in ("dev", "test")}
         lines.append(
             f"| {RECIPE_LABELS.get(row['recipe'], row['recipe'])} | {row['model']} "
-            f"| {evals or '-'} | {_cell(row['baseline_dev'])} / {_cell(row['baseline_test'])} "
-            f"| {_cell(row['pretrained_dev'])} / {_cell(row['pretrained_test'])} "
-            f"| {_cell(deltas['dev'], True)} | {_cell(deltas['test'], True)} "
+            f"| {evals or MISSING} | {_accuracies(row['random_init'])} "
+            f"| {_accuracies(row['pretrained'])} | {_delta(row)} | {_verdict(row)} "
             f"| {', '.join(map(str, row['seeds']))} |")
     return "\n".join(lines)
+
+
+def footnote(rows):
+    """One paragraph: what the cells are, with compare's bootstrap method."""
+    methods = list(dict.fromkeys(row["difference"]["method"] for row in rows
+                                 if row["difference"]))
+    if len(methods) > 1:  # rows with other seed or example counts
+        methods = [f"{RECIPE_LABELS.get(row['recipe'], row['recipe'])}: "
+                   f"{row['difference']['method']}" for row in rows if row["difference"]]
+    method = " ".join(methods) or "not computed."
+    return ("Accuracies in %: mean ± sample standard deviation over the seeds (the same seeds "
+            "for both starting points). Δ: mean over seeds of the paired difference in test "
+            f"accuracy, pretrained minus random init, in points, from finetune.compare; CI: "
+            f"{method} Verdict (finetune.compare): better / worse when the whole interval "
+            "lies above / below 0, else no evidence. collapsed: a seed whose fine-tuning "
+            "collapsed (e.g. to predicting one class); a Δ involving it is not a result.")
+
+
+def render(rows):
+    """The table and its footnote, as Markdown."""
+    return markdown_table(rows) + "\n\n" + footnote(rows)
 
 
 @dataclasses.dataclass
@@ -143,12 +185,13 @@ def _run(options):
                         "bash scripts/lcqmc_experiment.sh RECIPE first)")
     rows = collect_rows(options.runs_dir)
     if not rows:
-        raise UserError(f"--runs_dir={options.runs_dir}: no recipe with both a fine-tuned and "
-                        "a random-init run yet (run bash scripts/lcqmc_experiment.sh RECIPE)")
-    table = markdown_table(rows)
-    print(table)
+        raise UserError(f"--runs_dir={options.runs_dir}: no recipe with a finished comparison "
+                        f"yet (no RECIPE/{COMPARISON}; run bash scripts/lcqmc_experiment.sh "
+                        "RECIPE)")
+    text = render(rows)
+    print(text)
     if options.output_file:
-        write_text_atomically(options.output_file, table.splitlines())
+        write_text_atomically(options.output_file, text.splitlines())
         print(f"wrote {options.output_file}")
 
 

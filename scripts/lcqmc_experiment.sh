@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One row of the README's reference experiment, end to end: pretraining data
-# from LCQMC train text, pretraining, then LCQMC fine-tuning from random
-# initialisation and from the pretrained model, for each seed.
+# from LCQMC train text (RUNS/docs.txt, RUNS/RECIPE/data/), pretraining
+# (RUNS/RECIPE/pretrain/), then one finetune.compare of LCQMC fine-tuning from
+# random initialisation and from the pretrained model over all SEEDS
+# (RUNS/RECIPE/compare/), and the table of every finished row (RUNS/table.md).
 # Run `bash scripts/lcqmc_experiment.sh --help`.
 set -euo pipefail
 
@@ -20,7 +22,7 @@ apply_deprecated_settings
 LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
 VOCAB="${VOCAB:-${REPO_ROOT}/../shared/data/vocab/bert_chinese_vocab.txt}"
 RUNS="${RUNS:-${REPO_ROOT}/runs/lcqmc_experiment}"
-SEEDS="${SEEDS:-12345,2}"
+SEEDS="${SEEDS:-1,2,3}"
 # The budget shared by every row of the README's table (change it for all rows, not one).
 # About 20-24 minutes of pretraining and 8 per fine-tuning run on 2 CPU cores. The README's
 # earlier RoBERTa-only run used 3000 / 500 steps and 64000 pairs (eval every 1000); 500
@@ -30,9 +32,12 @@ DUPE_FACTOR="${DUPE_FACTOR:-5}"
 MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
 MAX_PREDICTIONS="${MAX_PREDICTIONS:-10}"
 PRETRAIN_STEPS="${PRETRAIN_STEPS:-1000}"
-PRETRAIN_WARMUP_STEPS="${PRETRAIN_WARMUP_STEPS:-100}"
 PRETRAIN_BATCH_SIZE="${PRETRAIN_BATCH_SIZE:-64}"
-PRETRAIN_LEARNING_RATE="${PRETRAIN_LEARNING_RATE:-5e-4}"
+PRETRAIN_SEED="${PRETRAIN_SEED:-1}"
+# Settings with a default per recipe (recipe_defaults): the caller's value, empty when unset.
+RECIPE_SETTINGS=(PRETRAIN_OPTIMIZER PRETRAIN_LEARNING_RATE PRETRAIN_BIAS_CORRECTION
+  PRETRAIN_WARMUP_STEPS)
+for setting in "${RECIPE_SETTINGS[@]}"; do declare "USER_${setting}=${!setting:-}"; done
 FINETUNE_MAX_TRAIN_EXAMPLES="${FINETUNE_MAX_TRAIN_EXAMPLES:-16000}"
 FINETUNE_EPOCHS="${FINETUNE_EPOCHS:-1}"
 FINETUNE_LEARNING_RATE="${FINETUNE_LEARNING_RATE:-1e-4}"
@@ -42,6 +47,39 @@ SIMILAR_WORDS="${SIMILAR_WORDS:-}"
 VECTORS="${VECTORS:-}"
 DRY_RUN="${DRY_RUN:-0}"
 
+# The pretraining defaults of a recipe, as DEFAULT_<setting> (an environment value wins).
+recipe_defaults() {
+  DEFAULT_PRETRAIN_OPTIMIZER=adamw
+  DEFAULT_PRETRAIN_LEARNING_RATE=5e-4
+  DEFAULT_PRETRAIN_BIAS_CORRECTION=0
+  DEFAULT_PRETRAIN_WARMUP_STEPS=100
+  case "$1" in
+    albert)  # ALBERT's own pretraining defaults (today the same as every recipe's)
+      DEFAULT_PRETRAIN_OPTIMIZER=adamw
+      DEFAULT_PRETRAIN_LEARNING_RATE=5e-4
+      DEFAULT_PRETRAIN_BIAS_CORRECTION=0
+      DEFAULT_PRETRAIN_WARMUP_STEPS=100
+      ;;
+  esac
+}
+
+# One usage line per recipe: its effective defaults of RECIPE_SETTINGS.
+recipe_defaults_help() {
+  local recipe setting default
+  for recipe in "${RECIPES[@]}"; do
+    recipe_defaults "${recipe}"
+    printf '  %-9s' "${recipe}"
+    for setting in "${RECIPE_SETTINGS[@]}"; do
+      default="DEFAULT_${setting}"
+      printf ' %s' "${setting#PRETRAIN_}=${!default}"
+    done
+    printf '\n'
+  done
+}
+
+# A RECIPE_SETTINGS value as --help shows it: the caller's, else "per recipe".
+shown() { local user="USER_$1"; echo "${!user:-per recipe, below}"; }
+
 usage() {
   cat <<EOF
 Usage: bash scripts/lcqmc_experiment.sh [--dry_run] RECIPE
@@ -50,10 +88,11 @@ Runs one row of the reference experiment (README, "Did pretraining help?"):
   1. LCQMC train text as documents           RUNS/docs.txt
   2. pretraining data for RECIPE              RUNS/RECIPE/data/
   3. pretraining                              RUNS/RECIPE/pretrain/
-  4. fine-tuning from random initialisation   RUNS/baseline-CONFIG/seedS/  (shared by rows
-     and from the pretrained model            RUNS/RECIPE/finetune/seedS/   of one architecture)
+  4. fine-tuning from random initialisation   RUNS/RECIPE/compare/  (one finetune.compare
+     and from the pretrained model, per seed    over SEEDS: results.md, results.json)
   5. the table of every finished row          RUNS/table.md
-Finished stages are reused (pretraining resumes from its last checkpoint).
+Finished stages are reused (pretraining resumes from its last checkpoint; compare collects
+finished fine-tuning runs whose settings and starting point are unchanged).
 
 RECIPE:
   roberta   full-sentence packing, whole-word masking (jieba), BERT model
@@ -65,14 +104,18 @@ Settings (environment variables) [defaults]:
   LCQMC_DIR          train.txt, dev.txt, test.txt        [${LCQMC_DIR}]
   VOCAB              vocab file                          [${VOCAB}]
   RUNS               output folder                       [${RUNS}]
-  SEEDS              fine-tuning seeds, comma-separated  [${SEEDS}]
+  SEEDS              fine-tuning seeds, comma-separated (3+ for a verdict) [${SEEDS}]
   DUPE_FACTOR        masking passes over the text        [${DUPE_FACTOR}]
   MAX_SEQ_LENGTH     tokens per sequence, pretraining data and fine-tuning [${MAX_SEQ_LENGTH}]
   MAX_PREDICTIONS    masked positions per sequence       [${MAX_PREDICTIONS}]
   PRETRAIN_STEPS     pretraining updates                 [${PRETRAIN_STEPS}]
-  PRETRAIN_WARMUP_STEPS   pretraining warmup updates     [${PRETRAIN_WARMUP_STEPS}]
+  PRETRAIN_WARMUP_STEPS   pretraining warmup updates     [$(shown PRETRAIN_WARMUP_STEPS)]
   PRETRAIN_BATCH_SIZE     pretraining batch              [${PRETRAIN_BATCH_SIZE}]
-  PRETRAIN_LEARNING_RATE  pretraining peak learning rate [${PRETRAIN_LEARNING_RATE}]
+  PRETRAIN_LEARNING_RATE  pretraining peak learning rate [$(shown PRETRAIN_LEARNING_RATE)]
+  PRETRAIN_OPTIMIZER      pretraining optimizer, adamw or lamb [$(shown PRETRAIN_OPTIMIZER)]
+  PRETRAIN_BIAS_CORRECTION  1: Adam bias correction in pretraining, 0: none
+                          [$(shown PRETRAIN_BIAS_CORRECTION)]
+  PRETRAIN_SEED      pretraining seed (graph and input order) [${PRETRAIN_SEED}]
   FINETUNE_MAX_TRAIN_EXAMPLES  first N train pairs       [${FINETUNE_MAX_TRAIN_EXAMPLES}]
   FINETUNE_EPOCHS    fine-tuning epochs                  [${FINETUNE_EPOCHS}]
   FINETUNE_LEARNING_RATE  fine-tuning peak learning rate [${FINETUNE_LEARNING_RATE}]
@@ -82,6 +125,9 @@ Settings (environment variables) [defaults]:
                      scripts/train_word_vectors.sh makes them from RUNS/docs.txt)
   PYTHON             interpreter                         [.venv/bin/python, else python3]
   DRY_RUN=1          (or --dry_run) print the commands of every stage, run nothing
+
+Pretraining defaults per recipe (PRETRAIN_ + the name; an environment value wins):
+$(recipe_defaults_help)
 
 Deprecated names, still read with a warning:
 $(for pair in "${DEPRECATED_SETTINGS[@]}"; do printf '  %-30s -> %s\n' "${pair%%:*}" "${pair#*:}"; done)
@@ -101,7 +147,23 @@ for argument in "$@"; do
 done
 [[ -n "${RECIPE}" ]] || { usage >&2; exit 2; }
 [[ " ${RECIPES[*]} " == *" ${RECIPE} "* ]] || die "unknown RECIPE '${RECIPE}': choose one of ${RECIPES[*]}"
-[[ "${SEEDS}" =~ ^[0-9]+([, ]+[0-9]+)*$ ]] || die "SEEDS must be integers separated by commas, not '${SEEDS}'"
+[[ "${SEEDS}" =~ ^[0-9]+( *, *[0-9]+)*$ ]] || die "SEEDS must be integers separated by commas, not '${SEEDS}'"
+SEEDS="${SEEDS// /}"
+[[ -z "$(tr ',' '\n' <<< "${SEEDS}" | sort -n | uniq -d)" ]] \
+  || die "SEEDS=${SEEDS}: give each seed once"
+# The recipe's defaults fill what the caller left unset.
+recipe_defaults "${RECIPE}"
+for setting in "${RECIPE_SETTINGS[@]}"; do
+  user="USER_${setting}"; default="DEFAULT_${setting}"
+  declare "${setting}=${!user:-${!default}}"
+done
+[[ "${PRETRAIN_OPTIMIZER}" == adamw || "${PRETRAIN_OPTIMIZER}" == lamb ]] \
+  || die "PRETRAIN_OPTIMIZER must be adamw or lamb, not '${PRETRAIN_OPTIMIZER}'"
+[[ "${PRETRAIN_BIAS_CORRECTION}" == 0 || "${PRETRAIN_BIAS_CORRECTION}" == 1 ]] \
+  || die "PRETRAIN_BIAS_CORRECTION must be 0 (no Adam bias correction) or 1, not \
+'${PRETRAIN_BIAS_CORRECTION}'"
+[[ "${PRETRAIN_SEED}" =~ ^[0-9]+$ ]] \
+  || die "PRETRAIN_SEED must be a non-negative integer, not '${PRETRAIN_SEED}'"
 
 if [[ -z "${PYTHON:-}" ]]; then
   if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"
@@ -132,9 +194,10 @@ stage() {
 CONFIG="${REPO_ROOT}/configs/lcqmc_small_bert.json"
 DATA_FLAGS=(--mode=roberta)
 PRETRAIN_FLAGS=()
+[[ "${PRETRAIN_BIAS_CORRECTION}" == 0 ]] || PRETRAIN_FLAGS+=(--adam_bias_correction)
 case "${RECIPE}" in
   albert) CONFIG="${REPO_ROOT}/configs/lcqmc_small_albert.json"; DATA_FLAGS=(--mode=albert) ;;
-  span) DATA_FLAGS+=(--masking=span); PRETRAIN_FLAGS=(--span_boundary_objective) ;;
+  span) DATA_FLAGS+=(--masking=span); PRETRAIN_FLAGS+=(--span_boundary_objective) ;;
   macbert)
     SIMILAR_WORDS="${SIMILAR_WORDS:-${RUNS}/similar_words.tsv}"
     if [[ ! -f "${SIMILAR_WORDS}" ]]; then
@@ -147,7 +210,6 @@ case "${RECIPE}" in
     DATA_FLAGS+=(--masking=macbert --similar_words_file="${SIMILAR_WORDS}") ;;
 esac
 ROW="${RUNS}/${RECIPE}"
-BASELINE="${RUNS}/baseline-$(basename "${CONFIG}" .json)"
 [[ "${DRY_RUN}" == "1" ]] || mkdir -p "${ROW}/data"
 
 if [[ ! -f "${RUNS}/docs.txt" ]]; then
@@ -164,12 +226,14 @@ if [[ ! -f "${LAST_SHARD}.meta.json" ]]; then
     --dupe_factor="${DUPE_FACTOR}" --noprogress "${DATA_FLAGS[@]}"
 fi
 
-stage "pretraining, ${PRETRAIN_STEPS} steps of ${PRETRAIN_BATCH_SIZE}"
+stage "pretraining, ${PRETRAIN_STEPS} steps of ${PRETRAIN_BATCH_SIZE} \
+(${PRETRAIN_OPTIMIZER}, seed ${PRETRAIN_SEED})"
 PRETRAIN_COMMAND=("${PYTHON}" -m pretrain.run_pretraining --bert_config_file="${CONFIG}"
   --input_file="${ROW}/data/lcqmc-*" --output_dir="${ROW}/pretrain" --do_train --do_eval
   --train_batch_size="${PRETRAIN_BATCH_SIZE}" --eval_batch_size=64 --max_eval_steps=20
   --learning_rate="${PRETRAIN_LEARNING_RATE}" --num_train_steps="${PRETRAIN_STEPS}"
   --num_warmup_steps="${PRETRAIN_WARMUP_STEPS}" --save_checkpoints_steps=500
+  --optimizer="${PRETRAIN_OPTIMIZER}" --random_seed="${PRETRAIN_SEED}"
   --strategy=cpu ${PRETRAIN_FLAGS[@]+"${PRETRAIN_FLAGS[@]}"})
 if [[ "${DRY_RUN}" == "1" ]]; then
   show "${PRETRAIN_COMMAND[@]}"
@@ -183,18 +247,19 @@ FINETUNE_FLAGS=(--task=pair --data_dir="${LCQMC_DIR}" --vocab_file="${VOCAB}"
   --max_seq_length="${MAX_SEQ_LENGTH}" --max_train_examples="${FINETUNE_MAX_TRAIN_EXAMPLES}"
   --num_train_epochs="${FINETUNE_EPOCHS}" --learning_rate="${FINETUNE_LEARNING_RATE}"
   --eval_every_steps="${FINETUNE_EVAL_EVERY}" --strategy=cpu)
-finetune() {  # the last lines of one comparison (its table), or with --dry_run its command
-  if [[ "${DRY_RUN}" == "1" ]]; then show "${PYTHON}" -m finetune.compare "$@"
-  else "${PYTHON}" -m finetune.compare "$@" | tail -n 4; fi
-}
-for seed in ${SEEDS//,/ }; do
-  stage "fine-tuning from random initialisation, seed ${seed}"
-  finetune "${FINETUNE_FLAGS[@]}" --random_seed="${seed}" --bert_config_file="${CONFIG}" \
-    --output_dir="${BASELINE}/seed${seed}" --run="random init="
-  stage "fine-tuning after pretraining, seed ${seed}"
-  finetune "${FINETUNE_FLAGS[@]}" --random_seed="${seed}" \
-    --output_dir="${ROW}/finetune/seed${seed}" --run="${RECIPE}=${ROW}/pretrain"
-done
+# One comparison over every seed; the random-init run trains the config beside the
+# pretrained checkpoint (finetune.compare), so both starting points are the same model.
+stage "fine-tuning from random initialisation and after pretraining, seeds ${SEEDS}"
+COMPARE_COMMAND=("${PYTHON}" -m finetune.compare "${FINETUNE_FLAGS[@]}"
+  --output_dir="${ROW}/compare" --seeds="${SEEDS}"
+  --run="random init=" --run="${RECIPE}=${ROW}/pretrain")
+if [[ "${DRY_RUN}" == "1" ]]; then
+  show "${COMPARE_COMMAND[@]}"
+else
+  "${COMPARE_COMMAND[@]}" > "${ROW}/compare.log" 2>&1 \
+    || { tail -n 5 "${ROW}/compare.log" >&2; die "fine-tuning failed; its log: ${ROW}/compare.log"; }
+  grep -E "^\|" "${ROW}/compare/results.md" || true  # its two tables
+fi
 
 stage "table"
 run "${PYTHON}" -m finetune.experiment_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"

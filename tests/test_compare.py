@@ -133,10 +133,23 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
     assert (out / "dev_curve.png").is_file() == HAVE_MATPLOTLIB
     assert ("one line per starting point (mean over seeds): dev_curve.png" in markdown
             ) == HAVE_MATPLOTLIB
-    # experiment_table reads a comparison's results.json: its first run's accuracies.
-    rows = experiment_table._load_runs(str(out / "results.json"))
-    assert rows[None]["model"] == "bert L2 H32 V32"
-    assert rows[None]["dev_accuracy"] == random_init["dev_accuracy"]
+    # experiment_table reads a comparison's results.json: both runs and the accuracy Δ.
+    row = experiment_table.read_comparison(str(out / "results.json"), "solved")
+    assert row["model"] == "bert L2 H32 V32" and row["seeds"] == [3]
+    assert row["random_init"]["dev"]["accuracy"] == {"mean": random_init["dev_accuracy"],
+                                                     "std": None}
+    assert row["pretrained"]["test"]["accuracy"]["mean"] == solved["test_accuracy"]
+    assert row["difference"] == differences["accuracy"] and row["split"] == "test"
+    line = experiment_table.markdown_table([dict(row, pretraining={})]).splitlines()[2]
+    # A random-init run at this budget may predict one class: then the Δ is not a result.
+    collapsed = comparison["rows"][0]["collapsed_seeds"]
+    assert collapsed == ([3] if random_init["per_seed"][0]["collapsed"] else [])
+    assert (" collapsed (seed 3) |" in line) == bool(collapsed)
+    assert line.endswith(f"| {100 * differences['accuracy']['difference']:+.2f} "
+                         f"[{100 * differences['accuracy']['low']:+.2f}, "
+                         f"{100 * differences['accuracy']['high']:+.2f}] | "
+                         + ("collapsed run: Δ is not a result" if collapsed else "better")
+                         + " | 3 |")
 
     # Same settings again: every run is collected, not retrained; same table.
     printed.clear()

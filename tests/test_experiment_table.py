@@ -1,56 +1,185 @@
-"""finetune.experiment_table: rows from scripts/lcqmc_experiment.sh's folders."""
+"""finetune.experiment_table: one row per recipe from scripts/lcqmc_experiment.sh's
+RUNS/RECIPE/compare/results.json (finetune.compare's results) and pretraining eval."""
 import json
-import math
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 
-from finetune import experiment_table
+from cli_testutil import tool_env
+from finetune import comparison_report, experiment_table, statistics
+
+BERT = "bert L4 H256 V21128"
+N = 40  # test examples
+BOOTSTRAP = 300
 
 
-def _results(path, model, dev, test):
-    path.mkdir(parents=True)
-    (path / "results.json").write_text(json.dumps(
-        {"runs": [{"model": model, "dev_accuracy": dev, "test_accuracy": test}]}))
+def _seed_row(seed, dev, correct, collapsed=False):
+    return {"seed": seed, "run_dir": f"runs/seed{seed}",
+            "dev": {"accuracy": dev, "macro_f1": dev - 0.1},
+            "test": {"accuracy": correct / N, "macro_f1": correct / N - 0.1},
+            "best_step": 10, "num_train_steps": 20, "wall_time_seconds": 1.0,
+            "collapsed": collapsed, "dev_curve": [{"step": 0, "accuracy": dev}]}
+
+
+def _stats(metric, correct_per_seed):
+    """[seeds, N, K]: gold label 0 everywhere, the first `correct` predictions right."""
+    gold = np.zeros(N, int)
+    return np.stack([statistics.statistics_for(metric, gold, np.array([0] * k + [1] * (N - k)),
+                                               num_labels=2) for k in correct_per_seed])
+
+
+def write_comparison(folder, recipe, seeds, random_init, pretrained, model=BERT, collapsed=()):
+    """RECIPE/compare/results.json as finetune.compare writes it: per-seed rows, paired
+    bootstraps of both metrics (statistics.paired_bootstrap) and comparison_report's rows.
+    random_init, pretrained: [(dev accuracy, correct test examples)] per seed."""
+    runs = [{"label": label, "model": model, "init_checkpoint": checkpoint,
+             "per_seed": [_seed_row(seed, dev, correct, label != "random init"
+                                    and seed in collapsed)
+                          for seed, (dev, correct) in zip(seeds, values)]}
+            for label, checkpoint, values in (("random init", None, random_init),
+                                              (recipe, f"{folder}/pretrain", pretrained))]
+    differences = [dict(statistics.paired_bootstrap(
+        _stats(metric, [c for _, c in random_init]), _stats(metric, [c for _, c in pretrained]),
+        metric, num_samples=BOOTSTRAP), label=recipe, metric=metric)
+        for metric in ("accuracy", "macro_f1")]
+    comparison = {"task": "pair", "labels": ["0", "1"], "title": "pair fine-tuning on lcqmc",
+                  "metrics": ["accuracy", "macro_f1"], "selection_metric": "accuracy",
+                  "seeds": list(seeds), "evaluated_split": "test", "runs": runs,
+                  "differences": differences, "settings": {}}
+    comparison["rows"] = comparison_report.comparison_rows(comparison)
+    (folder / "compare").mkdir(parents=True)
+    (folder / "compare" / "results.json").write_text(json.dumps(comparison))
+    return comparison
+
+
+# Dev accuracy and correct test examples (of N = 40) per seed 1, 2, 3.
+RANDOM_INIT = [(0.50, 20), (0.52, 22), (0.54, 24)]   # dev 52 ± 2, test 55 ± 5
+PRETRAINED = [(0.70, 32), (0.75, 34), (0.80, 36)]    # dev 75 ± 5, test 85 ± 5
 
 
 @pytest.fixture
 def runs_dir(tmp_path):
-    bert, albert = "bert L4 H256 V21128", "albert L4 H256 V21128"
-    for seed, (dev, test) in {1: (0.50, 0.60), 2: (0.52, 0.62)}.items():
-        _results(tmp_path / "baseline-small_bert" / f"seed{seed}", bert, dev, test)
-        _results(tmp_path / "baseline-small_albert" / f"seed{seed}", albert, dev - 0.1, test - 0.1)
-        _results(tmp_path / "roberta" / "finetune" / f"seed{seed}", bert, dev + 0.05 * seed,
-                 test + 0.04)
-        _results(tmp_path / "albert" / "finetune" / f"seed{seed}", albert, dev, test)
-    _results(tmp_path / "span" / "finetune" / "seed3", bert, 0.9, 0.9)  # no baseline seed 3
+    saved = {
+        "roberta": write_comparison(tmp_path / "roberta", "roberta", [1, 2, 3], RANDOM_INIT,
+                                    PRETRAINED),
+        "albert": write_comparison(tmp_path / "albert", "albert", [1, 2, 3], RANDOM_INIT,
+                                   RANDOM_INIT, model="albert L4 H256 V21128"),
+        "span": write_comparison(tmp_path / "span", "span", [1, 2, 3], RANDOM_INIT, PRETRAINED,
+                                 collapsed=(2,)),
+        "custom": write_comparison(tmp_path / "custom", "custom", [7], [(0.6, 25)],
+                                   [(0.625, 26)]),
+    }
+    (tmp_path / "macbert" / "pretrain").mkdir(parents=True)  # pretrained, not compared yet
     (tmp_path / "roberta" / "pretrain").mkdir()
     (tmp_path / "roberta" / "pretrain" / "eval_results.txt").write_text(
-        "global_step = 500\nmasked_lm_accuracy = 0.25\nmasked_lm_loss = 4.5\n")
-    return tmp_path
+        "global_step = 500\nmasked_lm_accuracy = 0.25\nmasked_lm_loss = 4.5\n"
+        "masked_lm_unigram_accuracy = 0.05\n")
+    (tmp_path / "span" / "pretrain").mkdir()
+    (tmp_path / "span" / "pretrain" / "eval_results.txt").write_text(
+        "masked_lm_loss = 5.25\nspan_boundary_loss = 6.125\n")
+    return tmp_path, saved
 
 
-def test_rows_pair_each_recipe_with_its_architecture_and_seed(runs_dir):
-    rows = experiment_table.collect_rows(str(runs_dir))
-    assert [row["recipe"] for row in rows] == ["roberta", "albert"]  # span: no baseline
-    roberta, albert = rows
-    assert roberta["seeds"] == [1, 2]
-    assert roberta["baseline_dev"] == [0.50, 0.52]
-    assert roberta["pretrained_dev"] == pytest.approx([0.55, 0.62])
-    assert albert["baseline_test"] == pytest.approx([0.50, 0.52])
-    assert roberta["pretraining"]["masked_lm_loss"] == 4.5
+def _delta(comparison):
+    accuracy = next(d for d in comparison["differences"] if d["metric"] == "accuracy")
+    return accuracy, (f"{100 * accuracy['difference']:+.2f} [{100 * accuracy['low']:+.2f}, "
+                      f"{100 * accuracy['high']:+.2f}]")
 
 
-def test_table_reports_means_standard_errors_and_paired_differences(runs_dir):
-    table = experiment_table.markdown_table(experiment_table.collect_rows(str(runs_dir)))
-    roberta_line = table.splitlines()[2]
-    # dev deltas 5 and 10 points: mean 7.5, se = sd / sqrt(2) = 3.5355 / 1.4142 = 2.5
-    assert "+7.50 ± 2.50" in roberta_line
-    assert "+4.00 ± 0.00" in roberta_line  # test deltas 4 and 4
-    assert f"{51.0:.2f} ± {math.sqrt(2) / math.sqrt(2):.2f}" in roberta_line  # baseline dev
-    assert "MLM loss 4.50, MLM acc 25.0%" in roberta_line
+def test_rows_come_from_each_recipes_comparison_in_recipe_order(runs_dir):
+    folder, saved = runs_dir
+    rows = experiment_table.collect_rows(str(folder))
+    assert [row["recipe"] for row in rows] == ["roberta", "albert", "span", "custom"]
+    roberta = rows[0]
+    assert roberta["seeds"] == [1, 2, 3] and roberta["model"] == BERT
+    assert roberta["random_init"] == saved["roberta"]["rows"][0]
+    assert roberta["pretrained"]["test"]["accuracy"]["mean"] == pytest.approx(0.85)
+    assert roberta["difference"]["metric"] == "accuracy"  # not macro_f1's entry
+    assert roberta["difference"]["difference"] == pytest.approx(0.30)
+    assert roberta["pretraining"] == {"global_step": 500, "masked_lm_accuracy": 0.25,
+                                      "masked_lm_loss": 4.5, "masked_lm_unigram_accuracy": 0.05}
+    assert rows[3]["pretraining"] == {}
 
 
-def test_mean_and_se():
-    assert experiment_table.mean_and_se([1.0]) == (1.0, None)
-    mean, se = experiment_table.mean_and_se([1.0, 2.0, 3.0])
-    assert mean == 2.0 and se == pytest.approx(1 / math.sqrt(3))
+def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
+    folder, saved = runs_dir
+    header, rule, roberta, albert, span, custom = experiment_table.markdown_table(
+        experiment_table.collect_rows(str(folder))).splitlines()
+    assert header == ("| recipe | model | pretraining eval | random init dev / test acc. "
+                      "| pretrained dev / test acc. | Δ test acc. [95% CI] | verdict | seeds |")
+    assert rule == "|---|---|---|---|---|---:|---|---|"
+    accuracy, delta = _delta(saved["roberta"])
+    assert delta.startswith("+30.00 [+") and 0 < accuracy["low"] < 0.3 < accuracy["high"]
+    assert roberta == (f"| RoBERTa: whole-word masking | {BERT} | MLM loss 4.50, MLM acc 25.0%, unigram 5.0% "
+                       f"| 52.00 ± 2.00 / 55.00 ± 5.00 | 75.00 ± 5.00 / 85.00 ± 5.00 "
+                       f"| {delta} | better | 1, 2, 3 |")
+    # The same predictions from both starts: Δ 0 with an interval [0, 0], no evidence.
+    assert albert == ("| ALBERT: SOP + n-gram masking | albert L4 H256 V21128 | — "
+                      "| 52.00 ± 2.00 / 55.00 ± 5.00 | 52.00 ± 2.00 / 55.00 ± 5.00 "
+                      "| +0.00 [+0.00, +0.00] | no evidence | 1, 2, 3 |")
+    assert saved["span"]["rows"][1]["collapsed_seeds"] == [2]
+    assert span == (f"| SpanBERT: spans + SBO | {BERT} | MLM loss 5.25, SBO loss 6.12 "
+                    "| 52.00 ± 2.00 / 55.00 ± 5.00 "
+                    "| 75.00 ± 5.00 / 85.00 ± 5.00 collapsed (seed 2) "
+                    f"| {_delta(saved['span'])[1]} | collapsed run: Δ is not a result "
+                    "| 1, 2, 3 |")
+    # One seed: means alone, no ±; 26 vs 25 correct of 40 is +2.50 points.
+    _, custom_delta = _delta(saved["custom"])
+    assert custom_delta.startswith("+2.50 [")
+    assert custom == (f"| custom | {BERT} | — | 60.00 / 62.50 | 62.50 / 65.00 "
+                      f"| {custom_delta} | {saved['custom']['differences'][0]['verdict']} "
+                      "| 7 |")
+
+
+def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
+    folder, saved = runs_dir
+    rows = experiment_table.collect_rows(str(folder))
+    three_seeds = saved["roberta"]["differences"][0]["method"]
+    assert three_seeds == (f"Hierarchical paired bootstrap: each of {BOOTSTRAP} replicates "
+                           f"resamples the 3 seeds and the {N} examples with replacement, the "
+                           "same draws for both runs, and the 95% interval is the percentile "
+                           "interval of the replicates' mean differences over seeds.")
+    expected = ("Accuracies in %: mean ± sample standard deviation over the seeds (the same "
+                "seeds for both starting points). Δ: mean over seeds of the paired difference "
+                "in test accuracy, pretrained minus random init, in points, from "
+                f"finetune.compare; CI: {three_seeds} Verdict (finetune.compare): better / "
+                "worse when the whole interval lies above / below 0, else no evidence. "
+                "collapsed: a seed whose fine-tuning collapsed (e.g. to predicting one class); "
+                "a Δ involving it is not a result.")
+    assert experiment_table.footnote(rows[:3]) == expected
+    # Rows with another number of seeds have another method: each is named by its recipe.
+    one_seed = saved["custom"]["differences"][0]["method"]
+    assert "resamples the 1 seeds" in one_seed
+    assert experiment_table.footnote(rows) == expected.replace(
+        f"CI: {three_seeds}", "CI: " + " ".join(
+            [f"{label}: {three_seeds}" for label in ("RoBERTa: whole-word masking",
+                                                     "ALBERT: SOP + n-gram masking",
+                                                     "SpanBERT: spans + SBO")]
+            + [f"custom: {one_seed}"]))
+
+
+def _table_cli(*args):
+    return subprocess.run([sys.executable, "-m", "finetune.experiment_table", *args],
+                          capture_output=True, text=True, env=tool_env(), timeout=120)
+
+
+def test_the_command_writes_table_and_footnote_and_refuses_an_empty_runs_dir(runs_dir, tmp_path):
+    folder, _ = runs_dir
+    out = tmp_path / "table.md"
+    done = _table_cli(f"--runs_dir={folder}", f"--output_file={out}")
+    assert done.returncode == 0, done.stderr
+    expected = experiment_table.render(experiment_table.collect_rows(str(folder)))
+    assert out.read_text(encoding="utf-8") == expected + "\n"
+    assert done.stdout == f"{expected}\nwrote {out}\n"
+    assert expected.splitlines()[7].startswith("Accuracies in %: mean ± sample standard")
+    empty = tmp_path / "empty"
+    (empty / "roberta" / "pretrain").mkdir(parents=True)
+    done = _table_cli(f"--runs_dir={empty}")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        f"error: --runs_dir={empty}: no recipe with a finished comparison yet (no "
+        "RECIPE/compare/results.json; run bash scripts/lcqmc_experiment.sh RECIPE)")
+    done = _table_cli(f"--runs_dir={tmp_path / 'missing'}")
+    assert done.returncode == 2 and "no such folder" in done.stderr

@@ -4,6 +4,9 @@ names: tests/test_script_defaults.py.)"""
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import datagen_testutil as util
 from cli_testutil import tool_env
@@ -19,33 +22,70 @@ def _run(args, **env):
 
 
 def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
-    """Data with span boundaries, pretraining with the SBO head, fine-tuning from random
-    init and from the checkpoint, the table: every stage of one row, at a toy budget."""
+    """Data with span boundaries, pretraining with the SBO head, one comparison of
+    fine-tuning from random init and from the checkpoint over two seeds, the table: every
+    stage of one row, at a toy budget."""
     chars = sorted({char for split in ("train", "dev", "test")
                     for char in (PAIRS / f"{split}.txt").read_text(encoding="utf-8")
                     if not char.isspace() and not char.isascii()})
     vocab = util.write_vocab(tmp_path, extra=chars)
     runs = tmp_path / "runs"
-    budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(vocab), RUNS=str(runs), SEEDS="3",
+    budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(vocab), RUNS=str(runs), SEEDS="3,4",
                   DUPE_FACTOR="1", MAX_SEQ_LENGTH="32", MAX_PREDICTIONS="5",
                   PRETRAIN_STEPS="2", PRETRAIN_WARMUP_STEPS="1", PRETRAIN_BATCH_SIZE="8",
-                  FINETUNE_MAX_TRAIN_EXAMPLES="16", FINETUNE_EVAL_EVERY="2")
+                  PRETRAIN_SEED="5", FINETUNE_MAX_TRAIN_EXAMPLES="16", FINETUNE_EVAL_EVERY="2")
     result = _run(["span"], **budget)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "deprecated" not in result.stderr
     meta = (runs / "span" / "data" / "lcqmc-00000-of-00004.meta.json").read_text()
     assert '"has_span_boundaries": true' in meta and '"max_seq_length": 32' in meta
-    # MAX_SEQ_LENGTH is the fine-tuning length too, for both starting points.
-    for folder in (runs / "baseline-lcqmc_small_bert" / "seed3",
-                   runs / "span" / "finetune" / "seed3"):
-        settings = json.loads((folder / "results.json").read_text())["settings"]
-        assert settings["max_seq_length"] == 32 and settings["max_train_examples"] == 16
     evals = (runs / "span" / "pretrain" / "eval_results.txt").read_text()
     assert "global_step = 2" in evals and "span_boundary_loss" in evals
-    assert (runs / "baseline-lcqmc_small_bert" / "seed3" / "results.json").is_file()
+    comparison = json.loads((runs / "span" / "compare" / "results.json").read_text())
+    assert comparison["seeds"] == [3, 4] and comparison["task"] == "pair"
+    random_init, pretrained = comparison["runs"]
+    assert (random_init["label"], pretrained["label"]) == ("random init", "span")
+    assert random_init["init_checkpoint"] is None
+    assert pretrained["init_checkpoint"] == str(runs / "span" / "pretrain")
+    assert pretrained["checkpoint"] == str(runs / "span" / "pretrain" / "model.ckpt-2")
+    # The random-init run trains the architecture beside the pretrained checkpoint.
+    assert random_init["bert_config_file"] == pretrained["bert_config_file"] == str(
+        runs / "span" / "pretrain" / "bert_config.json")
+    assert random_init["model"] == pretrained["model"] == "bert L4 H256 V21128"
+    # MAX_SEQ_LENGTH is the fine-tuning length too, for both starting points and seeds.
+    for run in comparison["runs"]:
+        assert [row["seed"] for row in run["per_seed"]] == [3, 4]
+        for row in run["per_seed"]:
+            settings = json.loads((Path(row["run_dir"]) / "results.json").read_text())["settings"]
+            assert settings["max_seq_length"] == 32 and settings["max_train_examples"] == 16
+            assert settings["random_seed"] == row["seed"]
+    (accuracy,) = [d for d in comparison["differences"] if d["metric"] == "accuracy"]
+    # The table's row is the comparison's numbers (at this budget fine-tuning may collapse
+    # to one class; then the verdict says so); compare's two tables were shown.
+    collapsed = any(row["collapsed_seeds"] for row in comparison["rows"])
+    verdict = "collapsed run: Δ is not a result" if collapsed else accuracy["verdict"]
     table = (runs / "table.md").read_text().splitlines()
-    assert len(table) == 3 and table[2].startswith("| SpanBERT: spans + SBO | bert L4 H256")
-    assert "SBO loss" in table[2] and table[2].endswith("| 3 |")
+    assert len(table) == 5 and table[2].startswith("| SpanBERT: spans + SBO | bert L4 H256")
+    assert "SBO loss" in table[2] and table[2].endswith(
+        f"| {100 * accuracy['difference']:+.2f} [{100 * accuracy['low']:+.2f}, "
+        f"{100 * accuracy['high']:+.2f}] | {verdict} | 3, 4 |")
+    for cell, row in zip(table[2].split(" | ")[3:5], comparison["rows"]):
+        dev, test = (row[split]["accuracy"] for split in ("dev", "test"))
+        assert cell.startswith(f"{100 * dev['mean']:.2f} ± {100 * dev['std']:.2f} / "
+                               f"{100 * test['mean']:.2f} ± {100 * test['std']:.2f}")
+        assert cell.endswith("collapsed (seeds 3, 4)" if row["collapsed_seeds"] == [3, 4]
+                             else f"± {100 * test['std']:.2f}" if not row["collapsed_seeds"]
+                             else f"(seed {row['collapsed_seeds'][0]})")
+    assert table[4].startswith("Accuracies in %: mean ± sample standard deviation")
+    assert "| starting point | model | dev accuracy | test accuracy |" in result.stdout
+    assert "pretraining, 2 steps of 8 (adamw, seed 5)" in result.stdout
+
+    # A rerun reuses every stage: compare collects its four finished fine-tunings.
+    again = _run(["span"], **budget)
+    assert again.returncode == 0, again.stderr[-3000:]
+    log = (runs / "span" / "compare.log").read_text()
+    assert log.count("collecting the finished run") == 4 and "fine-tuning from" not in log
+    assert (runs / "table.md").read_text().splitlines() == table
 
 
 def test_refuses_an_unknown_recipe_and_missing_lcqmc(tmp_path):
@@ -53,6 +93,21 @@ def test_refuses_an_unknown_recipe_and_missing_lcqmc(tmp_path):
     assert result.returncode == 2 and "unknown RECIPE 'bogus'" in result.stderr
     result = _run(["roberta"], LCQMC_DIR=str(tmp_path), RUNS=str(tmp_path / "runs"))
     assert result.returncode == 2 and f"no train.txt in LCQMC_DIR={tmp_path}" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("setting, value, message", [
+    ("PRETRAIN_OPTIMIZER", "sgd", "PRETRAIN_OPTIMIZER must be adamw or lamb, not 'sgd'"),
+    ("PRETRAIN_BIAS_CORRECTION", "yes", "PRETRAIN_BIAS_CORRECTION must be 0 (no Adam bias "
+                                        "correction) or 1, not 'yes'"),
+    ("PRETRAIN_SEED", "1.5", "PRETRAIN_SEED must be a non-negative integer, not '1.5'"),
+    ("SEEDS", "1;2", "SEEDS must be integers separated by commas, not '1;2'"),
+    ("SEEDS", "1, 2,1", "SEEDS=1,2,1: give each seed once"),
+])
+def test_refuses_a_bad_setting_before_doing_anything(tmp_path, setting, value, message):
+    result = _run(["albert"], RUNS=str(tmp_path / "runs"), **{setting: value})
+    assert result.returncode == 2
+    assert result.stderr == f"lcqmc_experiment.sh: error: {message}\n"
     assert not (tmp_path / "runs").exists()
 
 

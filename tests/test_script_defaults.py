@@ -351,20 +351,86 @@ def test_the_new_name_wins_over_the_old_one(repo_root, tmp_path):
     assert "--learning_rate=3e-3" in command and "1e-3" not in command
 
 
+def _experiment_commands(repo_root, tmp_path, recipe, **settings):
+    """{module: [its flags]} of lcqmc_experiment.sh's dry run (one command per module)."""
+    lines = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe,
+                     **_alias_env(tmp_path), **settings).splitlines()
+    commands = [shlex.split(line) for line in lines if not line.startswith("#")]
+    by_module = {command[2]: command[3:] for command in commands}
+    assert len(by_module) == len(commands), lines  # each module once
+    return by_module
+
+
 def test_the_experiment_uses_max_seq_length_for_data_and_fine_tuning(repo_root, tmp_path):
     make_inputs(tmp_path)
-    lines = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", "span", MAX_SEQ_LENGTH="48",
-                     SEEDS="3,4", **_alias_env(tmp_path)).splitlines()
-    commands = [shlex.split(line) for line in lines if not line.startswith("#")]
-    by_module = {}
-    for command in commands:
-        by_module.setdefault(command[2], []).append(command[3:])
-    (data,) = by_module["data_gen.create_pretraining_data"]
-    assert "--max_seq_length=48" in data
-    finetunes = by_module["finetune.compare"]
-    assert len(finetunes) == 4  # random init and pretrained, for each of the two seeds
-    for flags in finetunes:
-        assert "--max_seq_length=48" in flags and "--task=pair" in flags
-    assert sorted(flag for flags in finetunes for flag in flags if "random_seed" in flag) == [
-        "--random_seed=3", "--random_seed=3", "--random_seed=4", "--random_seed=4"]
+    by_module = _experiment_commands(repo_root, tmp_path, "span", MAX_SEQ_LENGTH="48",
+                                     SEEDS="3, 4")
+    assert "--max_seq_length=48" in by_module["data_gen.create_pretraining_data"]
+    # One comparison: random init and the pretrained model, over every seed.
+    runs = tmp_path / "runs"
+    assert by_module["finetune.compare"] == [
+        "--task=pair", f"--data_dir={tmp_path}/lcqmc", f"--vocab_file={tmp_path}/vocab.txt",
+        "--max_seq_length=48", "--max_train_examples=16000", "--num_train_epochs=1",
+        "--learning_rate=1e-4", "--eval_every_steps=250", "--strategy=cpu",
+        f"--output_dir={runs}/span/compare", "--seeds=3,4", "--run=random init=",
+        f"--run=span={runs}/span/pretrain"]
+    assert by_module["finetune.experiment_table"] == [f"--runs_dir={runs}",
+                                                       f"--output_file={runs}/table.md"]
     assert not (tmp_path / "runs").exists()  # a dry run writes nothing
+
+
+def recipe_defaults(repo_root):
+    """{recipe: {setting: default}} from the 'Pretraining defaults per recipe' of --help."""
+    done = _run(repo_root, repo_root, "lcqmc_experiment.sh", "--help")
+    section = done.stdout.split("Pretraining defaults per recipe")[1].split("\n\n")[0]
+    defaults = {}
+    for recipe, settings in re.findall(r"^  (\w+) +(.+)$", section, re.MULTILINE):
+        defaults[recipe] = {f"PRETRAIN_{name}": value for name, value in
+                            (item.split("=") for item in settings.split())}
+    return defaults
+
+
+PRETRAINING_FLAGS = {"PRETRAIN_OPTIMIZER": "--optimizer={}",
+                     "PRETRAIN_LEARNING_RATE": "--learning_rate={}",
+                     "PRETRAIN_WARMUP_STEPS": "--num_warmup_steps={}"}
+
+
+def _pretraining_setting(flags, setting):
+    if setting == "PRETRAIN_BIAS_CORRECTION":
+        return "1" if "--adam_bias_correction" in flags else "0"
+    prefix = PRETRAINING_FLAGS[setting].format("")
+    (value,) = [flag[len(prefix):] for flag in flags if flag.startswith(prefix)]
+    return value
+
+
+def test_the_experiment_forwards_its_pretraining_settings(repo_root, tmp_path):
+    """PRETRAIN_SEED, PRETRAIN_OPTIMIZER and PRETRAIN_BIAS_CORRECTION reach run_pretraining;
+    unset, each recipe's pretraining is what --help lists for it; set, the value wins."""
+    make_inputs(tmp_path)
+    defaults = recipe_defaults(repo_root)
+    assert list(defaults) == ["roberta", "albert", "span", "macbert"]
+    for values in defaults.values():  # today every recipe has the same defaults
+        assert values == {"PRETRAIN_OPTIMIZER": "adamw", "PRETRAIN_LEARNING_RATE": "5e-4",
+                          "PRETRAIN_BIAS_CORRECTION": "0", "PRETRAIN_WARMUP_STEPS": "100"}
+    ours = {"PRETRAIN_OPTIMIZER": "lamb", "PRETRAIN_LEARNING_RATE": "2e-3",
+            "PRETRAIN_BIAS_CORRECTION": "1", "PRETRAIN_WARMUP_STEPS": "7"}
+    for recipe in ("roberta", "albert", "span"):  # macbert needs word vectors
+        flags = _experiment_commands(repo_root, tmp_path, recipe)["pretrain.run_pretraining"]
+        assert "--random_seed=1" in flags  # PRETRAIN_SEED's default
+        for setting, default in defaults[recipe].items():
+            assert _pretraining_setting(flags, setting) == default, (recipe, setting)
+        flags = _experiment_commands(repo_root, tmp_path, recipe, PRETRAIN_SEED="17",
+                                     **ours)["pretrain.run_pretraining"]
+        assert "--random_seed=17" in flags and "--random_seed=1" not in flags
+        for setting, value in ours.items():
+            assert _pretraining_setting(flags, setting) == value, (recipe, setting)
+        # One setting given: it wins, the others keep the recipe's default.
+        flags = _experiment_commands(repo_root, tmp_path, recipe, PRETRAIN_OPTIMIZER="lamb",
+                                     PRETRAIN_BIAS_CORRECTION="0")["pretrain.run_pretraining"]
+        assert _pretraining_setting(flags, "PRETRAIN_OPTIMIZER") == "lamb"
+        assert _pretraining_setting(flags, "PRETRAIN_BIAS_CORRECTION") == "0"
+        assert _pretraining_setting(flags, "PRETRAIN_LEARNING_RATE") == defaults[recipe][
+            "PRETRAIN_LEARNING_RATE"]
+    span = _experiment_commands(repo_root, tmp_path, "span", PRETRAIN_BIAS_CORRECTION="1")
+    assert span["pretrain.run_pretraining"][-2:] == ["--adam_bias_correction",
+                                                     "--span_boundary_objective"]
