@@ -127,8 +127,20 @@ def reusable(run_dir, plan, settings):
                for name in COMPARED_SETTINGS)  # a setting added later: its default
     same = same and saved.get("random_seed") == settings["random_seed"]
     same = same and _same_config(results.get("bert_config_file"), plan["bert_config_file"])
-    same = same and (results.get("init") or {}).get("checkpoint") == plan["checkpoint"]
+    init = results.get("init") or {}
+    same = same and init.get("checkpoint") == plan["checkpoint"]
+    if same and plan["checkpoint"]:
+        same = _same_weights(init, plan["checkpoint"], path)
     return results if same else None
+
+
+def _same_weights(init, checkpoint, results_path):
+    """Whether a finished run started from the weights now at `checkpoint`: the same
+    fingerprint, or for runs saved before fingerprints, a checkpoint not rewritten since."""
+    if init.get("fingerprint"):
+        return init["fingerprint"] == checkpoint_assets.checkpoint_fingerprint(checkpoint)
+    index = f"{checkpoint}.index"
+    return os.path.isfile(index) and os.path.getmtime(index) <= os.path.getmtime(results_path)
 
 
 def _same_config(saved_path, path):

@@ -382,7 +382,9 @@ def run(settings, log_fn=print):
         "vocab_file": os.path.abspath(assets.vocab_file),
         "assets": {"config": assets.config_source, "vocab": assets.vocab_source},
         "bert_config": bert_config.to_dict(),
-        "init": init_summary or {"checkpoint": None, "note": "random initialisation"},
+        "init": (dict(init_summary, fingerprint=checkpoint_assets.checkpoint_fingerprint(
+            assets.checkpoint)) if init_summary
+                 else {"checkpoint": None, "note": "random initialisation"}),
         "settings": settings,
     }
     for split, scores in (("dev", dev_scores), ("test", test_scores)):

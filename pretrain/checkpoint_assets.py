@@ -176,6 +176,18 @@ def vocab_sha256(path):
         raise AssetError("cannot read vocab %s: %s" % (path, err.strerror or err)) from None
 
 
+def checkpoint_fingerprint(checkpoint):
+    """sha256 of a checkpoint's .index file (it holds every tensor's checksum), or None.
+
+    Two checkpoints under one path with other weights (a pretraining redone into
+    the same folder) get different fingerprints.
+    """
+    index = f"{checkpoint}.index"
+    if not checkpoint or not _gfile().exists(index):
+        return None
+    return hashlib.sha256(_read_bytes(index)).hexdigest()
+
+
 def first_difference(tokens_a, tokens_b):
     """1-based line of the first difference of two token lists, or None if equal."""
     for index, (token_a, token_b) in enumerate(zip(tokens_a, tokens_b)):

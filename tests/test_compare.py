@@ -109,6 +109,10 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
         per_run = json.loads(open(f"{row['run_dir']}/results.json", encoding="utf-8").read())
         assert per_run["settings"]["random_seed"] == 3
         assert per_run["init"]["checkpoint"] == run["checkpoint"]
+        if run["checkpoint"]:  # what makes a rewritten checkpoint's runs stale
+            from pretrain import checkpoint_assets
+            assert per_run["init"]["fingerprint"] == checkpoint_assets.checkpoint_fingerprint(
+                run["checkpoint"])
         assert row["test"]["accuracy"] == per_run["test_accuracy"] == run["test_accuracy"]
         assert row["dev"]["accuracy"] == per_run["dev_accuracy"] == run["dev_accuracy"]
         assert row["dev_curve"] == per_run["dev_curve"]
@@ -238,3 +242,38 @@ def test_cli_errors_are_one_line_with_exit_code_2(repo_root, tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "error: give at least one --run=LABEL=CHECKPOINT")
+
+
+def test_a_checkpoint_rewritten_under_the_same_path_is_not_reused(tmp_path):
+    # A pretraining redone into the same folder leaves model.ckpt-N at the same path with
+    # other weights: its fine-tunings must not be collected as if they started from them.
+    import hashlib
+    from finetune import run_finetune
+    from pretrain import checkpoint_assets
+    checkpoint = str(tmp_path / "model.ckpt-10")
+    index = tmp_path / "model.ckpt-10.index"
+    index.write_bytes(b"weights A")
+    fingerprint = checkpoint_assets.checkpoint_fingerprint(checkpoint)
+    assert fingerprint == hashlib.sha256(b"weights A").hexdigest()
+    assert checkpoint_assets.checkpoint_fingerprint(str(tmp_path / "absent")) is None
+    settings = {name: run_finetune.DEFAULTS.get(name) for name in compare.COMPARED_SETTINGS}
+    settings["random_seed"] = 1
+    config = str(tmp_path / "bert_config.json")
+    plan = {"checkpoint": checkpoint, "bert_config_file": config}
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+
+    def finished(init):
+        (run_dir / "results.json").write_text(json.dumps(
+            {"settings": settings, "bert_config_file": config, "init": init}))
+
+    finished({"checkpoint": checkpoint, "fingerprint": fingerprint})
+    assert compare.reusable(str(run_dir), plan, settings) is not None
+    index.write_bytes(b"weights B")
+    assert compare.reusable(str(run_dir), plan, settings) is None
+    # Runs saved before fingerprints: reused only if the checkpoint is not newer.
+    finished({"checkpoint": checkpoint})
+    assert compare.reusable(str(run_dir), plan, settings) is not None
+    later = os.path.getmtime(run_dir / "results.json") + 60
+    os.utime(index, (later, later))
+    assert compare.reusable(str(run_dir), plan, settings) is None
