@@ -86,10 +86,6 @@ LOSSES = ("loss", "masked_lm_loss", "sentence_loss")
 SENTENCE_HEADS = {"albert": "get_sentence_order_output", "bert": "get_next_sentence_output"}
 
 
-def emit(record):
-    print(json.dumps(record), flush=True)
-
-
 def _read_source(source, name):
     """The bytes of `name` at ALBERT_COMMIT from a clone, a bare git dir or a plain folder."""
     git_dir = None
@@ -278,9 +274,10 @@ def run_side(side, google, args, input_files, init_dir):
                 curves[name].append(float(value))
             if step % args.log_every == 0:
                 window = slice(step - args.log_every, step)
-                emit(dict(bench="training_curve", family=args.family, side=side, step=step,
-                          **{name: round(float(np.mean(curves[name][window])), 5)
-                             for name in LOSSES}))
+                means = {name: round(float(np.mean(curves[name][window])), 5)
+                         for name in LOSSES}
+                google_baseline.emit(dict(bench="training_curve", family=args.family,
+                                          side=side, step=step, **means))
         session.close()
     return curves
 
@@ -327,7 +324,7 @@ def main(argv=None):
         raise SystemExit("--family=bert: Google's BERT trains with AdamW only (--optimizer=adamw)")
     google = load_google(args.family, args.google_source)
     tf.logging.set_verbosity(tf.logging.ERROR)
-    emit(dict(bench="training_curve_setup",
+    google_baseline.emit(dict(bench="training_curve_setup",
               google=ALBERT_COMMIT if args.family == "albert" else google_baseline.WHEEL_SPEC,
               input_files=len(input_files),
               **{k: v for k, v in vars(args).items() if k != "google_source"}))
@@ -350,7 +347,7 @@ def main(argv=None):
             for first in (10, 50, args.steps):
                 record[f"{name}_max_gap_first_{first}"] = float(np.max(gap[:first]))
             record[f"{name}_mean_gap_last_50"] = float(np.mean(gap[-50:]))
-        emit(record)
+        google_baseline.emit(record)
 
 
 if __name__ == "__main__":
