@@ -274,7 +274,10 @@ def run(values):
                         f"{err.message.splitlines()[0]}; free space or choose another "
                         "--output_dir (rerunning resumes from the last complete checkpoint)"
                         ) from None
-    result["global_step"] = int(estimator.get_variable_value("global_step"))
+    if tf.train.latest_checkpoint(opts.output_dir):
+        result["global_step"] = int(estimator.get_variable_value("global_step"))
+    else:  # --do_eval alone of an --init_checkpoint's weights: nothing saved here
+        result["global_step"] = int(result["eval_results"]["global_step"])
     return result
 
 

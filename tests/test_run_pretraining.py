@@ -71,6 +71,21 @@ def test_overfits_fixed_batch_and_writes_summaries_and_eval(data, tmp_path):
     # Resuming (global step, optimizer state, input from the start): tests/test_resume.py.
 
 
+def test_evaluating_an_init_checkpoint_alone_scores_its_weights(data, tmp_path):
+    """--do_eval without --do_train into a fresh --output_dir evaluates the
+    --init_checkpoint's weights: the same numbers as evaluating it where it was trained."""
+    trained = run_pretraining.run(_opts(data, tmp_path / "trained", num_train_steps=20,
+                                        do_eval=True))
+    alone = run_pretraining.run(_opts(data, tmp_path / "alone", do_train=False, do_eval=True,
+                                      init_checkpoint=str(tmp_path / "trained")))
+    assert alone["global_step"] == 0  # nothing trained or saved in --output_dir
+    assert not glob.glob(str(tmp_path / "alone" / "model.ckpt-*"))
+    for key, value in trained["eval_results"].items():
+        if key != "global_step":
+            assert alone["eval_results"][key] == pytest.approx(value, rel=1e-5), key
+    assert (tmp_path / "alone" / "eval_results.txt").is_file()
+
+
 def test_mismatched_data_stops_before_training(data, tmp_path):
     with pytest.raises(data_checks.DataCheckError,
                        match=r"fixed\.tfrecord\.meta\.json: max_predictions_per_seq=4 but "
