@@ -10,6 +10,9 @@ blank-line-separated documents, one sentence per line (the generator's input
 format):
   * a paraphrase pair (label 1) is one two-sentence document `a`, `b`;
   * the sentences of a non-paraphrase pair (label 0) are one-sentence documents.
+With --noparaphrase_documents every distinct sentence is instead a one-sentence
+document, written once, in file order: for sentence-order prediction (ALBERT),
+whose two segments must have an order to predict, which two paraphrases lack.
 Duplicates are removed, deterministically, in file order:
   * a paraphrase pair already written (in either order) is not written again;
   * a one-sentence document is written only for a sentence that appears in no
@@ -73,12 +76,14 @@ def read_pairs(path, account, report=print):
     return [(pair.text_a, pair.text_b, pair.label) for pair in pairs]
 
 
-def pairs_to_documents(pairs, account):
+def pairs_to_documents(pairs, account, paraphrase_documents=True):
     """Turns (a, b, label) pairs into deduplicated documents (lists of sentences).
 
     See the module docstring for the rules. `pairs` is consumed twice, so it
     must be a list. Counts go into `account`.
     """
+    if not paraphrase_documents:
+        return _sentence_documents(pairs, account)
     in_paraphrase = set()
     for text_a, text_b, label in pairs:
         if label == 1 and text_a != text_b:
@@ -104,6 +109,20 @@ def pairs_to_documents(pairs, account):
     return documents
 
 
+def _sentence_documents(pairs, account):
+    """Every distinct sentence of `pairs` once, in file order, as a one-sentence document."""
+    documents = []
+    written = set()
+    for text_a, text_b, _ in pairs:
+        for sentence in (text_a, text_b):
+            if sentence in written:
+                account["repeated_sentences_removed"] += 1
+                continue
+            written.add(sentence)
+            documents.append([sentence])
+    return documents
+
+
 def write_documents(documents, output_file):
     """Writes documents blank-line separated, atomically (temporary name + rename)."""
     def lines():
@@ -115,7 +134,8 @@ def write_documents(documents, output_file):
     write_text_atomically(output_file, lines())
 
 
-def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, report=print):
+def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, report=print,
+            paraphrase_documents=True):
     """Reads the splits, writes the documents, returns the account (a Counter)."""
     names = parse_split_names(splits, allow_eval_splits)
     paths = [split_path(lcqmc_dir, name) for name in names]
@@ -128,7 +148,7 @@ def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, rep
     pairs = []
     for path in paths:
         pairs.extend(read_pairs(path, account, report))
-    documents = pairs_to_documents(pairs, account)
+    documents = pairs_to_documents(pairs, account, paraphrase_documents)
     write_documents(documents, output_file)
     account["documents_written"] = len(documents)
     account["two_sentence_documents"] = sum(1 for d in documents if len(d) == 2)
@@ -153,13 +173,18 @@ class LcqmcToDocsOptions:
     allow_eval_splits: bool = cli_options.option(False, "Allow dev/test in --splits (their text "
                                                  "then leaks into pretraining; a warning is "
                                                  "printed).")
+    paraphrase_documents: bool = cli_options.option(
+        True, "Write a paraphrase pair as one two-sentence document; with "
+        "--noparaphrase_documents every distinct sentence is its own document (for "
+        "--mode=albert: two paraphrases have no order for sentence-order prediction).")
 
 
 def run(options):
     """Converts and prints the account."""
     account = convert(options.lcqmc_dir, options.output_file, options.splits,
                       options.allow_eval_splits,
-                      report=lambda message: print(message, file=sys.stderr))
+                      report=lambda message: print(message, file=sys.stderr),
+                      paraphrase_documents=options.paraphrase_documents)
     print("lcqmc_to_docs: " + ", ".join(f"{key}={account[key]}" for key in ACCOUNT_ORDER))
     print(f"lcqmc_to_docs: wrote {options.output_file}")
 

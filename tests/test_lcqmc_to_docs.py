@@ -71,6 +71,33 @@ def test_sentence_of_a_paraphrase_pair_is_not_repeated_as_a_single(tmp_path):
     assert read_documents(output) == [["乙问题"], ["甲问题", "丙问题"]]
 
 
+def test_noparaphrase_documents_writes_every_distinct_sentence_once_alone(tmp_path, repo_root):
+    """For sentence-order prediction: no document pairs two paraphrases (their order means
+    nothing); the same distinct sentences as the default, each once, in file order."""
+    directory = make_lcqmc(tmp_path)
+    output = tmp_path / "sentences.txt"
+    account = l2d.convert(str(directory), str(output), report=lambda m: None,
+                          paraphrase_documents=False)
+    documents = read_documents(output)
+    assert documents == [["怎么办银行卡"], ["如何办理银行卡"], ["手机怎么充电"],
+                         ["哪里可以吃火锅"], ["今天天气好吗"], ["学英语难吗"], ["学英语难不难"]]
+    l2d.convert(str(directory), str(tmp_path / "default.txt"), report=lambda m: None)
+    default = read_documents(tmp_path / "default.txt")
+    assert sorted(d[0] for d in documents) == sorted({s for d in default for s in d})
+    # lines 4 (2), 6 (2) and 8 (1): sentences already written.
+    assert account["repeated_sentences_removed"] == 5
+    assert account["duplicate_documents_removed"] == 0
+    assert account["documents_written"] == account["one_sentence_documents"] == 7
+    assert account["two_sentence_documents"] == 0
+    cli = subprocess.run([sys.executable, "-m", "data_gen.lcqmc_to_docs",
+                          f"--lcqmc_dir={directory}", f"--output_file={tmp_path / 'cli.txt'}",
+                          "--noparaphrase_documents"], capture_output=True, text=True,
+                         cwd=repo_root)
+    assert cli.returncode == 0, cli.stderr
+    assert "two_sentence_documents=0" in cli.stdout
+    assert read_documents(tmp_path / "cli.txt") == documents
+
+
 def test_condition_column_is_read_and_left_out_of_the_text(tmp_path):
     """A fine-tuning file with a 4th (condition) field gives the same documents."""
     conditional = [TRAIN_LINES[0] + "\tcondition"] + [
