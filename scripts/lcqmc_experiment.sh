@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One row of the README's reference experiment, end to end: pretraining data
-# from LCQMC train text (RUNS/docs.txt, RUNS/RECIPE/data/), pretraining
+# from LCQMC train text (RUNS/docs.txt, or RUNS/docs_sentences.txt for albert;
+# RUNS/RECIPE/data/), pretraining
 # (RUNS/RECIPE/pretrain/), then one finetune.compare of LCQMC fine-tuning from
 # random initialisation and from the pretrained model over all SEEDS
 # (RUNS/RECIPE/compare/), and the table of every finished row (RUNS/table.md).
@@ -86,14 +87,17 @@ usage() {
 Usage: bash scripts/lcqmc_experiment.sh [--dry_run] RECIPE
 
 Runs one row of the reference experiment (README, "Did pretraining help?"):
-  1. LCQMC train text as documents           RUNS/docs.txt
+  1. LCQMC train text as documents           RUNS/docs.txt (a paraphrase pair is one document);
+     albert: RUNS/docs_sentences.txt (every question alone: two paraphrases have no order
+     for sentence-order prediction to learn)
   2. pretraining data for RECIPE              RUNS/RECIPE/data/
   3. pretraining                              RUNS/RECIPE/pretrain/
   4. fine-tuning from random initialisation   RUNS/RECIPE/compare/  (one finetune.compare
      and from the pretrained model, per seed    over SEEDS: results.md, results.json)
   5. the table of every finished row          RUNS/table.md
 Finished stages are reused (pretraining resumes from its last checkpoint; compare collects
-finished fine-tuning runs whose settings and starting point are unchanged).
+finished fine-tuning runs whose settings and starting point are unchanged). A stage whose
+recorded inputs or settings differ from this run's stops the script: move its folder away.
 
 RECIPE:
   roberta   full-sentence packing, whole-word masking (jieba), BERT model
@@ -193,11 +197,15 @@ stage() {
 }
 
 CONFIG="${REPO_ROOT}/configs/lcqmc_small_bert.json"
+DOCS="${RUNS}/docs.txt"
+DOCS_FLAGS=()
 DATA_FLAGS=(--mode=roberta)
 PRETRAIN_FLAGS=()
 [[ "${PRETRAIN_BIAS_CORRECTION}" == 0 ]] || PRETRAIN_FLAGS+=(--adam_bias_correction)
 case "${RECIPE}" in
-  albert) CONFIG="${REPO_ROOT}/configs/lcqmc_small_albert.json"; DATA_FLAGS=(--mode=albert) ;;
+  albert)  # sentence-order prediction needs segments whose order means something
+    CONFIG="${REPO_ROOT}/configs/lcqmc_small_albert.json"; DATA_FLAGS=(--mode=albert)
+    DOCS="${RUNS}/docs_sentences.txt"; DOCS_FLAGS=(--noparaphrase_documents) ;;
   span) DATA_FLAGS+=(--masking=span); PRETRAIN_FLAGS+=(--span_boundary_objective) ;;
   macbert)
     SIMILAR_WORDS="${SIMILAR_WORDS:-${RUNS}/similar_words.tsv}"
@@ -213,15 +221,21 @@ esac
 ROW="${RUNS}/${RECIPE}"
 [[ "${DRY_RUN}" == "1" ]] || mkdir -p "${ROW}/data"
 
-if [[ ! -f "${RUNS}/docs.txt" ]]; then
+if [[ ! -f "${DOCS}" ]]; then
   stage "documents from ${LCQMC_DIR}/train.txt"
-  run "${PYTHON}" -m data_gen.lcqmc_to_docs --lcqmc_dir="${LCQMC_DIR}" --output_file="${RUNS}/docs.txt"
+  run "${PYTHON}" -m data_gen.lcqmc_to_docs --lcqmc_dir="${LCQMC_DIR}" --output_file="${DOCS}" \
+    ${DOCS_FLAGS[@]+"${DOCS_FLAGS[@]}"}
 fi
 
 LAST_SHARD="${ROW}/data/lcqmc-00003-of-00004"
-if [[ ! -f "${LAST_SHARD}.meta.json" ]]; then
+if [[ -f "${LAST_SHARD}.meta.json" ]]; then
+  # Data made by an earlier version of the recipe from other documents is not reused.
+  grep -q "\"input_file\": \".*/$(basename "${DOCS}")\"" "${LAST_SHARD}.meta.json" \
+    || die "${ROW}/data was made from other documents than ${DOCS} (its sidecar: \
+${LAST_SHARD}.meta.json); move ${ROW} away to rebuild this row"
+else
   stage "pretraining data"
-  run "${PYTHON}" -m data_gen.create_pretraining_data --input_file="${RUNS}/docs.txt" \
+  run "${PYTHON}" -m data_gen.create_pretraining_data --input_file="${DOCS}" \
     --output_file="${ROW}/data/lcqmc" --num_output_shards=4 --vocab_file="${VOCAB}" \
     --max_seq_length="${MAX_SEQ_LENGTH}" --max_predictions_per_seq="${MAX_PREDICTIONS}" \
     --dupe_factor="${DUPE_FACTOR}" --noprogress "${DATA_FLAGS[@]}"
@@ -236,9 +250,24 @@ PRETRAIN_COMMAND=("${PYTHON}" -m pretrain.run_pretraining --bert_config_file="${
   --num_warmup_steps="${PRETRAIN_WARMUP_STEPS}" --save_checkpoints_steps=500
   --optimizer="${PRETRAIN_OPTIMIZER}" --random_seed="${PRETRAIN_SEED}"
   --strategy=cpu ${PRETRAIN_FLAGS[@]+"${PRETRAIN_FLAGS[@]}"})
+# The settings the checkpoints were trained with; a rerun with others would resume them.
+SETTINGS_FILE="${ROW}/pretrain/experiment_settings.txt"
+SETTINGS="$(printf '%s\n' "CONFIG=${CONFIG}" "DOCS=${DOCS}" "PRETRAIN_STEPS=${PRETRAIN_STEPS}" \
+  "PRETRAIN_BATCH_SIZE=${PRETRAIN_BATCH_SIZE}" "PRETRAIN_SEED=${PRETRAIN_SEED}" \
+  "$(for setting in "${RECIPE_SETTINGS[@]}"; do echo "${setting}=${!setting}"; done)")"
 if [[ "${DRY_RUN}" == "1" ]]; then
   show "${PRETRAIN_COMMAND[@]}"
 else
+  if [[ -f "${SETTINGS_FILE}" ]]; then
+    [[ "$(cat "${SETTINGS_FILE}")" == "${SETTINGS}" ]] || die "${ROW}/pretrain was trained with \
+other settings: $(diff <(cat "${SETTINGS_FILE}") <(echo "${SETTINGS}") | grep '^[<>]' \
+| tr '\n' ' ')(< before, > now); move ${ROW}/pretrain and ${ROW}/compare away to retrain"
+  elif compgen -G "${ROW}/pretrain/model.ckpt-*.index" > /dev/null; then
+    echo "lcqmc_experiment.sh: warning: ${ROW}/pretrain has no ${SETTINGS_FILE##*/} (an older \
+run): resuming it without checking that it was trained with these settings" >&2
+  fi
+  mkdir -p "${ROW}/pretrain"
+  [[ -f "${SETTINGS_FILE}" ]] || echo "${SETTINGS}" > "${SETTINGS_FILE}"
   "${PRETRAIN_COMMAND[@]}" > "${ROW}/pretrain.log" 2>&1 \
     || { tail -n 5 "${ROW}/pretrain.log" >&2; die "pretraining failed; its log: ${ROW}/pretrain.log"; }
   grep -E "\] step [0-9]+:" "${ROW}/pretrain.log" | tail -n 2 || true

@@ -18,7 +18,7 @@ PAIRS = REPO_ROOT / "data" / "sample" / "pairs"
 
 def _run(args, **env):
     return subprocess.run(["bash", SCRIPT, *args], capture_output=True, text=True,
-                          env=tool_env(PYTHON=sys.executable, **env), timeout=900)
+                          env=tool_env(**{"PYTHON": sys.executable, **env}), timeout=900)
 
 
 def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
@@ -109,6 +109,49 @@ def test_refuses_a_bad_setting_before_doing_anything(tmp_path, setting, value, m
     assert result.returncode == 2
     assert result.stderr == f"lcqmc_experiment.sh: error: {message}\n"
     assert not (tmp_path / "runs").exists()
+
+
+def _finished_data(runs, recipe, docs):
+    """A row whose documents and data stages look finished (made from RUNS/`docs`)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / docs).write_text("一句话\n", encoding="utf-8")
+    (runs / recipe / "data").mkdir(parents=True)
+    (runs / recipe / "data" / "lcqmc-00003-of-00004.meta.json").write_text(
+        json.dumps({"flags": {"input_file": str(runs / docs)}}), encoding="utf-8")
+
+
+def test_a_stage_made_from_other_inputs_or_settings_is_not_resumed(tmp_path):
+    """Data from other documents, or checkpoints trained with other settings, stop the row
+    before anything runs (resuming them would mix two experiments); an older row without a
+    settings record is resumed with a warning."""
+    budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(util.write_vocab(tmp_path)), PYTHON="false")
+    runs = tmp_path / "old_documents"
+    _finished_data(runs, "albert", "docs.txt")  # ALBERT's data as it was made before
+    (runs / "docs_sentences.txt").write_text("一句话\n", encoding="utf-8")
+    result = _run(["albert"], RUNS=str(runs), **budget)
+    assert result.returncode == 2 and result.stderr.startswith(
+        f"lcqmc_experiment.sh: error: {runs}/albert/data was made from other documents than "
+        f"{runs}/docs_sentences.txt")
+    assert not (runs / "albert" / "pretrain").exists()
+
+    runs = tmp_path / "other_settings"
+    _finished_data(runs, "roberta", "docs.txt")
+    first = _run(["roberta"], RUNS=str(runs), **budget)  # records its settings, then fails
+    assert first.returncode == 2 and "pretraining failed" in first.stderr
+    recorded = (runs / "roberta" / "pretrain" / "experiment_settings.txt").read_text()
+    assert "PRETRAIN_SEED=1\n" in recorded and "PRETRAIN_OPTIMIZER=adamw\n" in recorded
+    again = _run(["roberta"], RUNS=str(runs), PRETRAIN_SEED="2", **budget)
+    assert again.returncode == 2 and again.stderr == (
+        f"lcqmc_experiment.sh: error: {runs}/roberta/pretrain was trained with other settings: "
+        f"< PRETRAIN_SEED=1 > PRETRAIN_SEED=2 (< before, > now); move {runs}/roberta/pretrain "
+        f"and {runs}/roberta/compare away to retrain\n")
+    assert (runs / "roberta" / "pretrain" / "experiment_settings.txt").read_text() == recorded
+
+    (runs / "roberta" / "pretrain" / "experiment_settings.txt").unlink()
+    (runs / "roberta" / "pretrain" / "model.ckpt-500.index").write_bytes(b"")
+    legacy = _run(["roberta"], RUNS=str(runs), **budget)
+    assert "has no experiment_settings.txt (an older run): resuming it without checking" \
+        in legacy.stderr
 
 
 def test_train_word_vectors_says_what_it_needs(tmp_path):

@@ -379,6 +379,20 @@ def test_the_experiment_uses_max_seq_length_for_data_and_fine_tuning(repo_root, 
     assert not (tmp_path / "runs").exists()  # a dry run writes nothing
 
 
+def test_the_albert_row_reads_every_question_as_its_own_document(repo_root, tmp_path):
+    """Sentence-order prediction on a paraphrase pair has no order to learn: the albert
+    recipe's documents are single questions; the others' keep a pair as one document."""
+    make_inputs(tmp_path)
+    for recipe, docs, flags in (("albert", "docs_sentences.txt", ["--noparaphrase_documents"]),
+                                ("roberta", "docs.txt", [])):
+        by_module = _experiment_commands(repo_root, tmp_path, recipe)
+        output = [f for f in by_module["data_gen.lcqmc_to_docs"] if f.startswith("--output")]
+        assert output == [f"--output_file={tmp_path / 'runs' / docs}"], recipe
+        assert [f for f in by_module["data_gen.lcqmc_to_docs"] if "paraphrase" in f] == flags
+        assert f"--input_file={tmp_path / 'runs' / docs}" in by_module[
+            "data_gen.create_pretraining_data"], recipe
+
+
 def recipe_defaults(repo_root):
     """{recipe: {setting: default}} from the 'Pretraining defaults per recipe' of --help."""
     done = _run(repo_root, repo_root, "lcqmc_experiment.sh", "--help")
