@@ -95,9 +95,10 @@ Runs one row of the reference experiment (README, "Did pretraining help?"):
   4. fine-tuning from random initialisation   RUNS/RECIPE/compare/  (one finetune.compare
      and from the pretrained model, per seed    over SEEDS: results.md, results.json)
   5. the table of every finished row          RUNS/table.md
-Finished stages are reused (pretraining resumes from its last checkpoint; compare collects
-finished fine-tuning runs whose settings and starting point are unchanged). A stage whose
-recorded inputs or settings differ from this run's stops the script: move its folder away.
+Finished stages are reused (pretraining resumes from its last checkpoint, or is skipped once
+evaluated at PRETRAIN_STEPS; compare collects finished fine-tuning runs whose settings and
+starting point are unchanged). A stage whose recorded inputs or settings differ from this
+run's stops the script: move its folder away.
 
 RECIPE:
   roberta   full-sentence packing, whole-word masking (jieba), BERT model
@@ -266,11 +267,17 @@ other settings: $(diff <(cat "${SETTINGS_FILE}") <(echo "${SETTINGS}") | grep '^
     echo "lcqmc_experiment.sh: warning: ${ROW}/pretrain has no ${SETTINGS_FILE##*/} (an older \
 run): resuming it without checking that it was trained with these settings" >&2
   fi
-  mkdir -p "${ROW}/pretrain"
-  [[ -f "${SETTINGS_FILE}" ]] || echo "${SETTINGS}" > "${SETTINGS_FILE}"
-  "${PRETRAIN_COMMAND[@]}" > "${ROW}/pretrain.log" 2>&1 \
-    || { tail -n 5 "${ROW}/pretrain.log" >&2; die "pretraining failed; its log: ${ROW}/pretrain.log"; }
-  grep -E "\] step [0-9]+:" "${ROW}/pretrain.log" | tail -n 2 || true
+  if [[ -f "${SETTINGS_FILE}" ]] \
+      && grep -qx "global_step = ${PRETRAIN_STEPS}" "${ROW}/pretrain/eval_results.txt" 2>/dev/null
+  then
+    echo "pretraining finished earlier with these settings (${ROW}/pretrain/eval_results.txt)"
+  else
+    mkdir -p "${ROW}/pretrain"
+    [[ -f "${SETTINGS_FILE}" ]] || echo "${SETTINGS}" > "${SETTINGS_FILE}"
+    "${PRETRAIN_COMMAND[@]}" > "${ROW}/pretrain.log" 2>&1 || { tail -n 5 "${ROW}/pretrain.log" >&2
+      die "pretraining failed; its log: ${ROW}/pretrain.log"; }
+    grep -E "\] step [0-9]+:" "${ROW}/pretrain.log" | tail -n 2 || true
+  fi
 fi
 
 FINETUNE_FLAGS=(--task=pair --data_dir="${LCQMC_DIR}" --vocab_file="${VOCAB}"

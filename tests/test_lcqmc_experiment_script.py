@@ -83,6 +83,7 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     # A rerun reuses every stage: compare collects its two finished fine-tunings.
     again = _run(["span"], **budget)
     assert again.returncode == 0, again.stderr[-3000:]
+    assert "pretraining finished earlier with these settings" in again.stdout
     log = (runs / "span" / "compare.log").read_text()
     assert log.count("collecting the finished run") == 2 and "fine-tuning from" not in log
     assert (runs / "table.md").read_text().splitlines() == table
