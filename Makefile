@@ -26,7 +26,8 @@ $(STAMP): setup.cfg setup.py pyproject.toml $(wildcard data_gen/*.c) $(wildcard 
 	@touch $(STAMP)
 
 test: setup
-	$(PY) -m pytest -q -n 2 --dist loadfile tests  # one test file per worker: module fixtures run once
+	# one test file per worker (module fixtures run once); the 25 slowest listed: the suite's budget is 10 minutes
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25 tests
 
 demo: setup
 	PYTHON=$(abspath $(PY)) bash scripts/demo.sh
