@@ -19,7 +19,7 @@ same optimizer, schedule and clipping, and print their losses as JSON lines:
   clipping at global norm 1.0). Its batches come from their own
   `input_fn_builder(is_training=False)` (records in file order, no shuffling),
   and its initial weights are saved.
-* Our side is `pretrain.pretraining_model_fn.model_fn_builder` with
+* Our side is `pretrain.training.pretraining_model_fn.model_fn_builder` with
   `init_checkpoint` = those saved weights, fed by the same input_fn, in its
   own graph and session.
 
@@ -211,8 +211,8 @@ def _google_spec(family, google_modeling, google_run, values, args, features, te
 
 def _our_spec(values, args, features, tensors, init_checkpoint):
     """Our model_fn in TRAIN mode from Google's initial weights; losses into `tensors`."""
-    from pretrain import config as our_config
-    from pretrain import pretraining_model_fn as ours
+    from pretrain.models import config as our_config
+    from pretrain.training import pretraining_model_fn as ours
     original = _capture(ours, "pretraining_losses", tensors,
                         ["masked_lm_loss", "sentence_loss"])
     try:

@@ -12,7 +12,7 @@ import json
 
 from common.file_utils import open_input
 
-# google-research/bert's default, as pretrain.config's (a config without the field).
+# google-research/bert's default, as pretrain.models.config's (a config without the field).
 DEFAULT_MAX_POSITION_EMBEDDINGS = 512
 # The alpha the messages suggest (bert4keras's and the example).
 SUGGESTED_ALPHA = 0.4

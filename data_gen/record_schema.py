@@ -3,8 +3,8 @@
 
 The data_gen -> pretrain contract: data_gen's encoder writes these features
 (its C twin, data_gen._native_records, writes the same bytes; a test parses
-both against this table), pretrain.input_pipeline builds its tf.io parse spec
-from it, pretrain.data_checks and data_gen.inspect_records check records
+both against this table), pretrain.training.input_pipeline builds its tf.io parse spec
+from it, pretrain.training.data_checks and data_gen.inspect_records check records
 against it.
 
 It lives in data_gen, the lowest stage: the stage that writes the files owns

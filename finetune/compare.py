@@ -37,8 +37,8 @@ from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import write_json_atomically, write_text_atomically
 from finetune import comparison_report, dev_curve_plot, metrics, run_finetune, statistics, tasks
-from pretrain import checkpoint_assets, checkpoint_loading
-from pretrain.config import BertConfig, ConfigError
+from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
+from pretrain.models.config import BertConfig, ConfigError
 
 PLOT_NAME = "dev_curve.png"
 RUN_HELP = ("LABEL=CHECKPOINT starting point (repeat; empty CHECKPOINT = random init). The first "

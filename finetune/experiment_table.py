@@ -28,7 +28,7 @@ RECIPE_LABELS = {
     "span": "SpanBERT: spans + SBO",
     "macbert": "MacBERT: similar-word n-grams",
 }
-# With each head's baseline on the same eval data (pretrain.learning_check), so that a
+# With each head's baseline on the same eval data (pretrain.training.learning_check), so that a
 # model still on the unigram plateau or at chance shows as such.
 PRETRAIN_METRICS = (("masked_lm_loss", "MLM loss", "{:.2f}"),
                     ("masked_lm_accuracy", "MLM acc", "{:.1%}"),

@@ -1,17 +1,17 @@
 """The fine-tuning Estimator model_fn: encoder + the task's head, for every task.
 
-The encoder (`pretrain.modeling.create_model`, BERT/RoBERTa or ALBERT by
+The encoder (`pretrain.models.modeling.create_model`, BERT/RoBERTa or ALBERT by
 config) and the head come from `task.build_model`; the encoder's variables
 keep their pretraining names, so a starting point is nothing (random
 initialisation), a released Google / brightmart / ymcui checkpoint, a
 `run_pretraining` output or another fine-tuning run, loaded through
-`pretrain.checkpoint_loading.init_from_checkpoint` (which prints its table of
+`pretrain.checkpoints.checkpoint_loading.init_from_checkpoint` (which prints its table of
 loaded / missing / unused variables). Training uses AdamW with linear warmup
-and decay (`pretrain.optimization.create_optimizer`).
+and decay (`pretrain.training.optimization.create_optimizer`).
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import optimization
+from pretrain.training import optimization
 
 
 def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_rate,
@@ -29,7 +29,7 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
     training_hooks_fn: optional callable(loss tensor) -> [SessionRunHook] for TRAIN.
     ignore_invalid_weights: variables whose shape differs from the checkpoint's keep
     their initial values (listed in init_summary["shape_mismatches"]).
-    bias_correction: Adam's bias correction (pretrain.optimization.build_train_op).
+    bias_correction: Adam's bias correction (pretrain.training.optimization.build_train_op).
     EVAL: `mean_loss`. PREDICT: the task's outputs (`probabilities` [B, N] or
     `tag_probabilities` [B, S, N]).
     """
@@ -42,7 +42,8 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
         if init_checkpoint and is_training:
             # Weights only; when model_dir already holds a checkpoint the
             # Estimator restores that instead and these initialisers are unused.
-            from pretrain.checkpoint_loading import init_from_checkpoint  # only when needed
+            # only when needed
+            from pretrain.checkpoints.checkpoint_loading import init_from_checkpoint
             report = init_from_checkpoint(init_checkpoint, tf.trainable_variables(),
                                           log_fn=log_fn,
                                           allow_shape_mismatch=ignore_invalid_weights)

@@ -9,7 +9,7 @@ Tasks (finetune.tasks): `classification` (one text), `pair` (two texts),
 `ner` (a tag per character). Formats are detected from the files
 (finetune.formats; `--input_format` overrides). Labels are any strings; their
 set comes from the training file. The model config and vocab come from
-beside `--init_checkpoint` when not given (pretrain.checkpoint_assets), and a
+beside `--init_checkpoint` when not given (pretrain.checkpoints.checkpoint_assets), and a
 given vocab that differs from the checkpoint's is refused.
 
 Trains for `--num_train_epochs`, scores dev after every `--eval_every_steps`
@@ -39,9 +39,10 @@ from finetune.best_checkpoint import DevEvaluationListener
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
 from finetune.tasks.base import majority_share
-from pretrain import checkpoint_assets, checkpoint_loading, optimization
-from pretrain import strategy as strategies
-from pretrain.config import BertConfig, ConfigError
+from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
+from pretrain.models.config import BertConfig, ConfigError
+from pretrain.training import optimization
+from pretrain.training import strategy as strategies
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker")
 SPLITS = ("train", "dev", "test")

@@ -8,7 +8,7 @@ Rerunning with the same --output_dir resumes from the last checkpoint (global
 step and optimizer state). From Python: `run({"bert_config_file": ..., ...})`.
 
 --output_dir gets bert_config.json and vocab.txt beside the checkpoints
-(pretrain.checkpoint_assets), so later stages need only --init_checkpoint.
+(pretrain.checkpoints.checkpoint_assets), so later stages need only --init_checkpoint.
 vocab.txt is --vocab_file, else the vocab the data's sidecars name (when that
 file is here and unchanged: its sha256 is the sidecar's vocab_sha256), else
 the --init_checkpoint's. A --vocab_file or an --init_checkpoint's vocab.txt
@@ -26,11 +26,11 @@ from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import input_exists
 from data_gen import metadata
-from pretrain import checkpoint_assets, checkpoint_loading, data_checks, input_pipeline
-from pretrain import learning_check
-from pretrain import mixed_precision, modeling, optimization
-from pretrain import pretraining_model_fn, training_hooks
-from pretrain import strategy as strategy_lib
+from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
+from pretrain.models import modeling
+from pretrain.training import (data_checks, input_pipeline, learning_check, mixed_precision,
+                               optimization, pretraining_model_fn, training_hooks)
+from pretrain.training import strategy as strategy_lib
 
 # TensorFlow's words for a failed write (its error classes vary by cause and file system).
 OUTPUT_WRITE_FAILURES = ("No space left on device", "File too large", "Disk quota exceeded",
@@ -142,7 +142,7 @@ def run(values):
 
     Result: {"strategy", "global_step", "eval_results" (dict or None),
     "sentence_head", "span_boundary_objective", "precision", and with an eval
-    "not_learned": pretrain.learning_check's warning lines, empty when every head
+    "not_learned": pretrain.training.learning_check's warning lines, empty when every head
     is clearly above its baseline}.
     """
     opts = options_from(values)

@@ -12,7 +12,7 @@ import json
 
 import tensorflow.compat.v1 as tf
 
-from pretrain import modeling
+from pretrain.models import modeling
 
 from tests.modeling_helpers import tiny_config
 

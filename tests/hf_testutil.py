@@ -11,8 +11,8 @@ missing variable is an error, so a comparison never runs on random weights.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from pretrain import heads, modeling
-from pretrain.config import BertConfig
+from pretrain.models import heads, modeling
+from pretrain.models.config import BertConfig
 
 POOLER = "bert/pooler/"
 
@@ -100,7 +100,8 @@ def random_checkpoint(config, prefix, seed=0, num_labels=None, skip=(), extra=No
     LayerNorm gammas are 1 + N(0, 0.2), everything else N(0, 0.2), so a
     swapped, transposed or dropped tensor changes the outputs.
     """
-    from pretrain import checkpoint_io, hf_weights  # pylint: disable=import-outside-toplevel
+    from pretrain.checkpoints import checkpoint_io  # pylint: disable=import-outside-toplevel
+    from pretrain.interop import hf_weights  # pylint: disable=import-outside-toplevel
     if not isinstance(config, BertConfig):
         config = BertConfig.from_json_file(config)
     rng = np.random.RandomState(seed)

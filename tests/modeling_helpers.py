@@ -171,7 +171,8 @@ class ModelRunner(object):
     load report in `.report`) or from the initialisers. `.variables`: {name: shape}."""
 
     def __init__(self, config_dict, checkpoint=None, shape=(None, None), **model_kwargs):
-        from pretrain import checkpoint_loading, modeling  # pylint: disable=import-outside-toplevel
+        from pretrain.checkpoints import checkpoint_loading  # pylint: disable=import-outside-toplevel
+        from pretrain.models import modeling  # pylint: disable=import-outside-toplevel
         self.graph = tf.Graph()
         with self.graph.as_default():
             self.ids, self.mask, self.types = (tf.placeholder(tf.int32, list(shape))

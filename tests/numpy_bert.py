@@ -176,7 +176,8 @@ def span_boundary_log_probs(w, sequence, table, positions, left, right, act=gelu
 
 def assert_weighted_prediction_loss(got, ref_log_probs, labels, weights):
     """got = (loss, per_example [N], log_probs [N, V]) of a prediction head match
-    ref_log_probs [N, V] with labels / weights [B, P] (the weighted mean of pretrain.heads)."""
+    ref_log_probs [N, V] with labels / weights [B, P] (the weighted mean of
+    pretrain.models.heads)."""
     got_loss, got_per_example, got_log_probs = got
     count = ref_log_probs.shape[0]
     ref_per_example = -ref_log_probs[np.arange(count), labels.reshape(-1)]

@@ -1,5 +1,5 @@
-"""pretrain.checkpoint_assets: finding a checkpoint's config, vocab and task, and checking a
-vocab given by flag against the checkpoint's."""
+"""pretrain.checkpoints.checkpoint_assets: finding a checkpoint's config, vocab and task,
+and checking a vocab given by flag against the checkpoint's."""
 import json
 import os
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from common.cli_options import UserError
-from pretrain import checkpoint_assets as assets_lib
-from pretrain import checkpoint_io
-from pretrain.checkpoint_assets import AssetError, VocabMismatchError
+from pretrain.checkpoints import checkpoint_assets as assets_lib
+from pretrain.checkpoints import checkpoint_io
+from pretrain.checkpoints.checkpoint_assets import AssetError, VocabMismatchError
 
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "我", "是", "中"]
 TASK = {"format_version": 1, "task": "ner", "labels": ["O", "B-LOC", "I-LOC"],

@@ -2,7 +2,8 @@
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from pretrain import checkpoint_compat, optimization
+from pretrain.checkpoints import checkpoint_compat
+from pretrain.training import optimization
 
 
 def test_legacy_slot_map_covers_adamw_and_lamb_names():

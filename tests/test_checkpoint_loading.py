@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import checkpoint_loading, heads, modeling
-from pretrain.checkpoint_loading import CheckpointMismatchError, init_from_checkpoint
+from pretrain.checkpoints import checkpoint_loading
+from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError, init_from_checkpoint
+from pretrain.models import heads, modeling
 
 from tests.modeling_helpers import (expected_variables, input_batch, random_weights,
                                     tiny_config, write_checkpoint)

@@ -65,7 +65,7 @@ def _initial_weights():
 
 def _build(tf, case):
     """Replica fn: this replica's share of the global batch of the current step."""
-    from pretrain import mixed_precision, optimization  # pylint: disable=import-outside-toplevel
+    from pretrain.training import mixed_precision, optimization  # pylint: disable=import-outside-toplevel
     opt, prec, k, _, _ = case
     x, y, factor = _data(case)
     global_step = tf.train.get_or_create_global_step()
@@ -182,7 +182,7 @@ def worker_main(mode, out_dir):
         tf2.config.set_logical_device_configuration(
             cpu, [tf2.config.LogicalDeviceConfiguration(), tf2.config.LogicalDeviceConfiguration()])
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
-    from pretrain import strategy as strategy_lib  # pylint: disable=import-outside-toplevel
+    from pretrain.training import strategy as strategy_lib  # pylint: disable=import-outside-toplevel
     strategy = strategy_lib.make_distribution_strategy(mode)
     config = strategy_lib.make_run_config(mode, os.path.join(out_dir, "unused"),
                                           distribution=strategy).session_config

@@ -14,7 +14,7 @@ import tensorflow.compat.v1 as tf
 from common.cli_options import UserError
 from finetune import comparison_report, compare, dev_curve_plot, experiment_table
 from finetune_helpers import TINY_CONFIG, fast_settings, trained_run
-from pretrain.config import BertConfig
+from pretrain.models.config import BertConfig
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB,
@@ -110,7 +110,7 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
         assert per_run["settings"]["random_seed"] == 3
         assert per_run["init"]["checkpoint"] == run["checkpoint"]
         if run["checkpoint"]:  # what makes a rewritten checkpoint's runs stale
-            from pretrain import checkpoint_assets
+            from pretrain.checkpoints import checkpoint_assets
             assert per_run["init"]["fingerprint"] == checkpoint_assets.checkpoint_fingerprint(
                 run["checkpoint"])
         assert row["test"]["accuracy"] == per_run["test_accuracy"] == run["test_accuracy"]
@@ -249,7 +249,7 @@ def test_a_checkpoint_rewritten_under_the_same_path_is_not_reused(tmp_path):
     # other weights: its fine-tunings must not be collected as if they started from them.
     import hashlib
     from finetune import run_finetune
-    from pretrain import checkpoint_assets
+    from pretrain.checkpoints import checkpoint_assets
     checkpoint = str(tmp_path / "model.ckpt-10")
     index = tmp_path / "model.ckpt-10.index"
     index.write_bytes(b"weights A")

@@ -1,7 +1,8 @@
 """Pre-graph data checks: each mismatch names the file and the value."""
 import pytest
 
-from pretrain import data_checks, modeling
+from pretrain.models import modeling
+from pretrain.training import data_checks
 from pretrain_testdata import make_examples, write_records
 
 

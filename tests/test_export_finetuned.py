@@ -4,7 +4,7 @@
 SavedModel with probabilities / tag_probabilities and the labels in assets.extra/task.json.
 
 The directories are built here as fine-tuning leaves them: encoder and head
-(pretrain.task_heads) with random weights, saved from the graph by tf.train.Saver. best/
+(pretrain.models.task_heads) with random weights, saved from the graph by tf.train.Saver. best/
 (step 10) and the last checkpoint (step 20) differ, so an export of the wrong one shows.
 The live tests at the end compare with transformers where torch and transformers import:
 
@@ -24,11 +24,12 @@ import tensorflow.compat.v1 as tf
 from safetensors import safe_open
 
 from data_gen.tokenization import FullTokenizer
-from pretrain import checkpoint_io, modeling, task_heads
-from pretrain.config import BertConfig
-from pretrain.export_hf import export_model
-from pretrain.export_saved_model import export_saved_model
-from pretrain.import_hf import import_model
+from pretrain.checkpoints import checkpoint_io
+from pretrain.interop.export_hf import export_model
+from pretrain.interop.export_saved_model import export_saved_model
+from pretrain.interop.import_hf import import_model
+from pretrain.models import modeling, task_heads
+from pretrain.models.config import BertConfig
 from pretrain_testdata import tiny_config
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

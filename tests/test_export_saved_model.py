@@ -17,10 +17,10 @@ import pytest
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
-from pretrain import modeling, task_heads
-from pretrain.config import BertConfig
+from pretrain.models import modeling, task_heads
+from pretrain.models.config import BertConfig
 from common.cli_options import UserError
-from pretrain.export_saved_model import export_saved_model
+from pretrain.interop.export_saved_model import export_saved_model
 
 from tests.conftest import REPO_ROOT
 
@@ -90,7 +90,8 @@ def encoder_model_fn(config, checkpoint):
 
 
 def classifier_model_fn(config, checkpoint, num_labels):
-    """PREDICT of the fine-tuned classifier (encoder + pretrain.task_heads) from `checkpoint`."""
+    """PREDICT of the fine-tuned classifier (encoder + pretrain.models.task_heads) from
+    `checkpoint`."""
     def model_fn(features, labels, mode):  # pylint: disable=unused-argument
         model = modeling.create_model(config, False, features["input_ids"],
                                       input_mask=features["input_mask"],
@@ -183,7 +184,7 @@ def test_google_albert_export_equals_estimator(tmp_path):
 def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_path, capsys):
     """An import of transformers' BertForMaskedLM fixture (no pooler) exports without
     pooled_output, and its sequence_output is the one transformers computed."""
-    from pretrain.import_hf import import_model
+    from pretrain.interop.import_hf import import_model
     fixture = REPO_ROOT / "tests" / "fixtures" / "hf"
     imported = import_model(str(fixture / "bert_mlm"), str(tmp_path / "imported"), log_fn=None)
     export_dir = export_saved_model(str(tmp_path / "imported"),

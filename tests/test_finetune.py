@@ -10,7 +10,7 @@ import tensorflow.compat.v1 as tf
 
 from finetune import run_lcqmc
 from finetune.best_checkpoint import DevEvaluationListener
-from pretrain.checkpoint_loading import CheckpointMismatchError
+from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError
 from finetune_helpers import fast_settings, read_jsonl, trained_run, write_task
 
 

@@ -13,10 +13,11 @@ from safetensors.numpy import save_file
 
 from data_gen.tokenization import VocabError, load_tokenizer_json_vocab
 from hf_testutil import random_checkpoint, write_tiny_vocab
-from pretrain import checkpoint_io, hf_config, hf_files
+from pretrain.checkpoints import checkpoint_io
+from pretrain.interop import hf_config, hf_files
 from common.cli_options import UserError
-from pretrain.export_hf import export_model
-from pretrain.import_hf import import_model
+from pretrain.interop.export_hf import export_model
+from pretrain.interop.import_hf import import_model
 from pretrain_testdata import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

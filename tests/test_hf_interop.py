@@ -14,11 +14,12 @@ from safetensors import safe_open
 
 from hf_testutil import (mlm_and_sequence_output, model_outputs, random_checkpoint,
                          sample_batch, write_tiny_vocab)
-from pretrain import checkpoint_assets, checkpoint_io, checkpoint_loading, hf_files
 from pretrain import run_pretraining
-from pretrain.config import BertConfig
-from pretrain.export_hf import export_model
-from pretrain.import_hf import import_model
+from pretrain.checkpoints import checkpoint_assets, checkpoint_io, checkpoint_loading
+from pretrain.interop import hf_files
+from pretrain.interop.export_hf import export_model
+from pretrain.interop.import_hf import import_model
+from pretrain.models.config import BertConfig
 from pretrain_testdata import make_examples, tiny_config, write_records
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "hf"

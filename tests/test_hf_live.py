@@ -1,8 +1,8 @@
 """Live interop against transformers' own code; every test skips without torch/transformers.
 
 Both directions run in one process: our tools through their CLIs
-(`pretrain.import_hf`, `pretrain.export_hf`), our numbers from our TF graph
-(hf_testutil, pretrain.heads, pretrain.task_heads), transformers' numbers from
+(`pretrain.interop.import_hf`, `pretrain.interop.export_hf`), our numbers from our TF graph
+(hf_testutil, pretrain.models.heads, pretrain.models.task_heads), transformers' numbers from
 its models (eval mode, float32). Log-probs must agree within TOL = 1e-4.
 
     PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/test_hf_live.py
@@ -20,8 +20,10 @@ import tensorflow.compat.v1 as tf
 
 from data_gen.tokenization import FullTokenizer
 from hf_testutil import model_outputs, random_checkpoint
-from pretrain import checkpoint_io, heads, modeling, run_pretraining, task_heads
-from pretrain.config import BertConfig
+from pretrain import run_pretraining
+from pretrain.checkpoints import checkpoint_io
+from pretrain.models import heads, modeling, task_heads
+from pretrain.models.config import BertConfig
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -86,7 +88,7 @@ def _batch():
 
 
 def _our_sentence_log_probs(config_file, checkpoint, pooled):
-    """NSP/SOP log-probs [B, 2] of our sentence head (pretrain.heads) on pooled [B, H]."""
+    """NSP/SOP log-probs [B, 2] of our sentence head (pretrain.models.heads) on pooled [B, H]."""
     config = BertConfig.from_json_file(config_file)
     with tf.Graph().as_default():
         _, _, log_probs = heads.get_sentence_output(config, tf.constant(pooled),
@@ -110,9 +112,9 @@ def _our_encoder_outputs(config_file, checkpoint, ids, mask, segments):
 
 
 def _classifier_checkpoint(config_file, prefix, ids, mask, segments, seed=0):
-    """A fine-tuned-classifier-like checkpoint (encoder + pretrain.task_heads' classifier) with
-    random values (plus global_step); returns (model tensors {name: array}, probabilities
-    [B, 2])."""
+    """A fine-tuned-classifier-like checkpoint (encoder + pretrain.models.task_heads'
+    classifier) with random values (plus global_step); returns (model tensors {name: array},
+    probabilities [B, 2])."""
     config = BertConfig.from_json_file(config_file)
     rng = np.random.RandomState(seed)
     with tf.Graph().as_default():

@@ -17,8 +17,9 @@ import tensorflow.compat.v1 as tf
 from conftest import REPO_ROOT
 from data_gen.config import ConfigError, GenerationConfig
 from finetune import run_finetune
-from pretrain import data_checks, modeling
-from pretrain import position_embeddings as positions
+from pretrain.models import modeling
+from pretrain.models import position_embeddings as positions
+from pretrain.training import data_checks
 from pretrain_testdata import make_examples, write_records
 from tests.modeling_helpers import ModelRunner, random_weights, tiny_config, write_checkpoint
 from tests.numpy_bert import NumpyEncoder

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import input_pipeline
+from pretrain.training import input_pipeline
 from pretrain_testdata import make_examples, write_records
 
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import learning_check, run_pretraining
+from pretrain import run_pretraining
+from pretrain.training import learning_check
 from pretrain_testdata import make_examples, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import modeling
-from pretrain.config import BertConfig, ConfigError
+from pretrain.models import modeling
+from pretrain.models.config import BertConfig, ConfigError
 
 from tests import graph_fingerprint
 from tests.modeling_helpers import (ModelRunner as Runner, expected_variables, input_batch,
@@ -226,7 +226,7 @@ def test_config_round_trip_and_validation():
 ])
 def test_export_to_transformers_refuses_what_it_cannot_compute(field, value, what):
     from common.cli_options import UserError  # pylint: disable=import-outside-toplevel
-    from pretrain import hf_config  # pylint: disable=import-outside-toplevel
+    from pretrain.interop import hf_config  # pylint: disable=import-outside-toplevel
     config = BertConfig.from_dict(tiny_config(**{field: value}))
     with pytest.raises(UserError, match="config field %s=%r cannot be exported.*no %s"
                        % (field, value, what)):
@@ -238,7 +238,7 @@ def test_export_to_transformers_refuses_what_it_cannot_compute(field, value, wha
 
 def test_saved_model_export_refuses_a_conditional_model(tmp_path):
     from common.cli_options import UserError  # pylint: disable=import-outside-toplevel
-    from pretrain import export_saved_model  # pylint: disable=import-outside-toplevel
+    from pretrain.interop import export_saved_model  # pylint: disable=import-outside-toplevel
     config_file = tmp_path / "cond.json"
     config_file.write_text(json.dumps(CONFIGS["bert_cond"]))
     prefix = write_checkpoint(tmp_path / "model.ckpt", {"x": np.zeros(1, np.float32)})

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pretrain.config import BertConfig, ConfigError
+from pretrain.models.config import BertConfig, ConfigError
 
 from tests.conftest import REPO_ROOT
 from tests.modeling_helpers import tiny_config
@@ -110,7 +110,7 @@ def test_shipped_configs_have_the_documented_sizes(name):
 ])
 def test_gelu_names_keep_googles_meaning_and_accept_transformers_names(name, expected):
     import tensorflow.compat.v1 as tf
-    from pretrain import layers
+    from pretrain.models import layers
     config = BertConfig.from_dict(tiny_config(hidden_act=name))
     with tf.Graph().as_default(), tf.Session() as sess:
         values = sess.run(layers.get_activation(config.hidden_act)(tf.constant([1.0, -2.0])))

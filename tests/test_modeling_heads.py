@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import heads, modeling, vocab_surgery
+from pretrain.checkpoints import vocab_surgery
+from pretrain.models import heads, modeling
 
 from tests.conftest import shared_path
 from tests.modeling_helpers import tiny_config

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import attention, modeling
+from pretrain.models import attention, modeling
 
 from tests.modeling_helpers import tiny_config
 

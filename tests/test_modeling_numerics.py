@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import modeling
+from pretrain.models import modeling
 
 from tests.modeling_helpers import (ModelRunner as Runner, input_batch, random_weights,
                                     tiny_config, write_checkpoint)

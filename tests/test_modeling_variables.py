@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import heads, modeling
+from pretrain.models import heads, modeling
 
 from tests.modeling_helpers import expected_variables, tiny_config
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import mixed_precision, optimization
+from pretrain.training import mixed_precision, optimization
 
 
 # The schedule against hand-derived values, and AdamW/LAMB against a NumPy reference over

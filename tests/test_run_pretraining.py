@@ -10,7 +10,9 @@ import tensorflow.compat.v1 as tf
 from common.cli_options import UserError
 from common.file_utils import file_sha256
 from hf_testutil import write_tiny_vocab
-from pretrain import checkpoint_assets, checkpoint_io, data_checks, run_pretraining
+from pretrain import run_pretraining
+from pretrain.checkpoints import checkpoint_assets, checkpoint_io
+from pretrain.training import data_checks
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
@@ -55,7 +57,7 @@ def test_overfits_fixed_batch_and_writes_summaries_and_eval(data, tmp_path):
     result = run_pretraining.run(_opts(data, straight, num_train_steps=60, do_eval=True, **const))
     assert result["global_step"] == 60 and result["sentence_head"] is True
     assert result["eval_results"]["masked_lm_accuracy"] > 0.95
-    # Clearly off its unigram baseline, so no masked-LM warning (pretrain.learning_check);
+    # Clearly off its unigram baseline, so no masked-LM warning (pretrain.training.learning_check);
     # 8 sentence labels cannot show a head above chance, and the line says just that.
     assert [line.split(" ")[0:3] for line in result["not_learned"]] == [["too", "few", "eval"]]
     text = (straight / "eval_results.txt").read_text()
@@ -194,7 +196,7 @@ def test_hierarchical_positions_train_past_max_position_embeddings(data, tmp_pat
     assert _ckpt(out).get_variable_to_shape_map()["bert/embeddings/position_embeddings"] == [8, 32]
 
 
-# ---- the vocab travels with the checkpoints (pretrain.checkpoint_assets) ------------------------
+# ---- the vocab travels with the checkpoints (pretrain.checkpoints.checkpoint_assets) ------------
 
 def _vocab_data(root, name, vocab, **meta):
     """The fixed batch as `name` whose sidecar names `vocab` (its sha256 unless given)."""

@@ -1,4 +1,4 @@
-"""SpanBERT's span boundary objective (pretrain.span_boundary, --span_boundary_objective):
+"""SpanBERT's span boundary objective (pretrain.models.span_boundary, --span_boundary_objective):
 the head's variables, a NumPy reference, its loss falling on toy data, eval/log output,
 the TPU build, checkpoints without the head, and the refusal of data without boundaries."""
 import collections
@@ -13,8 +13,10 @@ import tensorflow.compat.v1 as tf
 from tensorflow.python.tpu import tpu as tpu_lib
 
 from cli_testutil import module_command, run_parallel
-from pretrain import (checkpoint_loading, data_checks, input_pipeline, modeling,
-                      pretraining_model_fn, run_pretraining, span_boundary)
+from pretrain import run_pretraining
+from pretrain.checkpoints import checkpoint_loading
+from pretrain.models import modeling, span_boundary
+from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
 from pretrain_testdata import make_examples, make_span_examples, tiny_config, write_records
 from tests import modeling_helpers
 from tests.numpy_bert import assert_weighted_prediction_loss, span_boundary_log_probs
@@ -205,7 +207,7 @@ def test_checkpoints_with_and_without_the_head_load_both_ways(trained, tmp_path)
 
 
 def test_export_hf_leaves_the_head_out_and_says_so(trained, tmp_path):
-    from pretrain import export_hf
+    from pretrain.interop import export_hf
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
                                + [f"t{i}" for i in range(45)]) + "\n")

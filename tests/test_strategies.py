@@ -13,8 +13,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from cli_testutil import free_ports
-from pretrain import input_pipeline, modeling, pretraining_model_fn, run_pretraining
-from pretrain import strategy as strategy_lib
+from pretrain import run_pretraining
+from pretrain.models import modeling
+from pretrain.training import input_pipeline, pretraining_model_fn
+from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -18,8 +18,10 @@ from tensorflow.python.tpu import tpu as tpu_lib
 from tensorflow.python.tpu import tpu_function
 
 from common.cli_options import UserError
-from pretrain import modeling, optimization, pretraining_model_fn, run_pretraining
-from pretrain import strategy as strategy_lib
+from pretrain import run_pretraining
+from pretrain.models import modeling
+from pretrain.training import optimization, pretraining_model_fn
+from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import make_examples, tiny_config, write_records
 
 SHARDS = 8

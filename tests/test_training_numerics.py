@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import mixed_precision, modeling, optimization, pretraining_model_fn, training_hooks
+from pretrain.models import modeling
+from pretrain.training import mixed_precision, optimization, pretraining_model_fn, training_hooks
 from pretrain_testdata import make_examples
 
 EXCLUDED_FROM_DECAY = ("LayerNorm", "layer_norm", "bias")

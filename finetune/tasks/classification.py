@@ -12,7 +12,7 @@ of an LCQMC line or a `condition` column, a class id in [0, C) (one-hot) or C
 comma-separated numbers (data_gen.lcqmc_format.parse_condition).
 
 Head: the pooled output -> `classifier/output_weights` [N, H],
-`classifier/output_bias` [N] (pretrain.task_heads) -> softmax cross-entropy.
+`classifier/output_bias` [N] (pretrain.models.task_heads) -> softmax cross-entropy.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -20,7 +20,7 @@ import tensorflow.compat.v1 as tf
 from data_gen import lcqmc_format
 from finetune import formats, metrics
 from finetune.tasks.base import Task, TaskDataError, check_known_labels, sorted_labels
-from pretrain import modeling, task_heads
+from pretrain.models import modeling, task_heads
 
 
 def truncate_pair(tokens_a, tokens_b, max_tokens):

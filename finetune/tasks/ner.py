@@ -15,7 +15,7 @@ dropped; a token that tokenises to nothing (a space, a control character) is
 predicted "O" and counted.
 
 Head: the sequence output -> `token_classifier/output_weights` [N, H],
-`token_classifier/output_bias` [N] (pretrain.task_heads) -> softmax
+`token_classifier/output_bias` [N] (pretrain.models.task_heads) -> softmax
 cross-entropy averaged over the labelled pieces.
 """
 import numpy as np
@@ -23,7 +23,7 @@ import tensorflow.compat.v1 as tf
 
 from finetune import formats, metrics, tag_schemes
 from finetune.tasks.base import Task, TaskDataError, check_known_labels
-from pretrain import modeling, task_heads
+from pretrain.models import modeling, task_heads
 
 CLUENER_SCHEME = "BIO"
 

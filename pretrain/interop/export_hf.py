@@ -10,7 +10,7 @@ special_tokens_map.json, so that in PyTorch
     pipeline("fill-mask", model="hf_model")
 
 work. bert_config.json and vocab.txt are taken from beside the checkpoint
-(pretrain.checkpoint_assets; --bert_config_file / --vocab_file are needed
+(pretrain.checkpoints.checkpoint_assets; --bert_config_file / --vocab_file are needed
 only for checkpoints without them), and so is a fine-tuning output
 directory's task.json (its best/ checkpoint is exported).
 
@@ -26,15 +26,16 @@ transformers. Optimizer slots, global_step and other training state are
 ignored; any other tensor the config does not explain is an error.
 
 --format=saved_model writes a TF Serving SavedModel instead
-(pretrain.export_saved_model). The output directory appears complete or not
+(pretrain.interop.export_saved_model). The output directory appears complete or not
 at all; a non-empty one needs --overwrite.
 """
 import dataclasses
 import os
 
 from common import cli_options
-from pretrain import checkpoint_assets, export_saved_model, hf_config, hf_files
-from pretrain.config import BertConfig, ConfigError
+from pretrain.checkpoints import checkpoint_assets
+from pretrain.interop import export_saved_model, hf_config, hf_files
+from pretrain.models.config import BertConfig, ConfigError
 
 FORMATS = ("hf", "saved_model")
 
@@ -57,7 +58,8 @@ def _convert_checkpoint(prefix, config, task=None, task_file=None):
     """
     # pylint: disable=import-outside-toplevel,protected-access
     import tensorflow.compat.v1 as tf
-    from pretrain import checkpoint_io, checkpoint_loading, hf_weights
+    from pretrain.checkpoints import checkpoint_io, checkpoint_loading
+    from pretrain.interop import hf_weights
     shapes = dict(tf.train.list_variables(prefix))
     checkpoint_assets.head_of_checkpoint(task, shapes, prefix, task_file)
     state = [name for name in shapes if checkpoint_loading._TRAINING_STATE.search(name)]
@@ -112,7 +114,7 @@ def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_
         hf_files.write_safetensors(converted.state_dict,
                                    os.path.join(temporary, hf_files.SAFETENSORS))
     if log_fn is not None:
-        from pretrain.hf_weights import format_report  # pylint: disable=import-outside-toplevel
+        from pretrain.interop.hf_weights import format_report  # pylint: disable=import-outside-toplevel
         log_fn(format_report(converted.report, "Exported %s -> %s (%s)" % (
             prefix, output_dir, hf["architectures"][0])))
         log_fn("ignored %d optimizer/step tensors; config.json hidden_act %s; config %s (%s), "

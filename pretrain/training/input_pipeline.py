@@ -14,7 +14,7 @@ import tensorflow.compat.v1 as tf
 from data_gen import metadata
 from data_gen import record_schema
 from common.file_utils import expand_input_patterns
-from pretrain import strategy as strategy_lib
+from pretrain.training import strategy as strategy_lib
 
 _TF_DTYPES = {"int64": tf.int64, "float32": tf.float32}
 

@@ -21,9 +21,8 @@ sub-layer's input instead of its output (as brightmart's pre-LN code does).
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import attention
-from pretrain import layers
-from pretrain import position_embeddings as positions
+from pretrain.models import attention, layers
+from pretrain.models import position_embeddings as positions
 
 
 def embedding_lookup(input_ids, vocab_size, width, initializer_range,
@@ -57,7 +56,7 @@ def embedding_postprocessor(input_tensor, token_type_ids, config, dropout_prob, 
     Returns:
       [B, S, W] float32. Creates token_type_embeddings [T, W],
       position_embeddings [P, W] and LayerNorm/{gamma,beta} [W]. S may exceed P
-      (up to P * P) with config.hierarchical_position (pretrain.position_embeddings).
+      (up to P * P) with config.hierarchical_position (pretrain.models.position_embeddings).
     """
     batch_size, seq_length, width = layers.get_shape_list(input_tensor, 3)
     init = layers.create_initializer(config.initializer_range)

@@ -13,9 +13,9 @@ refused with a message.
 import math
 
 from common.cli_options import UserError
-from pretrain.config import BertConfig, ConfigError
+from pretrain.models.config import BertConfig, ConfigError
 
-LAYER_NORM_EPS = 1e-12  # fixed in pretrain.layers.layer_norm
+LAYER_NORM_EPS = 1e-12  # fixed in pretrain.models.layers.layer_norm
 
 # transformers' hidden_act -> ours.
 _ACTIVATIONS_FROM_HF = {

@@ -18,12 +18,10 @@ import copy
 
 import tensorflow.compat.v1 as tf
 
-from pretrain import attention
-from pretrain import encoder
-from pretrain import layers
-from pretrain.attention import ATTENTION_MODES, create_attention_mask  # noqa: F401
-from pretrain.config import BertConfig, ConfigError  # noqa: F401
-from pretrain.layers import (create_initializer, dropout, gelu, get_activation,  # noqa: F401
+from pretrain.models import attention, encoder, layers
+from pretrain.models.attention import ATTENTION_MODES, create_attention_mask  # noqa: F401
+from pretrain.models.config import BertConfig, ConfigError  # noqa: F401
+from pretrain.models.layers import (create_initializer, dropout, gelu, get_activation,  # noqa: F401
                              get_shape_list, layer_norm)
 
 # Graph collection holding brightmart's word_embeddings_2 so the MLM head can
@@ -53,7 +51,7 @@ class BertModel(object):
             required when config.layer_norm_cond_size = C, else None.
         """
         if not isinstance(config, BertConfig):
-            raise TypeError("config must be a pretrain.modeling.BertConfig, got %r"
+            raise TypeError("config must be a pretrain.models.modeling.BertConfig, got %r"
                             % type(config).__name__)
         if attention_mode not in ATTENTION_MODES:
             raise ValueError("attention_mode %r is unknown; use one of %s"
@@ -181,7 +179,7 @@ def get_assignment_map_from_checkpoint(tvars, init_checkpoint):
 
     Returns (assignment_map {checkpoint name: variable name},
     initialized_variable_names {name: 1, name + ":0": 1}). Prefer
-    `pretrain.checkpoint_loading.init_from_checkpoint`, which also checks
+    `pretrain.checkpoints.checkpoint_loading.init_from_checkpoint`, which also checks
     shapes and reports what was not loaded.
     """
     checkpoint_names = {name for name, _ in tf.train.list_variables(init_checkpoint)}

@@ -20,7 +20,7 @@ it holds replica 0's sums only.
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain.variable_utils import replica_local_variable
+from pretrain.training.variable_utils import replica_local_variable
 
 
 def cycle_position(global_step, k):

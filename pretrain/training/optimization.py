@@ -30,12 +30,12 @@ import re
 
 import tensorflow.compat.v1 as tf
 
-from pretrain import gradient_accumulation
+from pretrain.training import gradient_accumulation
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments (default off, as Google's "
                         "optimizers: their first few hundred steps are then 2-3x the learning "
-                        "rate, fading over a few thousand; see pretrain.optimization).")
+                        "rate, fading over a few thousand; see pretrain.training.optimization).")
 # Checkpoint names of the moment slots, `<variable>/<name>`, as Google writes them.
 SLOT_NAMES = {"m": "adam_m", "v": "adam_v"}
 

@@ -10,7 +10,7 @@ import math
 
 import tensorflow.compat.v1 as tf
 
-from pretrain import layers
+from pretrain.models import layers
 
 ATTENTION_MODES = ("bidirectional", "causal", "unilm")
 

@@ -1,7 +1,7 @@
 """--precision=fp32|fp16|bf16 and --use_xla.
 
 Variables always stay float32; the model computes in `compute_type`
-(passed to `pretrain.modeling.create_model`) and the loss is float32.
+(passed to `pretrain.models.modeling.create_model`) and the loss is float32.
 fp16 needs dynamic loss scaling: the loss is multiplied by a scale before
 differentiation and gradients divided by it; an optimizer update whose
 gradients are not finite is skipped and the scale halved; after
@@ -13,7 +13,7 @@ bf16 has fp32's exponent range and needs no scaling.
 import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
-from pretrain.variable_utils import replica_safe_variable
+from pretrain.training.variable_utils import replica_safe_variable
 
 PRECISIONS = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}
 

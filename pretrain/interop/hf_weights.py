@@ -28,12 +28,12 @@ import itertools
 
 import numpy as np
 
-from pretrain import encoder
+from pretrain.models import encoder
 from common.cli_options import UserError
-from pretrain.config import BertConfig
-from pretrain.hf_config import exported_model_type
+from pretrain.interop.hf_config import exported_model_type
+from pretrain.models.config import BertConfig
 
-# The fine-tuning heads (pretrain.task_heads): transformers' *ForSequenceClassification and
+# The fine-tuning heads (pretrain.models.task_heads): transformers' *ForSequenceClassification and
 # *ForTokenClassification both call theirs `classifier`.
 CLASSIFIER_ROWS = (
     ("classifier", "tensor", "classifier/output_weights", "classifier.weight"),
@@ -152,7 +152,7 @@ def model_variable_shapes(config, num_labels=None, num_tags=None):
     """{our variable name: shape} of the encoder, pooler, both heads, and the classifier
     (num_labels) or token classifier (num_tags) when given."""
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
-    from pretrain import heads, modeling  # pylint: disable=import-outside-toplevel
+    from pretrain.models import heads, modeling  # pylint: disable=import-outside-toplevel
     with tf.Graph().as_default():
         ids = tf.zeros([1, 2], tf.int32)
         model = modeling.create_model(config, False, ids)
@@ -330,7 +330,7 @@ def google_to_hf(tensors, config):
     expected = model_variable_shapes(config, *((num_labels, None) if head == "classifier"
                                                else (None, num_labels)))
     _check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)
-    from pretrain import span_boundary  # pylint: disable=import-outside-toplevel
+    from pretrain.models import span_boundary  # pylint: disable=import-outside-toplevel
     unknown = sorted(name for name in set(tensors) - set(expected)
                      if not span_boundary.is_span_boundary_variable(name))
     if unknown:

@@ -12,7 +12,7 @@ position embedding. The MLP has two layers, each dense -> activation
 (config.hidden_act: GELU, as SpanBERT) -> LayerNorm; the first is H wide, the
 second as wide as the word embeddings (E), so the decoder is tied to the word
 embedding table for BERT and both ALBERT layouts. The head runs in float32,
-like pretrain.heads, and reuses its gather and cross-entropy.
+like pretrain.models.heads, and reuses its gather and cross-entropy.
 
 Variables ([...] shapes; H hidden, E embedding width, V vocab, T table size):
   cls/span_boundary/position_embeddings              [T, H]
@@ -24,7 +24,7 @@ Variables ([...] shapes; H hidden, E embedding width, V vocab, T table size):
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import heads, layers
+from pretrain.models import heads, layers
 
 SCOPE = "cls/span_boundary"
 DEFAULT_MAX_SPAN_POSITIONS = 64

@@ -17,7 +17,7 @@ import tensorflow.compat.v1 as tf
 from absl import logging
 from tensorflow.python.training.saving import saveable_object, saveable_object_util
 
-from pretrain.optimization import SLOT_NAMES
+from pretrain.training.optimization import SLOT_NAMES
 
 # Old slot suffix -> new slot suffix.
 LEGACY_SLOT_SUFFIXES = {

@@ -4,7 +4,7 @@ r"""Export a checkpoint as a TF Serving SavedModel (TF1 graph, tag `serve`).
 
 --init_checkpoint is a prefix or a directory (its latest checkpoint; for a
 fine-tuning output directory the one in best/). bert_config.json, vocab.txt
-and task.json are taken from beside it (pretrain.checkpoint_assets);
+and task.json are taken from beside it (pretrain.checkpoints.checkpoint_assets);
 --bert_config_file / --vocab_file are needed only for checkpoints without them.
 
 Signature `serving_default` (plain tensors, no tf.Example parsing):
@@ -15,7 +15,7 @@ Signature `serving_default` (plain tensors, no tf.Example parsing):
            sequence_output  float32 [B, S, H]
            probabilities    float32 [B, num_labels]  (only for a checkpoint
            holding a fine-tuned classifier: classifier/output_weights and
-           classifier/output_bias, pretrain.task_heads.get_classifier_output)
+           classifier/output_bias, pretrain.models.task_heads.get_classifier_output)
            tag_probabilities float32 [B, S, num_tags]  (instead, for a token
            classifier (NER): token_classifier/*, get_token_classifier_output)
 A model without a pooler (imported from a *ForMaskedLM) serves no pooled_output.
@@ -76,7 +76,7 @@ def _build_serving_graph(config, num_labels, with_pooled_output=True, head="clas
     used when num_labels > 0.
     """
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
-    from pretrain import modeling, task_heads  # pylint: disable=import-outside-toplevel
+    from pretrain.models import modeling, task_heads  # pylint: disable=import-outside-toplevel
 
     inputs = {name: tf.placeholder(tf.int32, [None, None], name=name) for name in INPUT_NAMES}
     model = modeling.create_model(config, False, inputs["input_ids"],
@@ -103,7 +103,7 @@ def _restore_map(checkpoint, shapes, variables):
 
     shapes: {name: shape} of the checkpoint's tensors.
     """
-    from pretrain import checkpoint_loading  # pylint: disable=import-outside-toplevel
+    from pretrain.checkpoints import checkpoint_loading  # pylint: disable=import-outside-toplevel
 
     names = {variable.op.name: variable for variable in variables}
     missing = sorted(name for name in names if name not in shapes)
@@ -131,7 +131,7 @@ def _write_saved_model(checkpoint, config, export_dir, task=None, task_file=None
     Returns (names of the saved variables, head scope or None, num_labels or 0).
     """
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
-    from pretrain import checkpoint_assets  # pylint: disable=import-outside-toplevel
+    from pretrain.checkpoints import checkpoint_assets  # pylint: disable=import-outside-toplevel
     shapes = dict(tf.train.list_variables(checkpoint))
     head, num_labels = checkpoint_assets.head_of_checkpoint(task, shapes, checkpoint, task_file)
     # A model imported from a *ForMaskedLM has no pooler: serve sequence_output only.
@@ -161,8 +161,9 @@ def _write_saved_model(checkpoint, config, export_dir, task=None, task_file=None
 def export_saved_model(init_checkpoint, bert_config_file=None, output_dir=None, overwrite=False,
                        vocab_file=None):
     """Writes the SavedModel described in the module docstring; returns output_dir."""
-    from pretrain import checkpoint_assets, hf_files  # pylint: disable=import-outside-toplevel
-    from pretrain.config import BertConfig, ConfigError  # pylint: disable=import-outside-toplevel
+    from pretrain.checkpoints import checkpoint_assets  # pylint: disable=import-outside-toplevel
+    from pretrain.interop import hf_files  # pylint: disable=import-outside-toplevel
+    from pretrain.models.config import BertConfig, ConfigError  # pylint: disable=import-outside-toplevel
 
     if not output_dir:
         raise UserError("--output_dir is required")

@@ -13,13 +13,13 @@ or tokenizer.json) and writes
     OUT/task.json                                *ForSequenceClassification /
                                                  *ForTokenClassification only: the labels
                                                  (id2label) and the task, as fine-tuning
-                                                 writes it (pretrain.checkpoint_assets)
+                                                 writes it (pretrain.checkpoints.checkpoint_assets)
 
 `OUT/model.ckpt` (or OUT) is a valid `--init_checkpoint` for
 `pretrain.run_pretraining`, the exports and fine-tuning, which read the
 bert_config.json and vocab.txt beside it. A classifier's head is imported
 under Google-style names: classifier/* (sequence) or token_classifier/*
-(token; pretrain.task_heads). A printed table lists every tensor converted
+(token; pretrain.models.task_heads). A printed table lists every tensor converted
 (transformers key -> our name, shape) and what was not: buffers, tied
 decoder copies, unknown tensors, and a missing pooler / MLM head / sentence
 head, which is not written and so starts from a fresh initialisation.
@@ -30,7 +30,8 @@ import os
 import shutil
 
 from common import cli_options
-from pretrain import checkpoint_assets, hf_config, hf_files
+from pretrain.checkpoints import checkpoint_assets
+from pretrain.interop import hf_config, hf_files
 
 CHECKPOINT_NAME = "model.ckpt"
 HEADS = {"ForSequenceClassification": "classifier", "ForTokenClassification": "token_classifier"}
@@ -77,7 +78,8 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print):
     do_lower_case = hf_files.read_do_lower_case(model_dir)
     state_dict, weights = hf_files.read_weights(model_dir)
     # TensorFlow loads only now, so bad input is answered in a fraction of a second.
-    from pretrain import checkpoint_io, hf_weights  # pylint: disable=import-outside-toplevel
+    from pretrain.checkpoints import checkpoint_io  # pylint: disable=import-outside-toplevel
+    from pretrain.interop import hf_weights  # pylint: disable=import-outside-toplevel
     head = classifier_head(raw_config.get("architectures"))
     tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, head)
     task = None

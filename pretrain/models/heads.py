@@ -1,6 +1,6 @@
 """Pretraining heads (masked LM, 2-way sentence task), their loss and eval metrics.
 
-Fine-tuning heads (sequence and token classification) are in pretrain.task_heads.
+Fine-tuning heads (sequence and token classification) are in pretrain.models.task_heads.
 
 Heads run entirely in float32 (their inputs are cast), so logits and losses
 are float32 whatever the encoder's compute type. Variable names follow
@@ -8,8 +8,10 @@ google-research/bert: `cls/predictions/...`, `cls/seq_relationship/...`.
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import cpu_kernels, layers, learning_check
-from pretrain.modeling import EMBEDDING_PROJECTION_COLLECTION
+from pretrain import cpu_kernels
+from pretrain.models import layers
+from pretrain.models.modeling import EMBEDDING_PROJECTION_COLLECTION
+from pretrain.training import learning_check
 
 
 def gather_indexes(sequence_tensor, positions):
@@ -180,9 +182,9 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     masked_lm_weights), plus, when the sentence head's tensors are given,
     next_sentence_accuracy and next_sentence_loss (google-research/bert's
     names, also for SOP) and the same two metrics as sentence_accuracy and
-    sentence_loss; when the span boundary head's are given (pretrain.span_boundary),
+    sentence_loss; when the span boundary head's are given (pretrain.models.span_boundary),
     span_boundary_accuracy and span_boundary_loss, against the same labels and weights.
-    Each head's baseline from the evaluated labels themselves (pretrain.learning_check):
+    Each head's baseline from the evaluated labels themselves (pretrain.training.learning_check):
     masked_lm_unigram_accuracy / _loss / masked_lm_num_targets, and
     sentence_chance_accuracy / _loss / sentence_num_examples.
     """

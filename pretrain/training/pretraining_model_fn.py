@@ -7,8 +7,9 @@ strategy) and `TPUEstimator` (TPU or `use_tpu=False`): it returns a
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-from pretrain import (checkpoint_compat, checkpoint_loading, heads, mixed_precision, modeling,
-                      optimization, span_boundary, training_hooks)
+from pretrain.checkpoints import checkpoint_compat, checkpoint_loading
+from pretrain.models import heads, modeling, span_boundary
+from pretrain.training import mixed_precision, optimization, training_hooks
 
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -19,7 +20,7 @@ def pretraining_losses(bert_config, features, is_training, use_sentence_head,
     Keys: loss (MLM + sentence [+ SBO]), masked_lm_loss, masked_lm_example_loss [B*P],
     masked_lm_log_probs [B*P, V], and with the sentence head sentence_loss,
     sentence_example_loss [B], sentence_log_probs [B, 2] (else sentence_loss 0).
-    span_boundary_objective: also SpanBERT's SBO head (pretrain.span_boundary; the
+    span_boundary_objective: also SpanBERT's SBO head (pretrain.models.span_boundary; the
     features need masked_lm_span_left/right), weight 1 in the loss; adds
     span_boundary_loss, span_boundary_example_loss [B*P], span_boundary_log_probs [B*P, V].
     """
@@ -125,11 +126,11 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                      ignore_invalid_weights=False, bias_correction=False):
     """Returns `model_fn(features, labels, mode, params)`.
 
-    span_boundary_objective: add SpanBERT's SBO head (pretrain.span_boundary); the
+    span_boundary_objective: add SpanBERT's SBO head (pretrain.models.span_boundary); the
     input must carry masked_lm_span_left/right (input_fn_builder(span_boundaries=True)).
     ignore_invalid_weights: `init_checkpoint` variables of another shape keep their
     initial values (reported) instead of stopping the run.
-    bias_correction: Adam's bias correction (pretrain.optimization.build_train_op).
+    bias_correction: Adam's bias correction (pretrain.training.optimization.build_train_op).
 
     `num_train_steps`/`num_warmup_steps` count optimizer updates; with
     gradient accumulation the Estimator runs k times as many micro-steps.

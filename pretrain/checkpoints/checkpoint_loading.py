@@ -30,7 +30,7 @@ import tempfile
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from pretrain import checkpoint_io
+from pretrain.checkpoints import checkpoint_io
 
 IGNORE_INVALID_WEIGHTS_HELP = ("--init_checkpoint: a variable whose shape differs from the checkpoint's keeps its "
                                "initial value (MISMATCH in the loading table) instead of stopping the run "

@@ -11,11 +11,11 @@ run_classifier initialises its head:
 
 The names are the contract with the exports: transformers'
 BertForSequenceClassification / BertForTokenClassification call both
-`classifier.weight` / `classifier.bias` (pretrain.hf_weights maps them).
+`classifier.weight` / `classifier.bias` (pretrain.interop.hf_weights maps them).
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain import layers
+from pretrain.models import layers
 
 CLASSIFIER_SCOPE = "classifier"
 TOKEN_CLASSIFIER_SCOPE = "token_classifier"
