@@ -5,22 +5,29 @@ The entries come from setup.cfg's [options.entry_points], so a new script is
 covered without touching this file. Each is run twice: as the console script
 (the installed one beside sys.executable, else the equivalent
 `python -c "from MODULE import main; main()"`, which is what the installed
-script does) and as `python -m MODULE`. Every run imports TensorFlow, so the
-runs go in parallel.
+script does) and as `python -m MODULE`; so are the `python -m` paths kept where
+the code lived before pretrain/ had rooms (KEPT_MODULES). Every run imports
+TensorFlow, so the runs go in parallel.
 """
+import ast
 import os
 import re
 import sys
 
 import pytest
 
-from cli_testutil import console_scripts, run_parallel
+from cli_testutil import REPO_ROOT, console_scripts, run_parallel
 
 # absl's own flags (listed by --help beside the tool's flags, or advertised after them).
 ABSL_FLAGS = {"help", "helpshort", "helpfull", "helpxml", "flagfile", "undefok", "only_check_args",
               "pdb", "pdb_post_mortem", "run_with_pdb", "run_with_profiling", "profile_file",
               "use_cprofile_for_profiling", "logtostderr", "alsologtostderr", "log_dir", "v",
               "verbosity", "logger_levels", "stderrthreshold", "showprefixforinfo"}
+# `python -m pretrain.X` as typed before the code moved to pretrain/<room>/X.py (issue #27).
+KEPT_MODULES = {"pretrain.import_hf": "pretrain.interop.import_hf",
+                "pretrain.export_hf": "pretrain.interop.export_hf",
+                "pretrain.export_saved_model": "pretrain.interop.export_saved_model",
+                "pretrain.vocab_surgery": "pretrain.checkpoints.vocab_surgery"}
 
 
 def help_commands():
@@ -34,7 +41,8 @@ def help_commands():
             commands.append((name, module, [sys.executable, "-c",
                                             f"from {module} import {function}; {function}()",
                                             "--help"]))
-    for module in dict.fromkeys(module for _, module, _ in console_scripts()):
+    for module in dict.fromkeys([module for _, module, _ in console_scripts()] +
+                                list(KEPT_MODULES)):
         commands.append((f"python -m {module}", module, [sys.executable, "-m", module, "--help"]))
     return commands
 
@@ -54,7 +62,8 @@ def help_outputs(tmp_path_factory):
 def test_entries_are_read_from_setup_cfg():
     names = [name for name, _, _ in console_scripts()]
     assert "zh-run-lcqmc" in names and "zh-reduce-vocab" in names and len(names) >= 8
-    assert len(help_commands()) == len(names) + len({m for _, m, _ in console_scripts()})
+    modules = {m for _, m, _ in console_scripts()} | set(KEPT_MODULES)
+    assert len(help_commands()) == len(names) + len(modules)
 
 
 @pytest.mark.parametrize("key", [key for key, _, _ in help_commands()])
@@ -65,3 +74,10 @@ def test_help_lists_the_tools_flags_and_exits_0(help_outputs, key):
     # absl's --help lists only the main program's flags: any other flag listed is the tool's own.
     listed = set(re.findall(r"^\s+--(?:\[no\])?([a-z][a-z0-9_]*)", output, re.MULTILINE))
     assert listed - ABSL_FLAGS, f"{key} --help lists none of {module}'s flags:\n{output}"
+
+
+@pytest.mark.parametrize("kept", sorted(KEPT_MODULES))
+def test_kept_module_paths_print_the_usage_of_the_moved_tool(help_outputs, kept):
+    path = REPO_ROOT.joinpath(*KEPT_MODULES[kept].split(".")).with_suffix(".py")
+    usage = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))).splitlines()[0]
+    assert usage in help_outputs[f"python -m {kept}"][2]
