@@ -17,8 +17,9 @@ import tensorflow.compat.v1 as tf
 from absl import logging
 from tensorflow.python.training.saving import saveable_object, saveable_object_util
 
-from pretrain.training.optimization import SLOT_NAMES
-
+# Checkpoint names of the moment slots, `<variable>/<name>`, as Google writes them
+# (pretrain.training.optimization creates its slots under these names).
+SLOT_NAMES = {"m": "adam_m", "v": "adam_v"}
 # Old slot suffix -> new slot suffix.
 LEGACY_SLOT_SUFFIXES = {
     "AdamWeightDecay": SLOT_NAMES["m"], "AdamWeightDecay_1": SLOT_NAMES["v"],

@@ -30,14 +30,13 @@ import re
 
 import tensorflow.compat.v1 as tf
 
+from pretrain.checkpoints.checkpoint_compat import SLOT_NAMES
 from pretrain.training import gradient_accumulation
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments (default off, as Google's "
                         "optimizers: their first few hundred steps are then 2-3x the learning "
                         "rate, fading over a few thousand; see pretrain.training.optimization).")
-# Checkpoint names of the moment slots, `<variable>/<name>`, as Google writes them.
-SLOT_NAMES = {"m": "adam_m", "v": "adam_v"}
 
 
 def learning_rate_schedule(init_lr, global_step, num_train_steps, num_warmup_steps,
