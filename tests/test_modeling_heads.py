@@ -7,6 +7,7 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.checkpoints import vocab_surgery
 from pretrain.models import heads, modeling
+from pretrain.training import pretraining_model_fn
 
 from tests.conftest import shared_path
 from tests.modeling_helpers import tiny_config
@@ -65,11 +66,12 @@ def test_sentence_head_and_metrics_values():
     with tf.Graph().as_default(), tf.Session() as session:
         loss, per_example, log_probs = heads.get_sentence_output(
             config, tf.constant(pooled), tf.constant(labels))
-        metrics = heads.metric_fn(tf.constant(mlm_loss), tf.constant(mlm_log_probs),
-                                  tf.constant(mlm_ids), tf.constant(mlm_weights),
-                                  per_example, log_probs, tf.constant(labels))
-        only_mlm = heads.pretraining_metrics(tf.constant(mlm_loss), tf.constant(mlm_log_probs),
-                                             tf.constant(mlm_ids), tf.constant(mlm_weights))
+        metrics = pretraining_model_fn.metric_fn(
+            tf.constant(mlm_loss), tf.constant(mlm_log_probs), tf.constant(mlm_ids),
+            tf.constant(mlm_weights), per_example, log_probs, tf.constant(labels))
+        only_mlm = pretraining_model_fn.pretraining_metrics(
+            tf.constant(mlm_loss), tf.constant(mlm_log_probs), tf.constant(mlm_ids),
+            tf.constant(mlm_weights))
         session.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
         session.run([update for _, update in metrics.values()])
         results = session.run({k: value for k, (value, _) in metrics.items()})

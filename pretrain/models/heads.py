@@ -1,6 +1,7 @@
-"""Pretraining heads (masked LM, 2-way sentence task), their loss and eval metrics.
+"""Pretraining heads (masked LM, 2-way sentence task) and their loss.
 
-Fine-tuning heads (sequence and token classification) are in pretrain.models.task_heads.
+Fine-tuning heads (sequence and token classification) are in pretrain.models.task_heads;
+the heads' eval metrics in pretrain.training.pretraining_model_fn.
 
 Heads run entirely in float32 (their inputs are cast), so logits and losses
 are float32 whatever the encoder's compute type. Variable names follow
@@ -11,7 +12,6 @@ import tensorflow.compat.v1 as tf
 from pretrain import cpu_kernels
 from pretrain.models import layers
 from pretrain.models.modeling import EMBEDDING_PROJECTION_COLLECTION
-from pretrain.training import learning_check
 
 
 def gather_indexes(sequence_tensor, positions):
@@ -170,58 +170,3 @@ def get_sentence_output(config, pooled_output, labels):
         per_example_loss = -tf.reduce_sum(one_hot_labels * log_probs, axis=-1)
         loss = tf.reduce_mean(per_example_loss)
     return loss, per_example_loss, log_probs
-
-
-def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
-              masked_lm_weights, sentence_example_loss=None, sentence_log_probs=None,
-              sentence_labels=None, span_boundary_example_loss=None,
-              span_boundary_log_probs=None):
-    """Eval metrics (tf.metrics pairs) for Estimator.
-
-    Returns a dict with masked_lm_accuracy and masked_lm_loss (weighted by
-    masked_lm_weights), plus, when the sentence head's tensors are given,
-    next_sentence_accuracy and next_sentence_loss (google-research/bert's
-    names, also for SOP) and the same two metrics as sentence_accuracy and
-    sentence_loss; when the span boundary head's are given (pretrain.models.span_boundary),
-    span_boundary_accuracy and span_boundary_loss, against the same labels and weights.
-    Each head's baseline from the evaluated labels themselves (pretrain.training.learning_check):
-    masked_lm_unigram_accuracy / _loss / masked_lm_num_targets, and
-    sentence_chance_accuracy / _loss / sentence_num_examples.
-    """
-    metrics = _prediction_metrics("masked_lm", masked_lm_example_loss, masked_lm_log_probs,
-                                  masked_lm_ids, masked_lm_weights)
-    metrics.update(learning_check.masked_lm_baseline_metrics(
-        masked_lm_ids, masked_lm_weights, int(masked_lm_log_probs.shape[-1])))
-    if sentence_log_probs is not None:
-        sentence_predictions = tf.argmax(tf.reshape(sentence_log_probs, [-1, 2]),
-                                         axis=-1, output_type=tf.int32)
-        metrics["next_sentence_accuracy"] = tf.metrics.accuracy(
-            labels=tf.reshape(sentence_labels, [-1]), predictions=sentence_predictions)
-        metrics["next_sentence_loss"] = tf.metrics.mean(
-            values=tf.reshape(sentence_example_loss, [-1]))
-        metrics["sentence_accuracy"] = metrics["next_sentence_accuracy"]
-        metrics["sentence_loss"] = metrics["next_sentence_loss"]
-        metrics.update(learning_check.sentence_baseline_metrics(sentence_labels))
-    if span_boundary_log_probs is not None:
-        metrics.update(_prediction_metrics("span_boundary", span_boundary_example_loss,
-                                           span_boundary_log_probs, masked_lm_ids,
-                                           masked_lm_weights))
-    return metrics
-
-
-def _prediction_metrics(prefix, example_loss, log_probs, label_ids, weights):
-    """{prefix_accuracy, prefix_loss} of token predictions (any [B, P] / [B*P] shapes)."""
-    vocab_size = log_probs.shape[-1]
-    log_probs = tf.reshape(log_probs, [-1, vocab_size])
-    predictions = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-    label_ids = tf.reshape(label_ids, [-1])
-    weights = tf.reshape(weights, [-1])
-    return {
-        prefix + "_accuracy": tf.metrics.accuracy(
-            labels=label_ids, predictions=predictions, weights=weights),
-        prefix + "_loss": tf.metrics.mean(
-            values=tf.reshape(example_loss, [-1]), weights=weights),
-    }
-
-
-pretraining_metrics = metric_fn

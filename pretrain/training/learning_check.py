@@ -7,7 +7,8 @@ plateau, about 5% accuracy on Chinese character vocabularies). Only after that
 does it use the context. The sentence head's plateau is chance.
 
 The eval pass measures both baselines on exactly the batches it scores
-(`label_distribution_metrics`, called from pretrain.models.heads.metric_fn):
+(`label_distribution_metrics`, called from
+pretrain.training.pretraining_model_fn.metric_fn):
 
   <prefix>_unigram_accuracy  share of the most frequent label (weighted)
   <prefix>_unigram_loss      entropy of the label distribution, in nats: the

@@ -1,4 +1,5 @@
-"""Estimator model_fn for pretraining: encoder + masked LM + optional SOP/NSP and SBO heads.
+"""Estimator model_fn for pretraining: encoder + masked LM + optional SOP/NSP and SBO heads,
+and the heads' eval metrics (`metric_fn`).
 
 Works under `tf.estimator.Estimator` (with or without a tf.distribute
 strategy) and `TPUEstimator` (TPU or `use_tpu=False`): it returns a
@@ -9,7 +10,7 @@ from absl import logging
 
 from pretrain.checkpoints import checkpoint_compat, checkpoint_loading
 from pretrain.models import heads, modeling, span_boundary
-from pretrain.training import mixed_precision, optimization, training_hooks
+from pretrain.training import learning_check, mixed_precision, optimization, training_hooks
 
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -82,7 +83,7 @@ def _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights=False
 
 
 def _metric_args(outputs, features, use_sentence_head):
-    """heads.metric_fn's keyword arguments (TPUEstimator passes a dict as keywords too)."""
+    """metric_fn's keyword arguments (TPUEstimator passes a dict as keywords too)."""
     args = dict(masked_lm_example_loss=outputs["masked_lm_example_loss"],
                 masked_lm_log_probs=outputs["masked_lm_log_probs"],
                 masked_lm_ids=features["masked_lm_ids"],
@@ -95,6 +96,61 @@ def _metric_args(outputs, features, use_sentence_head):
         args.update(span_boundary_example_loss=outputs["span_boundary_example_loss"],
                     span_boundary_log_probs=outputs["span_boundary_log_probs"])
     return args
+
+
+def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
+              masked_lm_weights, sentence_example_loss=None, sentence_log_probs=None,
+              sentence_labels=None, span_boundary_example_loss=None,
+              span_boundary_log_probs=None):
+    """Eval metrics (tf.metrics pairs) for Estimator.
+
+    Returns a dict with masked_lm_accuracy and masked_lm_loss (weighted by
+    masked_lm_weights), plus, when the sentence head's tensors are given,
+    next_sentence_accuracy and next_sentence_loss (google-research/bert's
+    names, also for SOP) and the same two metrics as sentence_accuracy and
+    sentence_loss; when the span boundary head's are given (pretrain.models.span_boundary),
+    span_boundary_accuracy and span_boundary_loss, against the same labels and weights.
+    Each head's baseline from the evaluated labels themselves (pretrain.training.learning_check):
+    masked_lm_unigram_accuracy / _loss / masked_lm_num_targets, and
+    sentence_chance_accuracy / _loss / sentence_num_examples.
+    """
+    metrics = _prediction_metrics("masked_lm", masked_lm_example_loss, masked_lm_log_probs,
+                                  masked_lm_ids, masked_lm_weights)
+    metrics.update(learning_check.masked_lm_baseline_metrics(
+        masked_lm_ids, masked_lm_weights, int(masked_lm_log_probs.shape[-1])))
+    if sentence_log_probs is not None:
+        sentence_predictions = tf.argmax(tf.reshape(sentence_log_probs, [-1, 2]),
+                                         axis=-1, output_type=tf.int32)
+        metrics["next_sentence_accuracy"] = tf.metrics.accuracy(
+            labels=tf.reshape(sentence_labels, [-1]), predictions=sentence_predictions)
+        metrics["next_sentence_loss"] = tf.metrics.mean(
+            values=tf.reshape(sentence_example_loss, [-1]))
+        metrics["sentence_accuracy"] = metrics["next_sentence_accuracy"]
+        metrics["sentence_loss"] = metrics["next_sentence_loss"]
+        metrics.update(learning_check.sentence_baseline_metrics(sentence_labels))
+    if span_boundary_log_probs is not None:
+        metrics.update(_prediction_metrics("span_boundary", span_boundary_example_loss,
+                                           span_boundary_log_probs, masked_lm_ids,
+                                           masked_lm_weights))
+    return metrics
+
+
+def _prediction_metrics(prefix, example_loss, log_probs, label_ids, weights):
+    """{prefix_accuracy, prefix_loss} of token predictions (any [B, P] / [B*P] shapes)."""
+    vocab_size = log_probs.shape[-1]
+    log_probs = tf.reshape(log_probs, [-1, vocab_size])
+    predictions = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    label_ids = tf.reshape(label_ids, [-1])
+    weights = tf.reshape(weights, [-1])
+    return {
+        prefix + "_accuracy": tf.metrics.accuracy(
+            labels=label_ids, predictions=predictions, weights=weights),
+        prefix + "_loss": tf.metrics.mean(
+            values=tf.reshape(example_loss, [-1]), weights=weights),
+    }
+
+
+pretraining_metrics = metric_fn
 
 
 def _logged_losses(outputs):
@@ -189,9 +245,9 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
             if on_tpu_estimator:
                 return tf.estimator.tpu.TPUEstimatorSpec(
                     mode=mode, loss=outputs["loss"], scaffold_fn=scaffold_fn,
-                    eval_metrics=(heads.metric_fn, metric_args))
+                    eval_metrics=(metric_fn, metric_args))
             return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
-                                              eval_metric_ops=heads.metric_fn(**metric_args))
+                                              eval_metric_ops=metric_fn(**metric_args))
         raise ValueError(f"pretraining model_fn supports TRAIN and EVAL, not {mode}")
 
     return model_fn
