@@ -2,7 +2,10 @@
 
 Each package may import only what the table there lists; the contracts
 between stages (record features, sidecar, globs, atomic writes, LCQMC) are
-imported from data_gen, never declared again.
+imported from data_gen, never declared again. Inside pretrain, each room
+(models, checkpoints, training, interop) imports only the rooms its section
+there allows, and pretrain/ itself holds only run_pretraining, cpu_kernels and
+the `python -m` paths kept from before the rooms.
 """
 import ast
 import pathlib
@@ -21,6 +24,18 @@ ALLOWED = {
     "finetune": {"finetune", "pretrain", "common", "data_gen.tokenization",
                  "data_gen.lcqmc_format", "data_gen.record_schema"},
 }
+
+# pretrain's rooms: which of pretrain's modules each may import (its own room always).
+# pretrain.cpu_kernels is the package's import-time setup, below every room.
+ROOMS = {
+    "pretrain.models": {"pretrain.cpu_kernels"},
+    "pretrain.checkpoints": {"pretrain.models.config"},
+    "pretrain.training": {"pretrain.models", "pretrain.checkpoints", "pretrain.cpu_kernels"},
+    "pretrain.interop": {"pretrain.models", "pretrain.checkpoints"},
+}
+# Directly in pretrain/ (besides the kept `python -m` paths): the package's setup and the
+# training CLI, which sits on top of the rooms.
+PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining"}
 
 
 def _project_imports(path):
@@ -49,6 +64,35 @@ def test_each_package_imports_only_what_the_architecture_allows(package):
                 continue
             bad.append(f"{path.relative_to(REPO)} imports {name}")
     assert not bad, "imports against docs/architecture.md:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_each_room_of_pretrain_imports_only_the_rooms_it_may(room):
+    allowed = ROOMS[room] | {room}
+    bad = []
+    for path in sorted(REPO.joinpath(*room.split(".")).rglob("*.py")):
+        for name in sorted(_project_imports(path)):
+            # `from pretrain.models import config` also yields the bare room name.
+            bare_room_allowed = name in ROOMS and any(entry.startswith(name) for entry in allowed)
+            if name.split(".")[0] != "pretrain" or name == "pretrain" or bare_room_allowed:
+                continue
+            if not _allowed(name, allowed):
+                bad.append(f"{path.relative_to(REPO)} imports {name}")
+    assert not bad, "imports against docs/architecture.md's rooms of pretrain:\n" + "\n".join(bad)
+
+
+def test_pretrain_itself_holds_only_its_cli_setup_and_kept_entry_points():
+    """Any other module in pretrain/ is a kept `python -m` path: its docstring, one import of
+    `main` (and the usage docstring) from the module of the same name in a room, the call."""
+    for path in sorted((REPO / "pretrain").glob("*.py")):
+        if path.stem in PRETRAIN_ROOT:
+            continue
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        imports = [node for node in body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        assert len(body) == 3 and len(imports) == 1, f"{path.name}: more than an entry point"
+        rooms = {f"{room}.{path.stem}" for room in ROOMS}
+        assert getattr(imports[0], "module", None) in rooms, f"{path.name}: imports {ast.dump(imports[0])}"
+        assert {alias.name for alias in imports[0].names} <= {"__doc__", "main"}, path.name
 
 
 def _documented_rows(text):
