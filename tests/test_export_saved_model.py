@@ -1,4 +1,4 @@
-"""pretrain.export_saved_model: the SavedModel computes what the Estimator computes.
+"""pretrain.interop.export_saved_model: the SavedModel computes what the Estimator computes.
 
 Checkpoints are written here with random weights (scaled up so the outputs
 vary), plus the training state a real run leaves (global_step, Adam slots, an
