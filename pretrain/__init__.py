@@ -1,4 +1,5 @@
-"""Pretraining: models, heads, optimisation and the Estimator training loop.
+"""Pretraining, in four rooms (docs/architecture.md §5): models/, training/ (the Estimator
+loop), checkpoints/ and interop/ (Hugging Face, SavedModel); run_pretraining on top.
 
 Importing the package defaults TensorFlow's CPU kernels to oneDNN
 (`TF_ENABLE_ONEDNN_OPTS=1`, see `pretrain.cpu_kernels`), which TensorFlow
