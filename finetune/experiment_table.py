@@ -20,6 +20,7 @@ from common import cli_options
 from common.cli_options import UserError, option, required
 from common.file_utils import write_text_atomically
 from finetune import comparison_report
+from pretrain import learning_check
 
 RECIPE_ORDER = ("roberta", "albert", "span", "macbert")
 RECIPE_LABELS = {
@@ -39,21 +40,6 @@ PRETRAIN_METRICS = (("masked_lm_loss", "MLM loss", "{:.2f}"),
 METRIC = "accuracy"
 MISSING = "—"
 COMPARISON = os.path.join("compare", "results.json")
-
-
-def read_eval_results(path):
-    """{key: float} of an eval_results.txt (`key = value` lines); {} when absent."""
-    results = {}
-    if not os.path.isfile(path):
-        return results
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            key, sep, value = line.partition(" = ")
-            try:
-                results[key.strip()] = float(value) if sep else None
-            except ValueError:
-                continue
-    return results
 
 
 def read_comparison(path, recipe=None):
@@ -87,7 +73,7 @@ def collect_rows(runs_dir):
     rows = []
     for recipe in recipes:
         row = read_comparison(os.path.join(runs_dir, recipe, COMPARISON), recipe)
-        row["pretraining"] = read_eval_results(
+        row["pretraining"] = learning_check.read_eval_results(
             os.path.join(runs_dir, recipe, "pretrain", "eval_results.txt"))
         rows.append(row)
     return rows
@@ -143,6 +129,8 @@ def markdown_table(rows):
         evals = ", ".join(f"{name} {fmt.format(row['pretraining'][key])}"
                           for key, name, fmt in PRETRAIN_METRICS
                           if row["pretraining"].get(key) is not None)
+        if learning_check.masked_lm_not_learned(row["pretraining"]):
+            evals += " (not learned: MLM on its unigram plateau)"
         lines.append(
             f"| {RECIPE_LABELS.get(row['recipe'], row['recipe'])} | {row['model']} "
             f"| {evals or MISSING} | {_accuracies(row['random_init'])} "

@@ -47,12 +47,15 @@ FINETUNE_EVAL_EVERY="${FINETUNE_EVAL_EVERY:-250}"
 SIMILAR_WORDS="${SIMILAR_WORDS:-}"
 VECTORS="${VECTORS:-}"
 DRY_RUN="${DRY_RUN:-0}"
+FINETUNE_NOT_LEARNED="${FINETUNE_NOT_LEARNED:-0}"
 
 # The pretraining defaults of a recipe, as DEFAULT_<setting> (an environment value wins).
 recipe_defaults() {
+  # BERT recipes: AdamW with Adam's bias correction. Without it, the RoBERTa row at seed 1
+  # stayed on the unigram plateau (README, "Learning rates on short schedules").
   DEFAULT_PRETRAIN_OPTIMIZER=adamw
   DEFAULT_PRETRAIN_LEARNING_RATE=5e-4
-  DEFAULT_PRETRAIN_BIAS_CORRECTION=0
+  DEFAULT_PRETRAIN_BIAS_CORRECTION=1
   DEFAULT_PRETRAIN_WARMUP_STEPS=100
   case "$1" in
     albert)  # ALBERT's own: LAMB at google-research/albert's rate. With AdamW 5e-4 the
@@ -129,6 +132,8 @@ Settings (environment variables) [defaults]:
   SIMILAR_WORDS      macbert: similar-words TSV          [${SIMILAR_WORDS:-RUNS/similar_words.tsv}]
   VECTORS            macbert: word vectors to build it from (word2vec text format;
                      scripts/train_word_vectors.sh makes them from RUNS/docs.txt)
+  FINETUNE_NOT_LEARNED=1  fine-tune even a checkpoint whose MLM has not left its unigram
+                     plateau (pretrain.learning_check; the row is then marked "not learned")
   PYTHON             interpreter                         [.venv/bin/python, else python3]
   DRY_RUN=1          (or --dry_run) print the commands of every stage, run nothing
 
@@ -277,6 +282,23 @@ run): resuming it without checking that it was trained with these settings" >&2
     "${PRETRAIN_COMMAND[@]}" > "${ROW}/pretrain.log" 2>&1 || { tail -n 5 "${ROW}/pretrain.log" >&2
       die "pretraining failed; its log: ${ROW}/pretrain.log"; }
     grep -E "\] step [0-9]+:" "${ROW}/pretrain.log" | tail -n 2 || true
+  fi
+fi
+# A checkpoint still on the unigram plateau is a worse start than random initialisation:
+# its fine-tuning would not be a result (pretrain.learning_check exits 3 then).
+CHECK_COMMAND=("${PYTHON}" -m pretrain.learning_check
+  --eval_results="${ROW}/pretrain/eval_results.txt")
+if [[ "${DRY_RUN}" == "1" ]]; then
+  show "${CHECK_COMMAND[@]}"
+else
+  check_status=0
+  "${CHECK_COMMAND[@]}" || check_status=$?
+  if [[ "${check_status}" == 3 && "${FINETUNE_NOT_LEARNED}" != "1" ]]; then
+    die "the pretrained checkpoint has not learned (above); fine-tuning from it would not be \
+a result. Retrain (other PRETRAIN_ settings or more PRETRAIN_STEPS; move ${ROW}/pretrain away \
+first), or set FINETUNE_NOT_LEARNED=1 to fine-tune it anyway"
+  elif [[ "${check_status}" != 0 && "${check_status}" != 3 ]]; then
+    die "could not check the pretraining eval ${ROW}/pretrain/eval_results.txt (above)"
   fi
 fi
 

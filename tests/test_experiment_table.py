@@ -76,6 +76,10 @@ def runs_dir(tmp_path):
     (tmp_path / "roberta" / "pretrain" / "eval_results.txt").write_text(
         "global_step = 500\nmasked_lm_accuracy = 0.25\nmasked_lm_loss = 4.5\n"
         "masked_lm_unigram_accuracy = 0.05\n")
+    (tmp_path / "albert" / "pretrain").mkdir()  # on its unigram plateau
+    (tmp_path / "albert" / "pretrain" / "eval_results.txt").write_text(
+        "masked_lm_accuracy = 0.05\nmasked_lm_loss = 6.0\nmasked_lm_unigram_accuracy = 0.049\n"
+        "masked_lm_unigram_loss = 5.9\nmasked_lm_num_targets = 12800\n")
     (tmp_path / "span" / "pretrain").mkdir()
     (tmp_path / "span" / "pretrain" / "eval_results.txt").write_text(
         "masked_lm_loss = 5.25\nspan_boundary_loss = 6.125\n")
@@ -115,8 +119,10 @@ def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
     assert roberta == (f"| RoBERTa: whole-word masking | {BERT} | MLM loss 4.50, MLM acc 25.0%, unigram 5.0% "
                        f"| 52.00 ± 2.00 / 55.00 ± 5.00 | 75.00 ± 5.00 / 85.00 ± 5.00 "
                        f"| {delta} | better | 1, 2, 3 |")
-    # The same predictions from both starts: Δ 0 with an interval [0, 0], no evidence.
-    assert albert == ("| ALBERT: SOP + n-gram masking | albert L4 H256 V21128 | — "
+    # The same predictions from both starts: Δ 0 with an interval [0, 0], no evidence; its
+    # pretraining never left the plateau, and the cell says so.
+    assert albert == ("| ALBERT: SOP + n-gram masking | albert L4 H256 V21128 | MLM loss 6.00, "
+                      "MLM acc 5.0%, unigram 4.9% (not learned: MLM on its unigram plateau) "
                       "| 52.00 ± 2.00 / 55.00 ± 5.00 | 52.00 ± 2.00 / 55.00 ± 5.00 "
                       "| +0.00 [+0.00, +0.00] | no evidence | 1, 2, 3 |")
     assert saved["span"]["rows"][1]["collapsed_seeds"] == [2]

@@ -33,7 +33,8 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(vocab), RUNS=str(runs), SEEDS="3",
                   DUPE_FACTOR="1", MAX_SEQ_LENGTH="32", MAX_PREDICTIONS="5",
                   PRETRAIN_STEPS="2", PRETRAIN_WARMUP_STEPS="1", PRETRAIN_BATCH_SIZE="8",
-                  PRETRAIN_SEED="5", FINETUNE_MAX_TRAIN_EXAMPLES="16", FINETUNE_EVAL_EVERY="2")
+                  PRETRAIN_SEED="5", FINETUNE_MAX_TRAIN_EXAMPLES="16", FINETUNE_EVAL_EVERY="2",
+                  FINETUNE_NOT_LEARNED="1")  # 2 steps do not leave the plateau
     result = _run(["span"], **budget)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "deprecated" not in result.stderr
@@ -66,7 +67,8 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     verdict = "collapsed run: Δ is not a result" if collapsed else accuracy["verdict"]
     table = (runs / "table.md").read_text().splitlines()
     assert len(table) == 5 and table[2].startswith("| SpanBERT: spans + SBO | bert L4 H256")
-    assert "SBO loss" in table[2] and table[2].endswith(
+    assert "SBO loss" in table[2] and "(not learned: MLM on its unigram plateau)" in table[2]
+    assert table[2].endswith(
         f"| {100 * accuracy['difference']:+.2f} [{100 * accuracy['low']:+.2f}, "
         f"{100 * accuracy['high']:+.2f}] | {verdict} | 3 |")
     for cell, row in zip(table[2].split(" | ")[3:5], comparison["rows"]):
@@ -153,6 +155,30 @@ def test_a_stage_made_from_other_inputs_or_settings_is_not_resumed(tmp_path):
     legacy = _run(["roberta"], RUNS=str(runs), **budget)
     assert "has no experiment_settings.txt (an older run): resuming it without checking" \
         in legacy.stderr
+
+
+def test_a_checkpoint_on_the_plateau_is_not_fine_tuned(tmp_path):
+    """pretrain.learning_check stops the row before fine-tuning a checkpoint whose MLM has not
+    left its unigram plateau; FINETUNE_NOT_LEARNED=1 goes on (here into a failing compare)."""
+    runs = tmp_path / "runs"
+    budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(util.write_vocab(tmp_path)), RUNS=str(runs))
+    _finished_data(runs, "roberta", "docs.txt")
+    _run(["roberta"], PYTHON="false", **budget)  # records the settings; pretraining "fails"
+    (runs / "roberta" / "pretrain" / "eval_results.txt").write_text(
+        "global_step = 1000\nmasked_lm_accuracy = 0.045\nmasked_lm_loss = 6.19\n"
+        "masked_lm_num_targets = 12224.0\nmasked_lm_unigram_accuracy = 0.045\n"
+        "masked_lm_unigram_loss = 6.04\n")  # the RoBERTa row without bias correction
+    stopped = _run(["roberta"], **budget)
+    assert stopped.returncode == 2, stopped.stderr[-2000:]
+    assert "pretraining finished earlier with these settings" in stopped.stdout
+    assert "the checkpoint has not yet learned from context: masked_lm_accuracy 0.0450" \
+        in stopped.stdout
+    assert stopped.stderr.startswith("lcqmc_experiment.sh: error: the pretrained checkpoint has "
+                                     "not learned (above); fine-tuning from it would not be")
+    assert "fine-tuning from random" not in stopped.stdout
+    assert not (runs / "roberta" / "compare").exists()
+    anyway = _run(["roberta"], FINETUNE_NOT_LEARNED="1", **budget)
+    assert "fine-tuning from random initialisation" in anyway.stdout
 
 
 def test_train_word_vectors_says_what_it_needs(tmp_path):

@@ -1,5 +1,7 @@
 """Plateau detection in pretraining: the eval data's own baselines and the warning lines."""
 import logging
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -76,6 +78,33 @@ def test_warnings_fire_on_the_plateau_and_not_off_it():
     assert len(learning_check.not_learned_warnings(_results(0.073, 0.067))) == 1
     # No sentence head (RoBERTa data): only the masked LM is judged.
     assert learning_check.not_learned_warnings(_results(0.20, 0.05)) == []
+
+
+def test_the_command_exits_3_when_the_masked_lm_has_not_learned(tmp_path):
+    """What scripts/lcqmc_experiment.sh asks before fine-tuning: the warning lines of a
+    finished run's eval_results.txt, and exit 3 only when its masked LM has not learned."""
+    def write(name, results):
+        path = tmp_path / name
+        path.write_text("".join(f"{key} = {value}\n" for key, value in results.items()))
+        return path
+
+    plateau = write("plateau.txt", _results(0.050, 0.049, 0.80))
+    assert learning_check.read_eval_results(str(plateau))["masked_lm_accuracy"] == 0.05
+    assert learning_check.masked_lm_not_learned(learning_check.read_eval_results(str(plateau)))
+    # Off the plateau with the sentence head at chance: a warning, not a stop.
+    sentence = learning_check.read_eval_results(str(write("sop.txt", _results(0.14, 0.05, 0.5))))
+    assert len(learning_check.not_learned_warnings(sentence)) == 1
+    assert not learning_check.masked_lm_not_learned(sentence)
+    assert not learning_check.masked_lm_not_learned({})  # nothing measured, nothing judged
+    done = subprocess.run([sys.executable, "-m", "pretrain.learning_check",
+                           f"--eval_results={plateau}"], capture_output=True, text=True)
+    assert done.returncode == learning_check.EXIT_NOT_LEARNED == 3
+    assert done.stdout.startswith(f"{plateau}: the checkpoint has not yet learned from context: "
+                                  "masked_lm_accuracy 0.0500")
+    missing = subprocess.run([sys.executable, "-m", "pretrain.learning_check",
+                              f"--eval_results={tmp_path / 'none.txt'}"],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "no masked_lm_accuracy in it" in missing.stderr
 
 
 def test_the_margin_grows_when_few_labels_were_scored():

@@ -18,11 +18,22 @@ pretrain.training.pretraining_model_fn.metric_fn):
 (prefix `masked_lm`; for the sentence head the names are `sentence_chance_*`),
 and `not_learned_warnings` turns an eval result into one warning line per head
 whose accuracy is not clearly above its baseline.
+
+    python -m pretrain.learning_check --eval_results=OUTPUT_DIR/eval_results.txt
+
+prints those lines for a finished run and exits 3 when its masked-LM head has not
+learned (scripts/lcqmc_experiment.sh stops there rather than fine-tune from it).
 """
+import dataclasses
 import math
+import os
+import sys
 
 import tensorflow.compat.v1 as tf
 
+from common import cli_options
+
+NOT_LEARNED = "the checkpoint has not yet learned from context: "
 MIN_GAIN = 0.02         # accuracy points (absolute) a head must clear its baseline by
 STANDARD_ERRORS = 3.0   # ... and at least this many standard errors of its accuracy
 
@@ -99,12 +110,13 @@ def not_learned_warnings(eval_results):
     """One line per head whose accuracy is not clearly above its baseline ([] if all are).
 
     eval_results: the eval metrics dict (keys of `HEADS`; heads absent from it, e.g.
-    no sentence head, are skipped).
+    no sentence head, or without their baseline, are skipped).
     """
     lines = []
     for accuracy, loss, base_accuracy, base_loss, count, baseline, advice in HEADS:
-        if accuracy not in eval_results or base_accuracy not in eval_results:
-            continue
+        if any(eval_results.get(key) is None
+               for key in (accuracy, loss, base_accuracy, base_loss)):
+            continue  # the head, or its baseline, was not measured
         value, base = float(eval_results[accuracy]), float(eval_results[base_accuracy])
         needed = required_accuracy(base, eval_results.get(count))
         if value > needed:
@@ -116,8 +128,58 @@ def not_learned_warnings(eval_results):
                 "(--max_eval_steps, --eval_batch_size)")
             continue
         lines.append(
-            f"the checkpoint has not yet learned from context: {accuracy} {value:.4f} "
+            f"{NOT_LEARNED}{accuracy} {value:.4f} "
             f"(loss {float(eval_results[loss]):.3f}) is not clearly above {baseline}, "
             f"{base:.4f} (loss {float(eval_results[base_loss]):.3f}; needed above "
             f"{needed:.4f}); {advice}")
     return lines
+
+
+def read_eval_results(path):
+    """{key: float} of an eval_results.txt (`key = value` lines); {} when absent."""
+    results = {}
+    if not os.path.isfile(path):
+        return results
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            key, sep, value = line.partition(" = ")
+            try:
+                results[key.strip()] = float(value) if sep else None
+            except ValueError:
+                continue
+    return results
+
+
+def masked_lm_not_learned(eval_results):
+    """True when the masked-LM head is measured and not clearly above its unigram baseline."""
+    return any(line.startswith(NOT_LEARNED + "masked_lm")
+               for line in not_learned_warnings(eval_results))
+
+
+EXIT_NOT_LEARNED = 3
+
+
+@dataclasses.dataclass
+class LearningCheckOptions:
+    """The flags of `python -m pretrain.learning_check`."""
+    eval_results: str = cli_options.required("eval_results.txt of a run_pretraining --do_eval.")
+
+
+def _check(options):
+    results = read_eval_results(options.eval_results)
+    if "masked_lm_accuracy" not in results:
+        raise cli_options.UserError(f"--eval_results={options.eval_results}: no "
+                                    "masked_lm_accuracy in it (is it run_pretraining's?)")
+    lines = not_learned_warnings(results)
+    for line in lines:
+        print(f"{options.eval_results}: {line}")
+    if masked_lm_not_learned(results):
+        sys.exit(EXIT_NOT_LEARNED)
+
+
+def main(argv=None):
+    cli_options.run_main(LearningCheckOptions, _check, argv)
+
+
+if __name__ == "__main__":
+    main()
