@@ -20,7 +20,7 @@ from common import cli_options
 from common.cli_options import UserError, option, required
 from common.file_utils import write_text_atomically
 from finetune import comparison_report
-from pretrain import learning_check
+from pretrain.training import learning_check
 
 RECIPE_ORDER = ("roberta", "albert", "span", "macbert")
 RECIPE_LABELS = {

@@ -133,7 +133,7 @@ Settings (environment variables) [defaults]:
   VECTORS            macbert: word vectors to build it from (word2vec text format;
                      scripts/train_word_vectors.sh makes them from RUNS/docs.txt)
   FINETUNE_NOT_LEARNED=1  fine-tune even a checkpoint whose MLM has not left its unigram
-                     plateau (pretrain.learning_check; the row is then marked "not learned")
+                     plateau (pretrain.training.learning_check; the row is then marked "not learned")
   PYTHON             interpreter                         [.venv/bin/python, else python3]
   DRY_RUN=1          (or --dry_run) print the commands of every stage, run nothing
 
@@ -285,8 +285,8 @@ run): resuming it without checking that it was trained with these settings" >&2
   fi
 fi
 # A checkpoint still on the unigram plateau is a worse start than random initialisation:
-# its fine-tuning would not be a result (pretrain.learning_check exits 3 then).
-CHECK_COMMAND=("${PYTHON}" -m pretrain.learning_check
+# its fine-tuning would not be a result (pretrain.training.learning_check exits 3 then).
+CHECK_COMMAND=("${PYTHON}" -m pretrain.training.learning_check
   --eval_results="${ROW}/pretrain/eval_results.txt")
 if [[ "${DRY_RUN}" == "1" ]]; then
   show "${CHECK_COMMAND[@]}"

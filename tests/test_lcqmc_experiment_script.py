@@ -158,7 +158,7 @@ def test_a_stage_made_from_other_inputs_or_settings_is_not_resumed(tmp_path):
 
 
 def test_a_checkpoint_on_the_plateau_is_not_fine_tuned(tmp_path):
-    """pretrain.learning_check stops the row before fine-tuning a checkpoint whose MLM has not
+    """pretrain.training.learning_check stops the row before fine-tuning a checkpoint whose MLM has not
     left its unigram plateau; FINETUNE_NOT_LEARNED=1 goes on (here into a failing compare)."""
     runs = tmp_path / "runs"
     budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(util.write_vocab(tmp_path)), RUNS=str(runs))

@@ -96,12 +96,12 @@ def test_the_command_exits_3_when_the_masked_lm_has_not_learned(tmp_path):
     assert len(learning_check.not_learned_warnings(sentence)) == 1
     assert not learning_check.masked_lm_not_learned(sentence)
     assert not learning_check.masked_lm_not_learned({})  # nothing measured, nothing judged
-    done = subprocess.run([sys.executable, "-m", "pretrain.learning_check",
+    done = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
                            f"--eval_results={plateau}"], capture_output=True, text=True)
     assert done.returncode == learning_check.EXIT_NOT_LEARNED == 3
     assert done.stdout.startswith(f"{plateau}: the checkpoint has not yet learned from context: "
                                   "masked_lm_accuracy 0.0500")
-    missing = subprocess.run([sys.executable, "-m", "pretrain.learning_check",
+    missing = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
                               f"--eval_results={tmp_path / 'none.txt'}"],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "no masked_lm_accuracy in it" in missing.stderr

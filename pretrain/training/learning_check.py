@@ -19,7 +19,7 @@ pretrain.training.pretraining_model_fn.metric_fn):
 and `not_learned_warnings` turns an eval result into one warning line per head
 whose accuracy is not clearly above its baseline.
 
-    python -m pretrain.learning_check --eval_results=OUTPUT_DIR/eval_results.txt
+    python -m pretrain.training.learning_check --eval_results=OUTPUT_DIR/eval_results.txt
 
 prints those lines for a finished run and exits 3 when its masked-LM head has not
 learned (scripts/lcqmc_experiment.sh stops there rather than fine-tune from it).
@@ -161,7 +161,7 @@ EXIT_NOT_LEARNED = 3
 
 @dataclasses.dataclass
 class LearningCheckOptions:
-    """The flags of `python -m pretrain.learning_check`."""
+    """The flags of `python -m pretrain.training.learning_check`."""
     eval_results: str = cli_options.required("eval_results.txt of a run_pretraining --do_eval.")
 
 
