@@ -7,8 +7,11 @@ Estimator's own `CheckpointSaverHook` calls it after each save (every
 restarted), and dev evaluation happens at exactly the saved steps.
 
 Dev is scored by a callback (run_finetune predicts dev and computes the
-task's metrics in Python, so any metric can choose). The best checkpoint
-(highest `selection_metric`; the earliest step wins a tie) is copied to
+task's metrics in Python, so any metric can choose). The save at step 0, before
+any training, is scored for the curve but is never the best: its head is
+random, and a dev score that luck puts above the trained checkpoints' would
+report a model that was never fine-tuned. The best checkpoint of the trained
+steps (highest `selection_metric`; the earliest step wins a tie) is copied to
 `<model_dir>/best/` with its own `checkpoint` index file, a `best.json` and
 the files that describe the model (config, vocab, task), so
 `keep_checkpoint_max` can stay small, the test set is scored with the best
@@ -78,7 +81,7 @@ class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
         point = {"step": step, **{name: value for name, value in scores.items()
                                   if isinstance(value, float) or value is None}}
         self.curve.append(point)
-        improved = self.best is None or point[self._metric] > self.best[self._metric]
+        improved = step > 0 and (self.best is None or point[self._metric] > self.best[self._metric])
         if improved:
             best_prefix = copy_checkpoint(checkpoint, self._best_dir)
             for path in self._extra_best_files:
@@ -89,8 +92,12 @@ class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
                 json.dump(self.best, f, indent=1)
         shown = ", ".join(f"{name} {value:.4f}" for name, value in point.items()
                           if name != "step" and value is not None)
-        self._log_fn(f"step {step}: dev {shown}"
-                     + ("  (new best, copied to best/)" if improved else
-                        f"  (best {self._metric} {self.best[self._metric]:.4f} at step "
-                        f"{self.best['step']})"))
+        if improved:
+            verdict = "new best, copied to best/"
+        elif self.best is None:
+            verdict = "before training: not a candidate for best"
+        else:
+            verdict = (f"best {self._metric} {self.best[self._metric]:.4f} at step "
+                       f"{self.best['step']}")
+        self._log_fn(f"step {step}: dev {shown}  ({verdict})")
         return False  # never ask training to stop

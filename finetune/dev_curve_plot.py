@@ -60,10 +60,12 @@ def _legend_font(labels):
 
 
 def legend_label(label, steps, values):
-    """'NAME (best 61.40 at step 2000)'; the first step wins a tie, as in best-on-dev selection."""
-    if not len(values):
+    """'NAME (best 61.40 at step 2000)' as best-on-dev selection chooses: the first step wins
+    a tie, and step 0 (before training) is a candidate only when it is the only step."""
+    candidates = [i for i in range(len(values)) if steps[i] > 0] or list(range(len(values)))
+    if not candidates:
         return label
-    best = max(range(len(values)), key=lambda i: (values[i], -steps[i]))
+    best = max(candidates, key=lambda i: (values[i], -steps[i]))
     return f"{label} (best {100 * values[best]:.2f} at step {steps[best]})"
 
 

@@ -93,7 +93,9 @@ def test_mean_line_and_min_max_band_over_seeds_at_the_shared_steps():
 def test_tie_goes_to_the_first_step_and_bad_lengths_are_refused():
     figure = dev_curve_plot.make_figure([("run", [0, 10, 20], [[0.6, 0.7, 0.7], [0.6, 0.5, 0.5]])])
     legend = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
-    assert legend == ["run (best 60.00 at step 0)"]  # means 60, 60, 60
+    # means 60, 60, 60: step 0 (before training) is never the best, the first trained step is
+    assert legend == ["run (best 60.00 at step 10)"]
+    assert dev_curve_plot.legend_label("run", [0], [0.6]) == "run (best 60.00 at step 0)"
     with pytest.raises(ValueError, match="4 values for 3 steps"):
         dev_curve_plot.make_figure([("run", [0, 10, 20], [[0.5] * 4])])
 

@@ -159,6 +159,23 @@ def test_listener_keeps_the_first_best_checkpoint(tmp_path):
                            "at step 100)")
 
 
+def test_the_untrained_step_0_is_scored_but_never_the_best(tmp_path):
+    """A random head's lucky dev score at step 0 must not stand in for fine-tuning (it did
+    in the ALBERT row: dev 53.6% at step 0 against 52.5% trained, test 49.8%)."""
+    scores = {0: {"accuracy": 0.536}, 250: {"accuracy": 0.509}, 500: {"accuracy": 0.525}}
+    messages = []
+    listener, evaluated = scripted_listener(tmp_path, scores, "accuracy", messages)
+    for step in scores:
+        listener.after_save(None, step)
+    assert evaluated == [0, 250, 500] and [p["step"] for p in listener.curve] == [0, 250, 500]
+    assert listener.best["step"] == 500
+    assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("model.ckpt-500")
+    assert messages == [
+        "step 0: dev accuracy 0.5360  (before training: not a candidate for best)",
+        "step 250: dev accuracy 0.5090  (new best, copied to best/)",
+        "step 500: dev accuracy 0.5250  (new best, copied to best/)"]
+
+
 def test_listener_selects_by_the_chosen_metric(tmp_path):
     scores = {0: {"accuracy": 0.9, "macro_f1": 0.47}, 50: {"accuracy": 0.8, "macro_f1": 0.79},
               100: {"accuracy": 0.85, "macro_f1": 0.7}}
