@@ -79,9 +79,11 @@ def without(scores, *names):
 
 
 def check_best_step(results):
-    """best_step is the first step of the dev curve's maximum by the selection metric."""
+    """best_step is the first step of the dev curve's maximum by the selection metric, among
+    the trained steps (step 0, before training, is scored but never chosen)."""
     metric = results["selection_metric"]
-    best = max(results["dev_curve"], key=lambda point: (point[metric], -point["step"]))
+    best = max((point for point in results["dev_curve"] if point["step"] > 0),
+               key=lambda point: (point[metric], -point["step"]))
     assert results["best_step"] == best["step"]
     assert results[f"dev_{metric}"] == best[metric] == results["dev"][metric]
     assert results["dev_curve"][0]["step"] == 0
