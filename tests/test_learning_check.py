@@ -104,7 +104,13 @@ def test_the_command_exits_3_when_the_masked_lm_has_not_learned(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
                               f"--eval_results={tmp_path / 'none.txt'}"],
                              capture_output=True, text=True)
-    assert missing.returncode == 2 and "no masked_lm_accuracy in it" in missing.stderr
+    assert missing.returncode == 2 and missing.stderr == (
+        f"error: --eval_results={tmp_path / 'none.txt'}: no such file (run_pretraining "
+        "--do_eval writes it in --output_dir)\n")
+    other = write("other.txt", {"accuracy": 0.5})  # not a pretraining eval
+    wrong = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
+                            f"--eval_results={other}"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "no masked_lm_accuracy in it" in wrong.stderr
 
 
 def test_the_margin_grows_when_few_labels_were_scored():

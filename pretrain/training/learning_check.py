@@ -166,6 +166,9 @@ class LearningCheckOptions:
 
 
 def _check(options):
+    if not os.path.isfile(options.eval_results):
+        raise cli_options.UserError(f"--eval_results={options.eval_results}: no such file "
+                                    "(run_pretraining --do_eval writes it in --output_dir)")
     results = read_eval_results(options.eval_results)
     if "masked_lm_accuracy" not in results:
         raise cli_options.UserError(f"--eval_results={options.eval_results}: no "
