@@ -38,7 +38,8 @@ from common.cli_options import UserError, option
 from common.file_utils import write_json_atomically, write_text_atomically
 from finetune import comparison_report, dev_curve_plot, metrics, run_finetune, statistics, tasks
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models import registry
+from pretrain.models.config import ConfigError
 
 PLOT_NAME = "dev_curve.png"
 RUN_HELP = ("LABEL=CHECKPOINT starting point (repeat; empty CHECKPOINT = random init). The first "
@@ -150,8 +151,8 @@ def _same_config(saved_path, path):
     if saved_path == path:
         return True
     try:
-        return (BertConfig.from_json_file(saved_path).to_dict()
-                == BertConfig.from_json_file(path).to_dict())  # defaults filled in
+        return (registry.read_config(saved_path).to_dict()
+                == registry.read_config(path).to_dict())  # defaults filled in
     except (OSError, TypeError, ValueError, ConfigError):
         return False
 

@@ -1,6 +1,6 @@
 """The fine-tuning Estimator model_fn: encoder + the task's head, for every task.
 
-The encoder (`pretrain.models.modeling.create_model`, BERT/RoBERTa or ALBERT by
+The encoder (`pretrain.models.registry.create_encoder`, BERT/RoBERTa or ALBERT by
 config) and the head come from `task.build_model`; the encoder's variables
 keep their pretraining names, so a starting point is nothing (random
 initialisation), a released Google / brightmart / ymcui checkpoint, a

@@ -40,7 +40,8 @@ from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
 from finetune.tasks.base import majority_share
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models import registry
+from pretrain.models.config import ConfigError
 from pretrain.training import optimization
 from pretrain.training import strategy as strategies
 
@@ -136,7 +137,7 @@ def data_files(settings):
 
 
 def resolve_model(settings):
-    """(BertConfig, CheckpointAssets) from the flags and the files beside --init_checkpoint."""
+    """(model config of its family, CheckpointAssets) from the flags and the files beside --init_checkpoint."""
     assets = checkpoint_assets.resolve(settings["init_checkpoint"] or None,
                                        vocab_file=settings["vocab_file"] or None,
                                        bert_config_file=settings["bert_config_file"] or None)
@@ -149,7 +150,7 @@ def resolve_model(settings):
     if assets.config_source == "flag" and not input_exists(assets.config_file):
         raise SettingsError(f"--bert_config_file={assets.config_file!r} does not exist")
     try:
-        return BertConfig.from_json_file(assets.config_file), assets
+        return registry.read_config(assets.config_file), assets
     except ConfigError as error:  # unreadable or invalid: one error line, not a traceback
         raise SettingsError(str(error)) from None
 

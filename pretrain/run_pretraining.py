@@ -27,7 +27,7 @@ from common.cli_options import UserError, option
 from common.file_utils import input_exists
 from data_gen import metadata
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
-from pretrain.models import modeling
+from pretrain.models import modeling, registry
 from pretrain.training import (data_checks, input_pipeline, learning_check, mixed_precision,
                                optimization, pretraining_model_fn, training_hooks)
 from pretrain.training import strategy as strategy_lib
@@ -156,7 +156,7 @@ def run(values):
         logging.info("model config %s (beside --init_checkpoint)", assets.config_file)
     opts = dataclasses.replace(opts, bert_config_file=assets.config_file,
                                init_checkpoint=assets.checkpoint)
-    config = modeling.BertConfig.from_json_file(opts.bert_config_file)
+    config = registry.read_config(opts.bert_config_file)
     if config.layer_norm_cond_size is not None:
         raise UserError(f"--bert_config_file={opts.bert_config_file} sets layer_norm_cond_size "
                         "(conditional LayerNorm), but pretraining records carry no condition: "

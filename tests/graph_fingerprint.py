@@ -12,7 +12,7 @@ import json
 
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import modeling
+from pretrain.models import modeling, registry
 
 from tests.modeling_helpers import tiny_config
 
@@ -35,8 +35,8 @@ def fingerprint(config_dict, attention_mode="bidirectional", is_training=False):
         ids = tf.placeholder(tf.int32, [2, 8])
         mask = tf.placeholder(tf.int32, [2, 8])
         types = tf.placeholder(tf.int32, [2, 8])
-        modeling.create_model(modeling.BertConfig.from_dict(config_dict), is_training, ids,
-                              mask, types, attention_mode=attention_mode)
+        registry.create_encoder(modeling.BertConfig.from_dict(config_dict), is_training, ids,
+                                mask, types, attention_mode=attention_mode)
     digest = hashlib.sha256()
     for node in graph.as_graph_def().node:
         digest.update(node.SerializeToString(deterministic=True))

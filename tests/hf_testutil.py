@@ -11,7 +11,7 @@ missing variable is an error, so a comparison never runs on random weights.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import heads, modeling
+from pretrain.models import heads, registry
 from pretrain.models.config import BertConfig
 
 POOLER = "bert/pooler/"
@@ -38,7 +38,7 @@ def model_outputs(config, checkpoint, input_ids, attention_mask=None, token_type
     if token_type_ids is None:
         token_type_ids = np.zeros_like(input_ids)
     with tf.Graph().as_default():
-        model = modeling.create_model(
+        model = registry.create_encoder(
             config, False, tf.constant(input_ids),
             input_mask=tf.constant(np.asarray(attention_mask, np.int32)),
             token_type_ids=tf.constant(np.asarray(token_type_ids, np.int32)))

@@ -172,14 +172,14 @@ class ModelRunner(object):
 
     def __init__(self, config_dict, checkpoint=None, shape=(None, None), **model_kwargs):
         from pretrain.checkpoints import checkpoint_loading  # pylint: disable=import-outside-toplevel
-        from pretrain.models import modeling  # pylint: disable=import-outside-toplevel
+        from pretrain.models import modeling, registry  # pylint: disable=import-outside-toplevel
         self.graph = tf.Graph()
         with self.graph.as_default():
             self.ids, self.mask, self.types = (tf.placeholder(tf.int32, list(shape))
                                                for _ in range(3))
             size = config_dict.get("layer_norm_cond_size")
             self.condition = None if size is None else tf.placeholder(tf.float32, [None, size])
-            self.model = modeling.create_model(
+            self.model = registry.create_encoder(
                 modeling.BertConfig.from_dict(config_dict), False, self.ids, self.mask,
                 self.types, condition=self.condition, **model_kwargs)
             self.variables = {v.op.name: v.shape.as_list() for v in tf.global_variables()}

@@ -5,7 +5,7 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.checkpoints import checkpoint_loading
 from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError, init_from_checkpoint
-from pretrain.models import heads, modeling
+from pretrain.models import heads, modeling, registry
 
 from tests.modeling_helpers import (expected_variables, input_batch, random_weights,
                                     tiny_config, write_checkpoint)
@@ -19,7 +19,7 @@ BRIGHTMART = tiny_config(model_type="albert", albert_layout="brightmart", embedd
 def build_with_heads(config_dict, ids=None, scope=None):
     config = modeling.BertConfig.from_dict(config_dict)
     ids = tf.constant(input_batch()[0]) if ids is None else ids
-    model = modeling.create_model(config, False, ids, scope=scope)
+    model = registry.create_encoder(config, False, ids, scope=scope)
     mlm = heads.get_masked_lm_output(config, model.get_sequence_output(),
                                      model.get_embedding_table(), tf.constant([[1, 2]] * 2),
                                      tf.constant([[5, 6]] * 2), tf.constant([[1.0, 1.0]] * 2))

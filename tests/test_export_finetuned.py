@@ -28,7 +28,7 @@ from pretrain.checkpoints import checkpoint_io
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.export_saved_model import export_saved_model
 from pretrain.interop.import_hf import import_model
-from pretrain.models import modeling, task_heads
+from pretrain.models import registry, task_heads
 from pretrain.models.config import BertConfig
 from pretrain_testdata import tiny_config
 
@@ -71,7 +71,7 @@ def make_finetune_dir(root, kind):
     head = "token_classifier" if task["task"] == "ner" else "classifier"
     rng = np.random.RandomState(sum(map(ord, kind)))
     with tf.Graph().as_default():
-        model = modeling.create_model(config, False, tf.placeholder(tf.int32, [None, None]))
+        model = registry.create_encoder(config, False, tf.placeholder(tf.int32, [None, None]))
         if head == "token_classifier":
             task_heads.get_token_classifier_output(config, model.get_sequence_output(),
                                                    len(task["labels"]), is_training=False)
@@ -107,9 +107,9 @@ def our_outputs(model, ids, mask, segments):
     config = BertConfig.from_json_file(model.config_file)
     num_labels = len(model.task["labels"])
     with tf.Graph().as_default():
-        encoder = modeling.create_model(config, False, tf.constant(ids, tf.int32),
-                                        input_mask=tf.constant(mask, tf.int32),
-                                        token_type_ids=tf.constant(segments, tf.int32))
+        encoder = registry.create_encoder(config, False, tf.constant(ids, tf.int32),
+                                          input_mask=tf.constant(mask, tf.int32),
+                                          token_type_ids=tf.constant(segments, tf.int32))
         fetches = {"sequence_output": encoder.get_sequence_output(),
                    "pooled_output": encoder.get_pooled_output()}
         if model.head == "token_classifier":

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import modeling, task_heads
+from pretrain.models import registry, task_heads
 from pretrain.models.config import BertConfig
 from common.cli_options import UserError
 from pretrain.interop.export_saved_model import export_saved_model
@@ -36,7 +36,7 @@ def write_checkpoint(folder, config_file, num_labels=0, seed=0):
     rng = np.random.default_rng(seed)
     with tf.Graph().as_default():
         ids = tf.placeholder(tf.int32, [None, None])
-        model = modeling.create_model(config, False, ids)
+        model = registry.create_encoder(config, False, ids)
         if num_labels:  # a fine-tuned sequence classifier
             task_heads.get_classifier_output(config, model.get_pooled_output(), num_labels,
                                              is_training=False)
@@ -79,9 +79,9 @@ def estimator_predict(model_fn, model_dir, inputs):
 
 def encoder_model_fn(config, checkpoint):
     def model_fn(features, labels, mode):  # pylint: disable=unused-argument
-        model = modeling.create_model(config, False, features["input_ids"],
-                                      input_mask=features["input_mask"],
-                                      token_type_ids=features["segment_ids"])
+        model = registry.create_encoder(config, False, features["input_ids"],
+                                        input_mask=features["input_mask"],
+                                        token_type_ids=features["segment_ids"])
         tf.train.init_from_checkpoint(checkpoint, {"bert/": "bert/"})
         return tf.estimator.EstimatorSpec(mode, predictions={
             "pooled_output": model.get_pooled_output(),
@@ -93,9 +93,9 @@ def classifier_model_fn(config, checkpoint, num_labels):
     """PREDICT of the fine-tuned classifier (encoder + pretrain.models.task_heads) from
     `checkpoint`."""
     def model_fn(features, labels, mode):  # pylint: disable=unused-argument
-        model = modeling.create_model(config, False, features["input_ids"],
-                                      input_mask=features["input_mask"],
-                                      token_type_ids=features["segment_ids"])
+        model = registry.create_encoder(config, False, features["input_ids"],
+                                        input_mask=features["input_mask"],
+                                        token_type_ids=features["segment_ids"])
         _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(),
                                                             num_labels, is_training=False)
         tf.train.init_from_checkpoint(checkpoint, {"bert/": "bert/", "classifier/": "classifier/"})

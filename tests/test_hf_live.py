@@ -22,7 +22,7 @@ from data_gen.tokenization import FullTokenizer
 from hf_testutil import model_outputs, random_checkpoint
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
-from pretrain.models import heads, modeling, task_heads
+from pretrain.models import heads, registry, task_heads
 from pretrain.models.config import BertConfig
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 
@@ -103,8 +103,9 @@ def _our_encoder_outputs(config_file, checkpoint, ids, mask, segments):
     """(sequence_output [B, S, H], pooled_output [B, H]) of our encoder alone."""
     config = BertConfig.from_json_file(config_file)
     with tf.Graph().as_default():
-        model = modeling.create_model(config, False, tf.constant(ids), input_mask=tf.constant(mask),
-                                      token_type_ids=tf.constant(segments))
+        model = registry.create_encoder(config, False, tf.constant(ids),
+                                        input_mask=tf.constant(mask),
+                                        token_type_ids=tf.constant(segments))
         saver = tf.train.Saver(tf.global_variables())
         with tf.Session() as session:
             saver.restore(session, checkpoint)
@@ -118,9 +119,9 @@ def _classifier_checkpoint(config_file, prefix, ids, mask, segments, seed=0):
     config = BertConfig.from_json_file(config_file)
     rng = np.random.RandomState(seed)
     with tf.Graph().as_default():
-        model = modeling.create_model(config, False, tf.constant(ids),
-                                      input_mask=tf.constant(mask),
-                                      token_type_ids=tf.constant(segments))
+        model = registry.create_encoder(config, False, tf.constant(ids),
+                                        input_mask=tf.constant(mask),
+                                        token_type_ids=tf.constant(segments))
         _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(), 2,
                                                             is_training=False)
         model_variables = tf.global_variables()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import modeling
+from pretrain.models import modeling, registry
 from pretrain.models.config import BertConfig, ConfigError
 
 from tests import graph_fingerprint
@@ -123,8 +123,8 @@ def test_variable_names_and_shapes_of_each_option(name):
     config = CONFIGS[name]
     with tf.Graph().as_default():
         size = config.get("layer_norm_cond_size")
-        modeling.create_model(BertConfig.from_dict(config), True, tf.zeros([2, 8], tf.int32),
-                              condition=None if size is None else tf.zeros([2, size]))
+        registry.create_encoder(BertConfig.from_dict(config), True, tf.zeros([2, 8], tf.int32),
+                                condition=None if size is None else tf.zeros([2, size]))
         got = {v.name[:-2]: v.shape.as_list() for v in tf.global_variables()}
     assert got == dict(expected_variables(config, heads=False))
     if size:  # one gamma and one beta projection per LayerNorm

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import heads, modeling
+from pretrain.models import heads, modeling, registry
 
 from tests.modeling_helpers import expected_variables, tiny_config
 
@@ -28,7 +28,7 @@ LAYOUTS = {
 def build_pretraining_graph(config_dict, compute_type=tf.float32):
     config = modeling.BertConfig.from_dict(config_dict)
     ids = tf.constant([[1, 2, 3, 4]])
-    model = modeling.create_model(config, True, ids, compute_type=compute_type)
+    model = registry.create_encoder(config, True, ids, compute_type=compute_type)
     heads.get_masked_lm_output(config, model.get_sequence_output(),
                                model.get_embedding_table(), tf.constant([[1, 2]]),
                                tf.constant([[5, 6]]), tf.constant([[1.0, 1.0]]),

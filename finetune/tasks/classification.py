@@ -20,7 +20,7 @@ import tensorflow.compat.v1 as tf
 from data_gen import lcqmc_format
 from finetune import formats, metrics
 from finetune.tasks.base import Task, TaskDataError, check_known_labels, sorted_labels
-from pretrain.models import modeling, task_heads
+from pretrain.models import registry, task_heads
 
 
 def truncate_pair(tokens_a, tokens_b, max_tokens):
@@ -106,8 +106,8 @@ def create_classifier(bert_config, is_training, input_ids, input_mask, segment_i
     Returns:
       (loss scalar or None, per_example_loss [B] or None, logits [B, N], probabilities [B, N]).
     """
-    model = modeling.create_model(bert_config, is_training, input_ids, input_mask=input_mask,
-                                  token_type_ids=segment_ids, condition=condition)
+    model = registry.create_encoder(bert_config, is_training, input_ids, input_mask=input_mask,
+                                    token_type_ids=segment_ids, condition=condition)
     logits, probabilities = task_heads.get_classifier_output(
         bert_config, model.get_pooled_output(), num_labels, is_training)
     if labels is None:

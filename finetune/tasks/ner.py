@@ -23,7 +23,7 @@ import tensorflow.compat.v1 as tf
 
 from finetune import formats, metrics, tag_schemes
 from finetune.tasks.base import Task, TaskDataError, check_known_labels
-from pretrain.models import modeling, task_heads
+from pretrain.models import registry, task_heads
 
 CLUENER_SCHEME = "BIO"
 
@@ -145,9 +145,9 @@ class NerTask(Task):
     # ---- model ---------------------------------------------------------------------------
     def build_model(self, config, is_training, features, label_tensor, num_labels):
         """Loss = cross-entropy averaged over labelled pieces; outputs tag_probabilities [B, S, N]."""
-        model = modeling.create_model(config, is_training, features["input_ids"],
-                                      input_mask=features["input_mask"],
-                                      token_type_ids=features["segment_ids"])
+        model = registry.create_encoder(config, is_training, features["input_ids"],
+                                        input_mask=features["input_mask"],
+                                        token_type_ids=features["segment_ids"])
         logits, probabilities = task_heads.get_token_classifier_output(
             config, model.get_sequence_output(), num_labels, is_training)
         outputs = {"tag_probabilities": probabilities}

@@ -35,7 +35,8 @@ import os
 from common import cli_options
 from pretrain.checkpoints import checkpoint_assets
 from pretrain.interop import export_saved_model, hf_config, hf_files
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models import registry
+from pretrain.models.config import ConfigError
 
 FORMATS = ("hf", "saved_model")
 
@@ -87,7 +88,7 @@ def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_
             raise checkpoint_assets.missing_file_error(what, name, flag, init_checkpoint,
                                                        assets.checkpoint)
     try:
-        config = BertConfig.from_json_file(assets.config_file)
+        config = registry.read_config(assets.config_file)
     except ConfigError as err:
         raise cli_options.UserError("--bert_config_file: %s" % err) from None
     hf_config.exported_model_type(config)  # refuses pre-LN before reading any weights

@@ -76,12 +76,12 @@ def _build_serving_graph(config, num_labels, with_pooled_output=True, head="clas
     used when num_labels > 0.
     """
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
-    from pretrain.models import modeling, task_heads  # pylint: disable=import-outside-toplevel
+    from pretrain.models import registry, task_heads  # pylint: disable=import-outside-toplevel
 
     inputs = {name: tf.placeholder(tf.int32, [None, None], name=name) for name in INPUT_NAMES}
-    model = modeling.create_model(config, False, inputs["input_ids"],
-                                  input_mask=inputs["input_mask"],
-                                  token_type_ids=inputs["segment_ids"])
+    model = registry.create_encoder(config, False, inputs["input_ids"],
+                                    input_mask=inputs["input_mask"],
+                                    token_type_ids=inputs["segment_ids"])
     outputs = {}
     if num_labels and head == "token_classifier":
         _, probabilities = task_heads.get_token_classifier_output(
@@ -163,7 +163,8 @@ def export_saved_model(init_checkpoint, bert_config_file=None, output_dir=None, 
     """Writes the SavedModel described in the module docstring; returns output_dir."""
     from pretrain.checkpoints import checkpoint_assets  # pylint: disable=import-outside-toplevel
     from pretrain.interop import hf_files  # pylint: disable=import-outside-toplevel
-    from pretrain.models.config import BertConfig, ConfigError  # pylint: disable=import-outside-toplevel
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+    from pretrain.models.config import ConfigError  # pylint: disable=import-outside-toplevel
 
     if not output_dir:
         raise UserError("--output_dir is required")
@@ -174,7 +175,7 @@ def export_saved_model(init_checkpoint, bert_config_file=None, output_dir=None, 
                                                    "--bert_config_file", init_checkpoint,
                                                    checkpoint)
     try:
-        config = BertConfig.from_json_file(assets.config_file)
+        config = registry.read_config(assets.config_file)
     except ConfigError as err:
         raise UserError("--bert_config_file: %s" % err) from None
     if config.layer_norm_cond_size is not None:

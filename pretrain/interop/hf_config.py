@@ -13,6 +13,7 @@ refused with a message.
 import math
 
 from common.cli_options import UserError
+from pretrain.models import registry
 from pretrain.models.config import BertConfig, ConfigError
 
 LAYER_NORM_EPS = 1e-12  # fixed in pretrain.models.layers.layer_norm
@@ -131,9 +132,7 @@ def exported_model_type(config):
             raise UserError("config field %s=%r cannot be exported: transformers' BERT and "
                             "ALBERT have no %s, so the exported model would compute something "
                             "else" % (field, getattr(config, field), what))
-    if config.is_albert and config.albert_layout == "google":
-        return "albert"
-    return "bert"  # BERT, and brightmart ALBERT exported as the equivalent BERT
+    return registry.family_of(config).hf_model_type(config)
 
 
 def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):

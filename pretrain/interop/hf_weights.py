@@ -152,10 +152,10 @@ def model_variable_shapes(config, num_labels=None, num_tags=None):
     """{our variable name: shape} of the encoder, pooler, both heads, and the classifier
     (num_labels) or token classifier (num_tags) when given."""
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
-    from pretrain.models import heads, modeling  # pylint: disable=import-outside-toplevel
+    from pretrain.models import heads, registry  # pylint: disable=import-outside-toplevel
     with tf.Graph().as_default():
         ids = tf.zeros([1, 2], tf.int32)
-        model = modeling.create_model(config, False, ids)
+        model = registry.create_encoder(config, False, ids)
         heads.get_masked_lm_output(config, model.get_sequence_output(),
                                    model.get_embedding_table(), tf.zeros([1, 1], tf.int32),
                                    tf.zeros([1, 1], tf.int32), tf.ones([1, 1]),

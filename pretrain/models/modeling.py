@@ -7,7 +7,8 @@
 
 `BertModel` builds whatever `config.model_type` describes (so code written for
 brightmart's albert_zh, which calls BertModel with ALBERT configs, ports
-unchanged); `AlbertModel` insists on an ALBERT config; `create_model` picks.
+unchanged); `AlbertModel` insists on an ALBERT config. The encoder of any registered
+family: `pretrain.models.registry.create_encoder`.
 
 Precision: with `compute_type` bfloat16/float16, variables are stored in
 float32 and cast when read; matmuls run in the compute type, LayerNorm and
@@ -164,14 +165,6 @@ class AlbertModel(BertModel):
                              "or an embedding_size field); got model_type=%r"
                              % getattr(config, "model_type", None))
         super(AlbertModel, self).__init__(config, *args, **kwargs)
-
-
-def create_model(config, is_training, input_ids, input_mask=None, token_type_ids=None,
-                 **kwargs):
-    """Builds `AlbertModel` or `BertModel` according to `config.model_type`."""
-    model_class = AlbertModel if config.is_albert else BertModel
-    return model_class(config, is_training, input_ids, input_mask=input_mask,
-                       token_type_ids=token_type_ids, **kwargs)
 
 
 def get_assignment_map_from_checkpoint(tvars, init_checkpoint):

@@ -1,7 +1,7 @@
 """--precision=fp32|fp16|bf16 and --use_xla.
 
 Variables always stay float32; the model computes in `compute_type`
-(passed to `pretrain.models.modeling.create_model`) and the loss is float32.
+(passed to `pretrain.models.registry.create_encoder`) and the loss is float32.
 fp16 needs dynamic loss scaling: the loss is multiplied by a scale before
 differentiation and gradients divided by it; an optimizer update whose
 gradients are not finite is skipped and the scale halved; after

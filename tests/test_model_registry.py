@@ -1,0 +1,140 @@
+"""The model registry (pretrain.models.registry): one place chooses a family's config class,
+encoder, pretraining objective and transformers name, and the rest follows it."""
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from pretrain.interop import hf_config, hf_weights
+from pretrain.models import masked_lm_pretraining, modeling, registry
+from pretrain.models.config import BertConfig, ConfigError
+from pretrain.training import pretraining_model_fn
+from pretrain_testdata import tiny_config
+
+REPO_CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
+
+
+def test_the_registered_families_and_what_each_entry_resolves_to():
+    assert registry.model_types() == ("bert", "albert")
+    for model_type in registry.model_types():
+        family = registry.family(model_type)
+        assert family.model_type == model_type
+        assert issubclass(family.encoder_class, modeling.BertModel)
+        assert family.pretraining_losses is masked_lm_pretraining.masked_lm_pretraining_losses
+    assert registry.family("albert").encoder_class is modeling.AlbertModel
+    assert registry.family("RoBERTa") is registry.family("bert")  # alias, any case
+
+
+@pytest.mark.parametrize("name, model_type, layout", [
+    ("test_tiny_bert.json", "bert", None),
+    ("test_tiny_albert.json", "albert", "google"),
+    ("albert_zh_tiny_brightmart.json", "albert", "brightmart"),
+    ("roberta_zh_base.json", "bert", None),
+])
+def test_read_config_gives_the_family_of_each_shipped_config(name, model_type, layout):
+    config = registry.read_config(str(REPO_CONFIGS / name))
+    assert isinstance(config, BertConfig)
+    assert registry.family_of(config).model_type == model_type
+    assert config.albert_layout == layout
+    assert config.to_dict() == BertConfig.from_json_file(str(REPO_CONFIGS / name)).to_dict()
+
+
+def test_a_config_without_model_type_is_told_apart_by_embedding_size(tmp_path):
+    bert = registry.read_config(tiny_config(tmp_path / "bert.json"))
+    albert = registry.read_config(tiny_config(tmp_path / "albert.json", embedding_size=16))
+    aliased = registry.read_config(tiny_config(tmp_path / "roberta.json", model_type="roberta"))
+    assert [registry.family_of(c).model_type for c in (bert, albert, aliased)] == [
+        "bert", "albert", "bert"]
+
+
+def test_bad_config_files_are_named_with_what_is_wrong(tmp_path):
+    unknown = tiny_config(tmp_path / "electra.json", model_type="electra")
+    with pytest.raises(ConfigError) as err:
+        registry.read_config(unknown)
+    assert str(err.value).startswith(unknown)
+    assert "'electra' is not a registered model family" in str(err.value)
+    assert "albert, bert, roberta" in str(err.value)
+
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"vocab_size": 10,\n "hidden_size": }', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"broken.json is not valid JSON \(line 2"):
+        registry.read_config(str(broken))
+    with pytest.raises(ConfigError, match="cannot read model config .*missing.json"):
+        registry.read_config(str(tmp_path / "missing.json"))
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"list.json must be a JSON object \(dict\), got 'list'"):
+        registry.read_config(str(listed))
+    typo = tiny_config(tmp_path / "typo.json", num_hiden_layers=3)
+    with pytest.raises(ConfigError, match=r"typo.json: .*'num_hiden_layers'.*num_hidden_layers"):
+        registry.read_config(typo)
+
+
+@pytest.mark.parametrize("extra, encoder_class, first_layer", [
+    ({}, modeling.BertModel, "bert/encoder/layer_0/attention/self/query/kernel"),
+    ({"embedding_size": 16}, modeling.AlbertModel,
+     "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel"),
+])
+def test_create_encoder_builds_the_family_encoder(tmp_path, extra, encoder_class, first_layer):
+    config = registry.read_config(tiny_config(tmp_path / "c.json", **extra))
+    with tf.Graph().as_default():
+        model = registry.create_encoder(config, False, tf.zeros([2, 5], tf.int32))
+        names = {v.op.name for v in tf.global_variables()}
+        assert type(model) is encoder_class
+        assert model.get_sequence_output().shape.as_list() == [2, 5, 32]
+        assert first_layer in names
+
+
+def test_pretraining_losses_is_the_family_objective_unchanged(tmp_path):
+    """The training room's entry point builds exactly the graph the family's objective does."""
+    config = registry.read_config(tiny_config(tmp_path / "c.json", embedding_size=16))
+    rng = np.random.RandomState(0)
+    features = {"input_ids": rng.randint(1, 50, [2, 8]), "input_mask": np.ones([2, 8]),
+                "segment_ids": np.zeros([2, 8]), "masked_lm_positions": [[1, 2], [3, 4]],
+                "masked_lm_ids": [[5, 6], [7, 8]], "masked_lm_weights": np.ones([2, 2]),
+                "next_sentence_labels": [[0], [1]]}
+    losses = []
+    for build in (pretraining_model_fn.pretraining_losses,
+                  masked_lm_pretraining.masked_lm_pretraining_losses):
+        with tf.Graph().as_default():
+            tf.set_random_seed(3)
+            feats = {k: tf.constant(np.asarray(v), tf.float32 if k.endswith(("mask", "weights"))
+                                    else tf.int32) for k, v in features.items()}
+            feats["input_mask"] = tf.cast(feats["input_mask"], tf.int32)
+            feats["segment_ids"] = tf.cast(feats["segment_ids"], tf.int32)
+            outputs = build(config, feats, False, True)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                losses.append(sess.run([outputs["loss"], outputs["sentence_loss"]]))
+                names = sorted(v.op.name for v in tf.global_variables())
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+    assert np.isfinite(losses[0]).all() and losses[0][1] > 0
+    assert "cls/seq_relationship/output_weights" in names
+
+
+@pytest.mark.parametrize("extra", [{}, {"embedding_size": 16},
+                                   {"embedding_size": 16, "ln_type": "postln"}])
+def test_every_name_a_family_exports_as_has_its_transformers_tables(tmp_path, extra):
+    config = registry.read_config(tiny_config(tmp_path / "c.json", **extra))
+    hf_type = registry.family_of(config).hf_model_type(config)
+    assert hf_config.exported_model_type(config) == hf_type
+    assert hf_type in hf_weights.ARCHITECTURES
+    for task in ("pretraining",) + hf_config.CLASSIFIER_TASKS:
+        assert (hf_type, task) in hf_config.ARCHITECTURES
+    exported = hf_config.hf_config_from_bert(config)
+    assert exported["model_type"] == hf_type
+    assert hf_config.hf_model_type(exported) == hf_type  # and it reads back as the same
+
+
+def test_reading_a_config_does_not_load_tensorflow(tmp_path):
+    path = tiny_config(tmp_path / "c.json", embedding_size=16)
+    code = ("import sys; from pretrain.models import registry; "
+            f"c = registry.read_config({json.dumps(path)}); "
+            "print(registry.family_of(c).model_type, 'tensorflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(REPO_CONFIGS.parent))
+    assert out.stdout.split() == ["albert", "False"]
