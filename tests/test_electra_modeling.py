@@ -1,0 +1,80 @@
+"""ELECTRA's two networks on today's encoder carry google-research/electra's variable names
+and shapes: the spec is tests/fixtures/electra/upstream_variables.json, written by
+upstream's own run_pretraining.PretrainingModel (make_upstream_variables.py)."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from pretrain.models.electra.config import ElectraConfig
+from pretrain.models.electra.modeling import ElectraEncoder
+
+FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "electra" / "upstream_variables.json"
+CASES = json.loads(FIXTURE.read_text(encoding="utf-8"))["cases"]
+HEADS = ("generator_predictions/", "discriminator_predictions/")  # the objective's, not here
+
+
+def electra_config(hparams):
+    """Our ElectraConfig for upstream's hparams (training_utils.get_bert_config's rule:
+    heads hidden // 64, at least 1; intermediate 4 x hidden)."""
+    bert = dict(hparams["model_hparam_overrides"])
+    bert.update(vocab_size=hparams["vocab_size"], intermediate_size=4 * bert["hidden_size"],
+                num_attention_heads=max(1, bert["hidden_size"] // 64))
+    electra = {name: hparams[name] for name in (
+        "embedding_size", "generator_hidden_size", "generator_layers",
+        "untied_generator_embeddings") if name in hparams}
+    return ElectraConfig(model_type="electra", **bert, **electra)
+
+
+def build_both(config, batch=2, seq=8, is_training=False):
+    ids = tf.constant(np.arange(batch * seq).reshape(batch, seq) % 40 + 5, tf.int32)
+    untied = config.untied_generator_embeddings
+    generator = ElectraEncoder(config.generator_config(), is_training, ids, scope="generator",
+                               embedding_size=None if untied else config.embedding_width,
+                               untied_embeddings=untied)
+    discriminator = ElectraEncoder(config.discriminator_config(), is_training, ids,
+                                   embedding_size=config.embedding_width)
+    return generator, discriminator
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_variables_are_upstreams_names_and_shapes(case):
+    config = electra_config(case["hparams"])
+    expected = {name: shape for name, shape in case["variables"].items()
+                if not name.startswith(HEADS)}
+    with tf.Graph().as_default():
+        generator, discriminator = build_both(config)
+        ours = {v.op.name: v.shape.as_list() for v in tf.global_variables()}
+        assert ours == expected
+        hidden = config.hidden_size
+        assert discriminator.get_sequence_output().shape.as_list() == [2, 8, hidden]
+        assert generator.get_sequence_output().shape.as_list() == [
+            2, 8, config.generator_config().hidden_size]
+        assert discriminator.get_pooled_output().shape.as_list() == [2, hidden]
+        if not config.untied_generator_embeddings:  # one table, two readers
+            assert generator.get_embedding_table() is discriminator.get_embedding_table()
+
+
+def test_tied_networks_read_the_same_embeddings_and_the_pooled_output_is_the_first_token():
+    config = electra_config(CASES[0]["hparams"])
+    with tf.Graph().as_default():
+        generator, discriminator = build_both(config)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            gen_emb, disc_emb, pooled, sequence = sess.run([
+                generator.get_embedding_output(), discriminator.get_embedding_output(),
+                discriminator.get_pooled_output(), discriminator.get_sequence_output()])
+    assert gen_emb.shape == (2, 8, config.embedding_width)
+    np.testing.assert_array_equal(gen_emb, disc_emb)  # same ids, same shared tables
+    np.testing.assert_array_equal(pooled, sequence[:, 0])
+    assert np.isfinite(sequence).all() and sequence.std() > 0.1
+
+
+def test_an_albert_config_is_refused():
+    from pretrain.models.config import BertConfig
+    albert = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=1, intermediate_size=64, embedding_size=16)
+    with tf.Graph().as_default(), pytest.raises(TypeError, match="BERT-type BertConfig"):
+        ElectraEncoder(albert, False, tf.zeros([1, 4], tf.int32))
