@@ -186,6 +186,14 @@ def run(values):
                                                         opts.gcp_project)
     compression = None if opts.compression == "auto" else opts.compression
     head_flag = _parse_bool_choice(opts.sentence_head, "sentence_head")
+    family = registry.family_of(config)
+    if not family.sentence_and_span_heads:
+        for flag, value in (("--sentence_head", head_flag is True),
+                            ("--span_boundary_objective", opts.span_boundary_objective)):
+            if value:
+                raise UserError(f"{flag}: model_type {family.model_type!r} ({family.description}) "
+                                "has no sentence or span boundary head; leave it off")
+        head_flag = None  # any data: its sentence labels, if it has them, are not read
 
     opts = dataclasses.replace(opts, **data_checks.lengths_from_data(
         opts.input_file if opts.do_train else eval_input, max_seq_length=opts.max_seq_length,
@@ -203,7 +211,13 @@ def run(values):
             metas.extend(file_metas)
             sidecars.extend(zip(files, file_metas))
     use_sentence_head = head_flag
-    if use_sentence_head is None:
+    if not family.sentence_and_span_heads:
+        use_sentence_head = False
+        task = data_checks.infer_sentence_task(metas)
+        if task != "none":
+            logging.info("model_type %s has no sentence head: the data's %s labels are not "
+                         "read", family.model_type, task or "sentence")
+    elif use_sentence_head is None:
         task = data_checks.infer_sentence_task(metas)
         use_sentence_head = task != "none"
         logging.info("sentence head %s (data sentence_task=%s)",

@@ -9,9 +9,13 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from common.cli_options import UserError
 from pretrain.interop import hf_config, hf_weights
 from pretrain.models import masked_lm_pretraining, modeling, registry
 from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models.electra.config import ElectraConfig
+from pretrain.models.electra.modeling import ElectraDiscriminator
+from pretrain.models.electra.pretraining import electra_pretraining_losses
 from pretrain.training import pretraining_model_fn
 from pretrain_testdata import tiny_config
 
@@ -19,13 +23,17 @@ REPO_CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
 
 
 def test_the_registered_families_and_what_each_entry_resolves_to():
-    assert registry.model_types() == ("bert", "albert")
-    for model_type in registry.model_types():
+    assert registry.model_types() == ("bert", "albert", "electra")
+    for model_type in ("bert", "albert"):
         family = registry.family(model_type)
-        assert family.model_type == model_type
+        assert family.model_type == model_type and family.sentence_and_span_heads
         assert issubclass(family.encoder_class, modeling.BertModel)
         assert family.pretraining_losses is masked_lm_pretraining.masked_lm_pretraining_losses
     assert registry.family("albert").encoder_class is modeling.AlbertModel
+    electra = registry.family("electra")
+    assert electra.config_class is ElectraConfig and not electra.sentence_and_span_heads
+    assert electra.encoder_class is ElectraDiscriminator
+    assert electra.pretraining_losses is electra_pretraining_losses
     assert registry.family("RoBERTa") is registry.family("bert")  # alias, any case
 
 
@@ -51,13 +59,39 @@ def test_a_config_without_model_type_is_told_apart_by_embedding_size(tmp_path):
         "bert", "albert", "bert"]
 
 
+def test_the_shipped_electra_config_is_electra_small():
+    config = registry.read_config(str(REPO_CONFIGS / "electra_zh_small.json"))
+    generator = config.generator_config()
+    assert (config.hidden_size, config.embedding_width, config.num_hidden_layers) == (256, 128, 12)
+    assert (generator.hidden_size, generator.num_attention_heads, generator.intermediate_size) == (
+        64, 1, 256)  # hfl/chinese-electra-180g-small-generator's shape
+    shipped = json.loads((REPO_CONFIGS / "electra_zh_small.json").read_text())
+    assert config.to_dict() == dict(shipped, layer_norm_position="post")  # BertConfig's default
+
+
+def test_an_electra_config_is_read_by_its_class(tmp_path):
+    config = registry.read_config(tiny_config(tmp_path / "e.json", model_type="ELECTRA",
+                                              embedding_size=16))
+    assert isinstance(config, ElectraConfig) and config.embedding_width == 16
+    assert registry.family_of(config).model_type == "electra"
+    with pytest.raises(UserError, match="'electra' cannot be exported to transformers yet"):
+        hf_config.exported_model_type(config)
+    with tf.Graph().as_default():
+        model = registry.create_encoder(config, False, tf.zeros([2, 5], tf.int32))
+        names = {v.op.name for v in tf.global_variables()}
+    assert type(model) is ElectraDiscriminator
+    assert {"electra/embeddings/word_embeddings", "electra/embeddings_project/kernel",
+            "electra/encoder/layer_0/output/dense/kernel"} <= names
+    assert not any(name.startswith(("bert/", "generator")) for name in names)
+
+
 def test_bad_config_files_are_named_with_what_is_wrong(tmp_path):
-    unknown = tiny_config(tmp_path / "electra.json", model_type="electra")
+    unknown = tiny_config(tmp_path / "xlnet.json", model_type="xlnet")
     with pytest.raises(ConfigError) as err:
         registry.read_config(unknown)
     assert str(err.value).startswith(unknown)
-    assert "'electra' is not a registered model family" in str(err.value)
-    assert "albert, bert, roberta" in str(err.value)
+    assert "'xlnet' is not a registered model family" in str(err.value)
+    assert "albert, bert, electra, roberta" in str(err.value)
 
     broken = tmp_path / "broken.json"
     broken.write_text('{"vocab_size": 10,\n "hidden_size": }', encoding="utf-8")

@@ -111,6 +111,10 @@ def bert_config_from_hf(hf_config, source="config.json"):
 
 def exported_model_type(config):
     """transformers' model_type our config exports as: "bert" or "albert" (Google layout)."""
+    family = registry.family_of(config)
+    if family.hf_model_type(config) is None:
+        raise UserError("model_type %r cannot be exported to transformers yet; only BERT and "
+                        "ALBERT models can" % family.model_type)
     if config.layer_norm_position == "pre":
         raise UserError(
             "layer_norm_position \"pre\" (pre-LN) cannot be exported: transformers' BERT and "
@@ -132,7 +136,7 @@ def exported_model_type(config):
             raise UserError("config field %s=%r cannot be exported: transformers' BERT and "
                             "ALBERT have no %s, so the exported model would compute something "
                             "else" % (field, getattr(config, field), what))
-    return registry.family_of(config).hf_model_type(config)
+    return family.hf_model_type(config)
 
 
 def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):

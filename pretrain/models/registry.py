@@ -16,6 +16,7 @@ import json
 from typing import Callable, Tuple
 
 from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models.electra.config import ElectraConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,8 +33,10 @@ class ModelFamily:
     objective: "module:attribute" of the pretraining objective: (config, features,
       is_training, use_sentence_head, ...) -> dict with `loss` and the tensors its eval
       metrics read (see masked_lm_pretraining).
-    hf_model_type: config -> transformers' model_type the config exports as.
+    hf_model_type: config -> transformers' model_type the config exports as, or None
+      when the family has no transformers export yet.
     description: one line for --help and error messages.
+    sentence_and_span_heads: whether the objective trains the SOP/NSP and SBO heads.
 
     The graph-building code is named, not imported, so reading a config (compare, the
     exporters' checks) does not load TensorFlow.
@@ -45,6 +48,7 @@ class ModelFamily:
     objective: str
     hf_model_type: Callable
     description: str
+    sentence_and_span_heads: bool = True
 
     @property
     def encoder_class(self):
@@ -75,6 +79,12 @@ _FAMILIES = {family.model_type: family for family in (
     ModelFamily("albert", (), BertConfig, "pretrain.models.modeling:AlbertModel",
                 _MASKED_LM_OBJECTIVE, _albert_hf_model_type,
                 "ALBERT (Google or brightmart layout): factorised embeddings, shared layers"),
+    ModelFamily("electra", (), ElectraConfig,
+                "pretrain.models.electra.modeling:ElectraDiscriminator",
+                "pretrain.models.electra.pretraining:electra_pretraining_losses",
+                lambda config: None,
+                "ELECTRA: generator MLM + replaced-token detection by the discriminator",
+                sentence_and_span_heads=False),
 )}
 _BY_NAME = {name: family for family in _FAMILIES.values()
             for name in (family.model_type,) + family.aliases}

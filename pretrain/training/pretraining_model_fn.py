@@ -64,13 +64,41 @@ def _metric_args(outputs, features, use_sentence_head):
     if "span_boundary_log_probs" in outputs:
         args.update(span_boundary_example_loss=outputs["span_boundary_example_loss"],
                     span_boundary_log_probs=outputs["span_boundary_log_probs"])
+    if "disc_labels" in outputs:  # ELECTRA (pretrain.models.electra.pretraining)
+        args.update({name: outputs[name] for name in ELECTRA_METRIC_INPUTS})
     return args
+
+
+ELECTRA_METRIC_INPUTS = ("sampled_ids", "disc_example_loss", "disc_labels", "disc_probs",
+                         "disc_preds", "input_mask")
+
+
+def _replaced_token_metrics(masked_lm_ids, masked_lm_weights, sampled_ids, disc_example_loss,
+                            disc_labels, disc_probs, disc_preds, input_mask):
+    """google-research/electra's eval metrics: the generator's samples at the masked
+    positions, and the discriminator over real tokens ([B, S] inputs; AUC weighted by the
+    mask, where upstream counts padding as negatives scored 0)."""
+    real = tf.reshape(tf.cast(input_mask, tf.float32), [-1])
+    labels = tf.reshape(disc_labels, [-1])
+    preds = tf.reshape(disc_preds, [-1])
+    return {
+        "sampled_masked_lm_accuracy": tf.metrics.accuracy(
+            labels=tf.reshape(masked_lm_ids, [-1]), predictions=tf.reshape(sampled_ids, [-1]),
+            weights=tf.reshape(masked_lm_weights, [-1])),
+        "disc_loss": tf.metrics.mean(tf.reshape(disc_example_loss, [-1])),
+        "disc_auc": tf.metrics.auc(labels, tf.reshape(disc_probs, [-1]), weights=real),
+        "disc_accuracy": tf.metrics.accuracy(labels=labels, predictions=preds, weights=real),
+        "disc_precision": tf.metrics.accuracy(
+            labels=labels, predictions=preds, weights=tf.cast(preds, tf.float32) * real),
+        "disc_recall": tf.metrics.accuracy(
+            labels=labels, predictions=preds, weights=tf.cast(labels, tf.float32) * real),
+    }
 
 
 def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
               masked_lm_weights, sentence_example_loss=None, sentence_log_probs=None,
               sentence_labels=None, span_boundary_example_loss=None,
-              span_boundary_log_probs=None):
+              span_boundary_log_probs=None, **replaced_token_inputs):
     """Eval metrics (tf.metrics pairs) for Estimator.
 
     Returns a dict with masked_lm_accuracy and masked_lm_loss (weighted by
@@ -81,7 +109,9 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     span_boundary_accuracy and span_boundary_loss, against the same labels and weights.
     Each head's baseline from the evaluated labels themselves (pretrain.training.learning_check):
     masked_lm_unigram_accuracy / _loss / masked_lm_num_targets, and
-    sentence_chance_accuracy / _loss / sentence_num_examples.
+    sentence_chance_accuracy / _loss / sentence_num_examples. With ELECTRA's tensors
+    (ELECTRA_METRIC_INPUTS as keywords): upstream's sampled_masked_lm_accuracy, disc_loss,
+    disc_auc, disc_accuracy, disc_precision and disc_recall.
     """
     metrics = _prediction_metrics("masked_lm", masked_lm_example_loss, masked_lm_log_probs,
                                   masked_lm_ids, masked_lm_weights)
@@ -101,6 +131,9 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
         metrics.update(_prediction_metrics("span_boundary", span_boundary_example_loss,
                                            span_boundary_log_probs, masked_lm_ids,
                                            masked_lm_weights))
+    if replaced_token_inputs:
+        metrics.update(_replaced_token_metrics(masked_lm_ids, masked_lm_weights,
+                                               **replaced_token_inputs))
     return metrics
 
 
@@ -125,7 +158,7 @@ pretraining_metrics = metric_fn
 def _logged_losses(outputs):
     """The losses the logs show; build_train_op averages them over replicas (and the
     micro-batches of a gradient-accumulation cycle) in the gradients' all-reduce."""
-    names = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss")
+    names = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss", "disc_loss")
     return {name: outputs[name] for name in names if name in outputs}
 
 

@@ -34,7 +34,7 @@ class ElectraConfig(object):
     def __init__(self, **values):
         values = dict(values)
         model_type = values.pop("model_type", "electra")
-        if model_type != "electra":
+        if not isinstance(model_type, str) or model_type.lower() != "electra":
             raise ConfigError("config field 'model_type' = %r: an ElectraConfig needs "
                               "\"electra\"" % (model_type,))
         for field in _REFUSED_BERT_FIELDS:

@@ -106,3 +106,13 @@ class ElectraEncoder(object):
     def get_embedding_table(self):
         """[V, E] float32 word-embedding variable (the generator's tied output layer)."""
         return self.embedding_table
+
+
+class ElectraDiscriminator(ElectraEncoder):
+    """The encoder of an ELECTRA checkpoint (its discriminator, scope `electra`), built from
+    the ElectraConfig alone: what fine-tuning and the registry's create_encoder use."""
+
+    def __init__(self, config, is_training, input_ids, input_mask=None, token_type_ids=None,
+                 **options):
+        super().__init__(config.discriminator_config(), is_training, input_ids, input_mask,
+                         token_type_ids, embedding_size=config.embedding_width, **options)
