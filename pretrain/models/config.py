@@ -87,6 +87,25 @@ class ConfigError(ValueError):
     """A model config that cannot describe a valid model."""
 
 
+def from_json_file(from_dict, json_file):
+    """from_dict(the JSON object in json_file); every ConfigError (unreadable, not JSON, a
+    field refused) names the file."""
+    try:
+        with open(json_file, "r", encoding="utf-8") as reader:
+            data = json.load(reader)
+    except OSError as err:
+        raise ConfigError("cannot read model config %s: %s" % (json_file, err)) from None
+    except json.JSONDecodeError as err:
+        raise ConfigError("model config %s is not valid JSON (line %d: %s)"
+                          % (json_file, err.lineno, err.msg)) from None
+    try:
+        return from_dict(data)
+    except ConfigError as err:
+        message = str(err)
+        raise ConfigError(message if str(json_file) in message
+                          else "%s: %s" % (json_file, message)) from None
+
+
 class BertConfig(object):
     """Configuration of a BERT/RoBERTa or ALBERT encoder.
 
@@ -134,20 +153,7 @@ class BertConfig(object):
     @classmethod
     def from_json_file(cls, json_file):
         """Reads a bert_config.json-style file; errors name the file."""
-        try:
-            with open(json_file, "r", encoding="utf-8") as reader:
-                text = reader.read()
-        except OSError as err:
-            raise ConfigError("cannot read model config %s: %s" % (json_file, err))
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ConfigError("model config %s is not valid JSON (line %d: %s)"
-                              % (json_file, err.lineno, err.msg))
-        try:
-            return cls.from_dict(data)
-        except ConfigError as err:
-            raise ConfigError("%s: %s" % (json_file, err)) from None
+        return from_json_file(cls.from_dict, json_file)
 
     def to_dict(self):
         out = {key: copy.deepcopy(getattr(self, key)) for key in _DEFAULTS}

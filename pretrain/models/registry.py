@@ -12,9 +12,9 @@ its transformers name table sits in `pretrain.interop` under its `hf_model_type`
 """
 import dataclasses
 import importlib
-import json
 from typing import Callable, Tuple
 
+from pretrain.models import config as config_lib
 from pretrain.models.config import BertConfig, ConfigError
 from pretrain.models.electra.config import ElectraConfig
 
@@ -126,19 +126,8 @@ def config_from_dict(values, source="config"):
 def read_config(path):
     """Reads a model config file with its family's config class; ConfigError names the file
     (unreadable, not JSON, an unregistered model_type, or a field the class refuses)."""
-    try:
-        with open(path, "r", encoding="utf-8") as reader:
-            values = json.load(reader)
-    except OSError as err:
-        raise ConfigError("cannot read model config %s: %s" % (path, err)) from None
-    except json.JSONDecodeError as err:
-        raise ConfigError("model config %s is not valid JSON (line %d: %s)"
-                          % (path, err.lineno, err.msg)) from None
-    try:
-        return config_from_dict(values, source="model config %s" % path)
-    except ConfigError as err:
-        message = str(err)
-        raise ConfigError(message if path in message else "%s: %s" % (path, message)) from None
+    return config_lib.from_json_file(
+        lambda values: config_from_dict(values, source="model config %s" % path), path)
 
 
 def create_encoder(config, is_training, input_ids, input_mask=None, token_type_ids=None,

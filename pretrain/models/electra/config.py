@@ -10,6 +10,7 @@ The discriminator and the generator are each described by a `BertConfig`
 import copy
 import json
 
+from pretrain.models import config as config_lib
 from pretrain.models.config import BertConfig, ConfigError
 
 # google-research/electra's names and defaults (configure_pretraining.PretrainingConfig).
@@ -58,18 +59,7 @@ class ElectraConfig(object):
     @classmethod
     def from_json_file(cls, json_file):
         """Reads an ELECTRA config file; errors name the file."""
-        try:
-            with open(json_file, "r", encoding="utf-8") as reader:
-                data = json.load(reader)
-        except OSError as err:
-            raise ConfigError("cannot read model config %s: %s" % (json_file, err)) from None
-        except json.JSONDecodeError as err:
-            raise ConfigError("model config %s is not valid JSON (line %d: %s)"
-                              % (json_file, err.lineno, err.msg)) from None
-        try:
-            return cls.from_dict(data)
-        except ConfigError as err:
-            raise ConfigError("%s: %s" % (json_file, err)) from None
+        return config_lib.from_json_file(cls.from_dict, json_file)
 
     def to_dict(self):
         out = {key: value for key, value in self._discriminator.to_dict().items()
