@@ -1,5 +1,6 @@
 """ELECTRA through run_pretraining: trains on data_gen-shaped records, writes upstream's
 eval metric names and upstream's variable names, and refuses the heads it has not got."""
+import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
@@ -69,3 +70,20 @@ def test_heads_electra_has_not_got_are_refused(data, tmp_path, flags, named):
     with pytest.raises(UserError, match=f"{named}: model_type 'electra' .* has no sentence or "
                                         "span boundary head"):
         run_pretraining.run(_opts(data, tmp_path / "x", num_train_steps=2, **flags))
+
+
+@pytest.mark.parametrize("precision, accumulation", [("fp16", 1), ("bf16", 2)])
+def test_mixed_precision_and_accumulation_train_both_networks(data, tmp_path, precision,
+                                                              accumulation):
+    out = tmp_path / precision
+    result = run_pretraining.run(_opts(data, out, num_train_steps=3, do_eval=False,
+                                       precision=precision, train_batch_size=BATCH // accumulation,
+                                       gradient_accumulation_steps=accumulation))
+    assert result["precision"] == precision and result["global_step"] == 3 * accumulation
+    reader = tf.train.load_checkpoint(str(out))
+    for network in ("electra", "generator"):  # fp32 master weights, both updated
+        name = f"{network}/encoder/layer_0/attention/self/query/kernel"
+        kernel = reader.get_tensor(name)
+        assert kernel.dtype == np.float32 and np.isfinite(kernel).all()
+        assert np.abs(reader.get_tensor(name + "/adam_m")).max() > 0
+    assert ("loss_scale/scale" in reader.get_variable_to_shape_map()) == (precision == "fp16")
