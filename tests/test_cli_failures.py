@@ -156,9 +156,12 @@ GENERATE = ["--input_file=corpus.txt", "--vocab_file=vocab.txt", "--num_workers=
 
 # The runs that build a model and train or read records: started first, so that the cheap
 # refusals fill the other slots while they run.
-# Refused while the flags are read, before anything else runs: called in this process, as
-# the console script calls main() (the other pretraining cases are real subprocesses).
-IN_PROCESS = ("pretrain: unknown optimizer", "pretrain: stray argument", "pretrain: batch 0")
+# Refused while the flags, the config or the paths are checked, before a model is built:
+# called in this process, as the console script calls main(). The pretraining cases that
+# build a model and read records (and those under `ulimit -f`) are real subprocesses.
+IN_PROCESS = ("pretrain: unknown optimizer", "pretrain: stray argument", "pretrain: batch 0",
+              "pretrain: missing config", "pretrain: missing data",
+              "pretrain: output under a file")
 SLOW_FIRST = ("pretrain: nan loss", "pretrain: truncated record", "pretrain: skip corrupt records",
               "pretrain: file size limit")
 
