@@ -1,4 +1,5 @@
 """Running the tools as a user does: console-script entries and subprocesses in parallel."""
+import concurrent.futures
 import configparser
 import os
 import pathlib
@@ -33,21 +34,29 @@ def tool_env(**extra):
 
 
 def run_parallel(commands, cwd, env=None, preexec_fn=None):
-    """{key: (exit code, stdout, stderr, seconds)} of `commands` [(key, argv) or
-    (key, argv, env of that command)], run PARALLEL_RUNS at a time in `cwd`."""
+    """{key: (exit code, stdout, stderr, seconds)} of `commands` [(key, argv), (key, argv, env
+    of that command) or (key, argv, env or None, preexec_fn of that command)], run
+    PARALLEL_RUNS at a time in `cwd`, in the order given: a slot is refilled as soon as any
+    command ends (give the slowest commands first: the run ends with the last one)."""
     env = env or tool_env()
-    pending, running, results = list(commands), [], {}
-    while pending or running:
-        while pending and len(running) < PARALLEL_RUNS:
-            key, argv, *own_env = pending.pop(0)
-            process = subprocess.Popen(argv, cwd=cwd, env=own_env[0] if own_env else env,
-                                       stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
-            running.append((key, process, time.time()))
-        key, process, started = running.pop(0)
-        out, err = process.communicate(timeout=TIMEOUT_SECONDS)
-        results[key] = (process.returncode, out, err, time.time() - started)
-    return results
+
+    def run_one(command):
+        key, argv, *own = command
+        own_env = own[0] if own and own[0] is not None else env
+        own_preexec = own[1] if len(own) > 1 else preexec_fn
+        started = time.time()
+        process = subprocess.Popen(argv, cwd=cwd, env=own_env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, preexec_fn=own_preexec)
+        try:
+            out, err = process.communicate(timeout=TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
+        return key, (process.returncode, out, err, time.time() - started)
+
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
+        return dict(pool.map(run_one, commands))
 
 
 def module_command(module, *args):

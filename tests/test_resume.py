@@ -128,12 +128,22 @@ def test_sigkill_then_rerun_resumes_step_and_optimizer_state_but_restarts_input(
     resume_step = _global_step(last_checkpoint)
     assert last_checkpoint.endswith(f"model.ckpt-{resume_step}")
     assert 0 < resume_step < total, f"killed at step {resume_step} of {total}: not mid-training"
-    # 2. The same command again: restores step N and trains exactly steps N..T-1.
-    rerun = subprocess.run(command, env=tool_env(), capture_output=True, text=True,
-                           timeout=RUN_TIMEOUT, check=False)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert re.search(rf"Restoring parameters from \S*model\.ckpt-{resume_step}\b", rerun.stderr)
-    trained_steps = [int(s) for s in re.findall(r"\] step (\d+): loss=", rerun.stderr)]
+    # 2. The same command again: restores step N and trains exactly steps N..T-1. It runs
+    #    while this process trains the two references (3.), which need nothing from it.
+    rerun_log = tmp_path / "rerun.log"
+    with open(rerun_log, "w", encoding="utf-8") as log:
+        rerun = subprocess.Popen(command, env=tool_env(), stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        spliced, straight = _references(data, tmp_path, resume_step, total)
+        rerun_code = rerun.wait(timeout=RUN_TIMEOUT)
+    finally:
+        if rerun.poll() is None:
+            rerun.kill()
+            rerun.wait()
+    rerun_stderr = rerun_log.read_text(encoding="utf-8")
+    assert rerun_code == 0, rerun_stderr[-3000:]
+    assert re.search(rf"Restoring parameters from \S*model\.ckpt-{resume_step}\b", rerun_stderr)
+    trained_steps = [int(s) for s in re.findall(r"\] step (\d+): loss=", rerun_stderr)]
     assert trained_steps == list(range(resume_step, total))
     assert _global_step(tf.train.latest_checkpoint(str(killed_dir))) == total
     resumed = _model_tensors(str(killed_dir))
@@ -143,6 +153,19 @@ def test_sigkill_then_rerun_resumes_step_and_optimizer_state_but_restarts_input(
 
     # 3. Reference: one uninterrupted run whose data repeats the first batches at
     #    step N, which is what a rerun reads if the input restarts from the beginning.
+    assert sorted(spliced) == sorted(resumed)
+    for name in sorted(resumed):  # weights and both Adam slots, each to 1e-5 of its scale
+        assert _relative_difference(resumed[name], spliced[name]) <= TOLERANCE, name
+
+    # The test can tell where input resumes: an uninterrupted run on the original
+    # data (input position continued) ends far outside that tolerance.
+    assert max(_relative_difference(resumed[n], straight[n]) for n in weights) > 1e3 * TOLERANCE
+    assert max(_relative_difference(resumed[n], straight[n]) for n in slots) > 1e3 * TOLERANCE
+
+
+def _references(data, tmp_path, resume_step, total):
+    """The final tensors of two uninterrupted runs of `total` steps: on the data spliced at
+    `resume_step` (batches 0..N-1, then 0..T-N-1 again), and on the original data."""
     examples = data["examples"]
     spliced_records = (examples[:resume_step * BATCH]
                        + examples[:(total - resume_step) * BATCH])
@@ -152,15 +175,6 @@ def test_sigkill_then_rerun_resumes_step_and_optimizer_state_but_restarts_input(
     quiet = dict(save_checkpoints_steps=total, log_every_n_steps=total)
     assert run_pretraining.run(dict(_options(data, spliced_file, spliced_dir, total), **quiet))[
         "global_step"] == total
-    spliced = _model_tensors(str(spliced_dir))
-    assert sorted(spliced) == sorted(resumed)
-    for name in sorted(resumed):  # weights and both Adam slots, each to 1e-5 of its scale
-        assert _relative_difference(resumed[name], spliced[name]) <= TOLERANCE, name
-
-    # The test can tell where input resumes: an uninterrupted run on the original
-    # data (input position continued) ends far outside that tolerance.
     straight_dir = tmp_path / "straight"
     run_pretraining.run(dict(_options(data, data["distinct"], straight_dir, total), **quiet))
-    straight = _model_tensors(str(straight_dir))
-    assert max(_relative_difference(resumed[n], straight[n]) for n in weights) > 1e3 * TOLERANCE
-    assert max(_relative_difference(resumed[n], straight[n]) for n in slots) > 1e3 * TOLERANCE
+    return _model_tensors(str(spliced_dir)), _model_tensors(str(straight_dir))

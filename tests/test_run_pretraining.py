@@ -137,8 +137,15 @@ def test_resumes_from_checkpoint_with_old_slot_names(data, tmp_path):
     legacy = "AdamWeightDecay"
     const = dict(num_warmup_steps=0, poly_power=0.0)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    run_pretraining.run(_opts(data, straight, num_train_steps=6, **const))
-    run_pretraining.run(_opts(data, resumed, num_train_steps=3, **const))
+    # The straight run's checkpoint at step 3 (constant learning rate: what a 3-step run
+    # leaves) is the one resumed, its slots renamed to the old names.
+    run_pretraining.run(_opts(data, straight, num_train_steps=6, save_checkpoints_steps=3,
+                              **const))
+    resumed.mkdir()
+    for path in glob.glob(str(straight / "model.ckpt-3.*")):
+        shutil.copy(path, resumed)
+    tf.train.update_checkpoint_state(str(resumed), str(resumed / "model.ckpt-3"))
+    assert _ckpt(str(resumed)).get_tensor("global_step") == 3
     old_names = rename_slots_to_legacy(str(resumed), legacy)
     assert f"bert/pooler/dense/kernel/{legacy}_1" in old_names
     assert run_pretraining.run(_opts(data, resumed, num_train_steps=6, **const))[

@@ -113,7 +113,7 @@ def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu(data, tmp_path):
 
 
 MIRRORED_SCRIPT = """
-import json
+import glob, json, os, shutil
 import tensorflow as tf2
 cpu = tf2.config.list_physical_devices("CPU")[0]
 tf2.config.set_logical_device_configuration(
@@ -122,7 +122,15 @@ from absl import logging
 logging.set_verbosity(logging.INFO)
 tf2.get_logger().setLevel("INFO")
 from pretrain import run_pretraining
-print("RESULT " + json.dumps(run_pretraining.run({OPTS})), flush=True)
+from pretrain_testdata import rename_slots_to_legacy
+opts, resume_opts, kept = {OPTS}, {RESUME_OPTS}, {KEPT!r}
+print("RESULT " + json.dumps(run_pretraining.run(opts)), flush=True)
+# The trained checkpoint as it was, for the comparison; then the resume from legacy slot names.
+os.makedirs(kept)
+for path in glob.glob(os.path.join(opts["output_dir"], "model.ckpt-3.*")):
+    shutil.copy(path, kept)
+rename_slots_to_legacy(opts["output_dir"])
+print("RESULT " + json.dumps(run_pretraining.run(resume_opts)), flush=True)
 """
 
 
@@ -142,13 +150,28 @@ def _save_initial_weights(config_file, path):
 
 
 def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
+    """3 steps mirrored vs on one device; then both resume for a 4th step, the mirrored run
+    from its checkpoint with the slots renamed to the old names. One subprocess (the logical
+    CPUs are set before TensorFlow starts) runs both mirrored steps while this process runs
+    the single-device ones."""
     init = _save_initial_weights(data["cfg"], str(tmp_path / "init.ckpt"))
     base = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8, init_checkpoint=init)
     mirrored_opts = dict(base, strategy="mirrored", output_dir=str(tmp_path / "mirrored"))
-    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(mirrored_opts)))
+    # A mirrored run resumes from a checkpoint whose slots have the old names
+    # (<var>/AdamWeightDecay, _1): restored through the mapping, written back as adam_m/v.
+    # The resumed update also uses Adam's bias correction (its update count read on
+    # each device), which must agree between the two as well.
+    resume_opts = dict(mirrored_opts, num_train_steps=4, adam_bias_correction=True)
+    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(mirrored_opts),
+                                              RESUME_OPTS=repr(resume_opts),
+                                              KEPT=str(tmp_path / "mirrored_step3")))
     single_result = run_pretraining.run(dict(base, strategy="cpu",
                                              output_dir=str(tmp_path / "cpu")))
-    mirrored_result, log = _result(proc, with_log=True)
+    run_pretraining.run(dict(base, strategy="cpu", output_dir=str(tmp_path / "cpu"),
+                             num_train_steps=4, adam_bias_correction=True))
+    resumed_result, log = _result(proc, with_log=True)  # the last RESULT line; the first:
+    first, _ = [l for l in log.splitlines() if l.startswith("RESULT ")]
+    mirrored_result = json.loads(first[len("RESULT "):])
     assert mirrored_result["strategy"] == "mirrored"
     # Estimator's own `loss = ...` line shows the global-batch mean, as the hook's does (it
     # SUMs what the replicas report; each reports its share of the mean).
@@ -156,8 +179,8 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
     hook_loss = float(re.search(r"step 0: loss=([0-9.]+)", log).group(1))
     assert estimator_loss == pytest.approx(hook_loss, abs=2e-4), log[-3000:]
     assert mirrored_result["global_step"] == 3 == single_result["global_step"]
-    mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored"))
-    single = tf.train.load_checkpoint(str(tmp_path / "cpu"))
+    mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored_step3" / "model.ckpt-3"))
+    single = tf.train.load_checkpoint(str(tmp_path / "cpu" / "model.ckpt-3"))
     initial = tf.train.load_checkpoint(init)
     names = [n for n in single.get_variable_to_shape_map() if n.startswith(("bert/", "cls/"))]
     assert len(names) > 40
@@ -168,16 +191,7 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
                    - initial.get_tensor("bert/pooler/dense/kernel")).max()
     assert moved > 1e-3  # the comparison is between trained weights
 
-    # A mirrored run resumes from a checkpoint whose slots have the old names
-    # (<var>/AdamWeightDecay, _1): restored through the mapping, written back as adam_m/v.
-    # The resumed update also uses Adam's bias correction (its update count read on
-    # each device), which must agree between the two as well.
-    rename_slots_to_legacy(str(tmp_path / "mirrored"))
-    proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(dict(
-        mirrored_opts, num_train_steps=4, adam_bias_correction=True))))
-    run_pretraining.run(dict(base, strategy="cpu", output_dir=str(tmp_path / "cpu"),
-                             num_train_steps=4, adam_bias_correction=True))
-    assert _result(proc)["global_step"] == 4
+    assert resumed_result["global_step"] == 4
     mirrored = tf.train.load_checkpoint(str(tmp_path / "mirrored"))
     single = tf.train.load_checkpoint(str(tmp_path / "cpu"))
     assert "bert/pooler/dense/kernel/adam_v" in mirrored.get_variable_to_shape_map()
