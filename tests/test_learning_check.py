@@ -8,7 +8,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain import run_pretraining
-from pretrain.training import learning_check
+from pretrain.training import baseline_metrics, learning_check
 from pretrain_testdata import make_examples, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
@@ -30,7 +30,7 @@ def test_unigram_baseline_matches_numpy_over_several_batches():
                for _ in range(3)]
     with tf.Graph().as_default():
         ids, weights = tf.placeholder(tf.int32, [None, 5]), tf.placeholder(tf.float32, [None, 5])
-        results = _evaluate(learning_check.masked_lm_baseline_metrics(ids, weights, 7),
+        results = _evaluate(baseline_metrics.masked_lm_baseline_metrics(ids, weights, 7),
                             batches, (ids, weights))
     counts = np.zeros(7)
     for batch_ids, batch_weights in batches:
@@ -46,7 +46,7 @@ def test_sentence_chance_is_the_majority_share_and_its_entropy():
     labels = [np.array([0, 1, 1, 1]), np.array([1, 0, 1, 1])]    # 6 of 8 are 1
     with tf.Graph().as_default():
         placeholder = tf.placeholder(tf.int32, [None])
-        results = _evaluate(learning_check.sentence_baseline_metrics(placeholder),
+        results = _evaluate(baseline_metrics.sentence_baseline_metrics(placeholder),
                             [(batch,) for batch in labels], (placeholder,))
     assert results["sentence_chance_accuracy"] == pytest.approx(0.75)
     assert results["sentence_chance_loss"] == pytest.approx(
@@ -170,3 +170,13 @@ def test_pretraining_eval_reports_the_baseline_and_warns_only_before_learning(da
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
               and "has not yet learned" in r.getMessage()]
     assert warned == ["run_pretraining: " + untrained["not_learned"][0]]
+
+
+def test_the_check_and_the_experiment_table_do_not_load_tensorflow():
+    """Reading eval results back is plain Python: the commands that do it start in a
+    fraction of a second instead of paying TensorFlow's import."""
+    code = ("import sys; from pretrain.training import learning_check; "
+            "from finetune import experiment_table; print('tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["False"]

@@ -10,7 +10,7 @@ from absl import logging
 
 from pretrain.checkpoints import checkpoint_compat, checkpoint_loading
 from pretrain.models import registry
-from pretrain.training import learning_check, mixed_precision, optimization, training_hooks
+from pretrain.training import baseline_metrics, mixed_precision, optimization, training_hooks
 
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -107,7 +107,7 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     names, also for SOP) and the same two metrics as sentence_accuracy and
     sentence_loss; when the span boundary head's are given (pretrain.models.span_boundary),
     span_boundary_accuracy and span_boundary_loss, against the same labels and weights.
-    Each head's baseline from the evaluated labels themselves (pretrain.training.learning_check):
+    Each head's baseline from the evaluated labels themselves (pretrain.training.baseline_metrics):
     masked_lm_unigram_accuracy / _loss / masked_lm_num_targets, and
     sentence_chance_accuracy / _loss / sentence_num_examples. With ELECTRA's tensors
     (ELECTRA_METRIC_INPUTS as keywords): upstream's sampled_masked_lm_accuracy, disc_loss,
@@ -115,7 +115,7 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     """
     metrics = _prediction_metrics("masked_lm", masked_lm_example_loss, masked_lm_log_probs,
                                   masked_lm_ids, masked_lm_weights)
-    metrics.update(learning_check.masked_lm_baseline_metrics(
+    metrics.update(baseline_metrics.masked_lm_baseline_metrics(
         masked_lm_ids, masked_lm_weights, int(masked_lm_log_probs.shape[-1])))
     if sentence_log_probs is not None:
         sentence_predictions = tf.argmax(tf.reshape(sentence_log_probs, [-1, 2]),
@@ -126,7 +126,7 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
             values=tf.reshape(sentence_example_loss, [-1]))
         metrics["sentence_accuracy"] = metrics["next_sentence_accuracy"]
         metrics["sentence_loss"] = metrics["next_sentence_loss"]
-        metrics.update(learning_check.sentence_baseline_metrics(sentence_labels))
+        metrics.update(baseline_metrics.sentence_baseline_metrics(sentence_labels))
     if span_boundary_log_probs is not None:
         metrics.update(_prediction_metrics("span_boundary", span_boundary_example_loss,
                                            span_boundary_log_probs, masked_lm_ids,
