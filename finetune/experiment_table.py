@@ -22,12 +22,13 @@ from common.file_utils import write_text_atomically
 from finetune import comparison_report
 from pretrain.training import learning_check
 
-RECIPE_ORDER = ("roberta", "albert", "span", "macbert")
+RECIPE_ORDER = ("roberta", "albert", "span", "macbert", "electra")
 RECIPE_LABELS = {
     "roberta": "RoBERTa: whole-word masking",
     "albert": "ALBERT: SOP + n-gram masking",
     "span": "SpanBERT: spans + SBO",
     "macbert": "MacBERT: similar-word n-grams",
+    "electra": "ELECTRA: replaced-token detection",
 }
 # With each head's baseline on the same eval data (pretrain.training.learning_check), so that a
 # model still on the unigram plateau or at chance shows as such.
@@ -36,7 +37,9 @@ PRETRAIN_METRICS = (("masked_lm_loss", "MLM loss", "{:.2f}"),
                     ("masked_lm_unigram_accuracy", "unigram", "{:.1%}"),
                     ("next_sentence_accuracy", "SOP acc", "{:.1%}"),
                     ("sentence_chance_accuracy", "chance", "{:.1%}"),
-                    ("span_boundary_loss", "SBO loss", "{:.2f}"))
+                    ("span_boundary_loss", "SBO loss", "{:.2f}"),
+                    ("disc_auc", "RTD AUC", "{:.3f}"),
+                    ("disc_accuracy", "RTD acc", "{:.1%}"))
 METRIC = "accuracy"
 MISSING = "—"
 COMPARISON = os.path.join("compare", "results.json")

@@ -10,7 +10,7 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
-RECIPES=(roberta albert span macbert)
+RECIPES=(roberta albert span macbert electra)
 
 SCRIPT_NAME="lcqmc_experiment.sh"
 # Old names, OLD:NEW: still read from the environment, with a warning.
@@ -108,6 +108,8 @@ RECIPE:
   albert    sentence-order prediction + n-gram masking, ALBERT model of the same width/depth
   span      SpanBERT: geometric whole-word spans + span boundary objective, BERT model
   macbert   MacBERT: n-grams replaced by similar words (SIMILAR_WORDS, or built from VECTORS)
+  electra   ELECTRA: replaced-token detection on the roberta row's whole-word-masked data; its
+            discriminator is the BERT model without a pooler, its generator a quarter as wide
 
 Settings (environment variables) [defaults]:
   LCQMC_DIR          train.txt, dev.txt, test.txt        [${LCQMC_DIR}]
@@ -223,6 +225,8 @@ case "${RECIPE}" in
         --output_file="${SIMILAR_WORDS}" --vocab_file="${VOCAB}"
     fi
     DATA_FLAGS+=(--masking=macbert --similar_words_file="${SIMILAR_WORDS}") ;;
+  electra)  # the generator's MLM positions are the roberta row's whole-word masking
+    CONFIG="${REPO_ROOT}/configs/lcqmc_small_electra.json" ;;
 esac
 ROW="${RUNS}/${RECIPE}"
 [[ "${DRY_RUN}" == "1" ]] || mkdir -p "${ROW}/data"
