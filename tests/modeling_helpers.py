@@ -3,10 +3,17 @@
 `expected_variables()` spells out, from the issue's text (not from
 pretrain/), the variable names and shapes each released layout has; the
 same function lets tests write checkpoints "as Google / brightmart / ymcui
-released them" with random values.
+released them" with random values. For ELECTRA the names and shapes are
+google-research/electra's own (tests/fixtures/electra/upstream_variables.json):
+`upstream_electra_case()` reads a case as our config dict and its variables.
 """
+import json
+import pathlib
+
 import numpy as np
 import tensorflow.compat.v1 as tf
+
+ELECTRA_FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "electra" / "upstream_variables.json"
 
 TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
             intermediate_size=24, max_position_embeddings=16, type_vocab_size=2,
@@ -138,6 +145,39 @@ def random_weights(c, seed=0, heads=True, scale=0.2):
             value = 1.0 + value
         out[name] = value.astype(np.float32)
     return out
+
+
+def upstream_electra_case(name):
+    """(config dict of our ElectraConfig, {variable: shape} upstream's graph has) for the
+    fixture case `name`, as training_utils.get_bert_config sizes it (heads hidden // 64,
+    at least 1; intermediate 4 x hidden)."""
+    cases = json.loads(ELECTRA_FIXTURE.read_text(encoding="utf-8"))["cases"]
+    case = next(case for case in cases if case["name"] == name)
+    hparams = case["hparams"]
+    config = dict(hparams["model_hparam_overrides"], model_type="electra",
+                  vocab_size=hparams["vocab_size"])
+    config.update(intermediate_size=4 * config["hidden_size"],
+                  num_attention_heads=max(1, config["hidden_size"] // 64))
+    config.update({field: hparams[field] for field in (
+        "embedding_size", "generator_hidden_size", "generator_layers",
+        "untied_generator_embeddings") if field in hparams})
+    return config, dict(case["variables"])
+
+
+def random_tensors(shapes, seed=0, scale=0.2):
+    """{name: float32 array} of the given shapes (LayerNorm gammas near 1)."""
+    rng = np.random.RandomState(seed)
+    return {name: (rng.normal(0.0, scale, size=shape) + name.endswith("/gamma"))
+            .astype(np.float32) for name, shape in sorted(shapes.items())}
+
+
+def with_upstream_optimizer_state(weights, fill=7.0):
+    """`weights` with the optimizer state google-research/bert's and electra's
+    AdamWeightDecayOptimizer save: `<var>/adam_m`, `<var>/adam_v` (all `fill`) and
+    global_step."""
+    state = {"%s/%s" % (name, slot): np.full_like(value, fill)
+             for name, value in weights.items() for slot in ("adam_m", "adam_v")}
+    return dict(weights, global_step=np.array(1000000, np.int64), **state)
 
 
 def write_checkpoint(prefix, tensors):

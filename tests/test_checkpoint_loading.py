@@ -7,8 +7,9 @@ from pretrain.checkpoints import checkpoint_loading
 from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError, init_from_checkpoint
 from pretrain.models import heads, modeling, registry
 
-from tests.modeling_helpers import (expected_variables, input_batch, random_weights,
-                                    tiny_config, write_checkpoint)
+from tests.modeling_helpers import (expected_variables, input_batch, random_tensors,
+                                    random_weights, tiny_config, upstream_electra_case,
+                                    with_upstream_optimizer_state, write_checkpoint)
 from tests.numpy_bert import NumpyEncoder
 
 BERT = tiny_config(model_type="bert")
@@ -200,3 +201,106 @@ def test_surgery_with_wrong_row_count_is_a_shape_error(tmp_path):
             init_from_checkpoint(prefix, log_fn=None, keep_tokens=list(range(10)))
         with pytest.raises(ValueError, match="outside the checkpoint vocab of 50"):
             init_from_checkpoint(prefix, log_fn=None, keep_tokens=[0, 99])
+
+
+# --- ELECTRA: google-research/electra's and HFL's checkpoints, and a BERT one -------------
+
+def build_electra(config_dict):
+    """ELECTRA's whole pretraining graph (both networks and both heads) on a [2, 8] batch."""
+    config = registry.config_from_dict(config_dict)
+    ids, mask, types = (tf.constant(a) for a in input_batch())
+    features = dict(input_ids=ids, input_mask=mask, segment_ids=types,
+                    masked_lm_positions=tf.constant([[1, 2]] * 2),
+                    masked_lm_ids=tf.constant([[5, 6]] * 2),
+                    masked_lm_weights=tf.constant([[1.0, 1.0]] * 2))
+    return registry.family_of(config).pretraining_losses(config, features, False, False)
+
+
+def load_electra(config_dict, checkpoint, messages=None):
+    """Builds ELECTRA, loads `checkpoint`; returns (report, {variable: initial value})."""
+    with tf.Graph().as_default():
+        build_electra(config_dict)
+        report = init_from_checkpoint(
+            checkpoint, log_fn=None if messages is None else messages.append)
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            values = {v.op.name: session.run(v) for v in tf.trainable_variables()}
+    return report, values
+
+
+@pytest.mark.parametrize("case", ["tied_embeddings_projected", "untied_generator_embeddings"])
+def test_upstream_electra_checkpoint_loads_every_variable_and_ignores_its_slots(case, tmp_path):
+    config, shapes = upstream_electra_case(case)
+    weights = random_tensors(shapes, seed=8)
+    prefix = write_checkpoint(tmp_path / "model.ckpt-1000000",
+                              with_upstream_optimizer_state(weights))
+    messages = []
+    report, values = load_electra(config, prefix, messages)
+    assert sorted(values) == sorted(shapes)  # our graph is upstream's, variable for variable
+    assert sorted(name for name, _, _ in report.loaded) == sorted(shapes)
+    assert all(name == source for name, source, _ in report.loaded)  # by identity
+    assert report.missing_in_checkpoint == report.unused_in_checkpoint == []
+    assert report.mappings == ()
+    assert len(report.training_state) == 2 * len(shapes) + 1
+    assert "global_step" in report.training_state
+    for name, value in values.items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    assert messages[-1].splitlines()[-1] == (
+        "summary: %d loaded, 0 missing in checkpoint (left at initial values), 0 unused in "
+        "checkpoint, 0 shape mismatches, %d optimizer/step tensors ignored"
+        % (len(shapes), 2 * len(shapes) + 1))
+
+
+ELECTRA_OF_BERT = dict(BERT, model_type="electra", generator_hidden_size=0.5)
+
+
+def test_bert_checkpoint_initialises_the_electra_discriminator_and_the_generator_starts_fresh(
+        tmp_path):
+    weights = random_weights(BERT, seed=9)  # bert/..., bert/pooler, cls/... as Google's
+    prefix = write_checkpoint(tmp_path / "bert_model.ckpt",
+                              with_upstream_optimizer_state(weights))
+    messages = []
+    report, values = load_electra(ELECTRA_OF_BERT, prefix, messages)
+    bert_encoder = sorted(n for n in weights if n.startswith("bert/") and "/pooler/" not in n)
+    assert sorted(source for _, source, _ in report.loaded) == bert_encoder
+    for name, source, _ in report.loaded:
+        assert name == "electra/" + source[len("bert/"):]
+        np.testing.assert_array_equal(values[name], weights[source], err_msg=name)
+    assert report.mappings == checkpoint_loading.SCOPE_MAPPINGS[:1]
+    fresh = sorted(n for n in values if not n.startswith("electra/"))
+    assert sorted(report.missing_in_checkpoint) == fresh
+    assert {n.split("/")[0] for n in fresh} == {"generator", "generator_predictions",
+                                                "discriminator_predictions"}
+    assert "generator/encoder/layer_1/output/dense/kernel" in fresh
+    assert report.unused_in_checkpoint == sorted(
+        n for n in weights if n.startswith(("bert/pooler/", "cls/")))
+    table = messages[-1]
+    assert "mapped electra/ <- bert/: a BERT/RoBERTa checkpoint initialises the ELECTRA " \
+           "discriminator" in table
+    assert ("loaded    [16, 16]           [16, 16]           electra/encoder/layer_1/attention/"
+            "self/query/kernel  <- bert/encoder/layer_1/attention/self/query/kernel") in table
+    assert "missing                      -                  generator/encoder/layer_0/" \
+           "attention/self/query/kernel" in table
+    assert table.splitlines()[-1].startswith(
+        "summary: %d loaded (%d through a scope mapping), %d missing in checkpoint"
+        % (len(bert_encoder), len(bert_encoder), len(fresh)))
+
+
+def test_bert_checkpoint_of_another_width_is_an_error_naming_both_variables(tmp_path):
+    prefix = write_checkpoint(tmp_path / "bert_model.ckpt", random_weights(BERT, seed=10))
+    wider = dict(ELECTRA_OF_BERT, hidden_size=32, intermediate_size=48)
+    with pytest.raises(CheckpointMismatchError) as info:
+        load_electra(wider, prefix)
+    message = str(info.value)
+    assert ("electra/encoder/layer_0/attention/self/query/kernel (checkpoint's "
+            "bert/encoder/layer_0/attention/self/query/kernel): model shape [32, 32], "
+            "checkpoint shape [16, 16]") in message
+    assert "electra/embeddings/word_embeddings (checkpoint's bert/embeddings/word_embeddings)" \
+        in message
+    assert "Mapped electra/ <- bert/" in message and "needs the checkpoint's vocab_size, " \
+        "hidden_size, intermediate_size and num_attention_heads" in message
+    # A narrower embedding table (ELECTRA-small's embedding_size) is named too.
+    with pytest.raises(CheckpointMismatchError, match=r"electra/embeddings/word_embeddings "
+                       r"\(checkpoint's bert/embeddings/word_embeddings\): model shape "
+                       r"\[50, 8\], checkpoint shape \[50, 16\]"):
+        load_electra(dict(ELECTRA_OF_BERT, embedding_size=8), prefix)

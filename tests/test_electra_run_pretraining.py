@@ -1,11 +1,16 @@
 """ELECTRA through run_pretraining: trains on data_gen-shaped records, writes upstream's
-eval metric names and upstream's variable names, and refuses the heads it has not got."""
+eval metric names and upstream's variable names, refuses the heads it has not got, and
+continues from a checkpoint google-research/electra wrote (its Adam slots ignored)."""
+import json
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
 from pretrain import run_pretraining
+from modeling_helpers import (random_tensors, upstream_electra_case,
+                              with_upstream_optimizer_state, write_checkpoint)
 from pretrain_testdata import make_examples, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
@@ -87,3 +92,33 @@ def test_mixed_precision_and_accumulation_train_both_networks(data, tmp_path, pr
         assert kernel.dtype == np.float32 and np.isfinite(kernel).all()
         assert np.abs(reader.get_tensor(name + "/adam_m")).max() > 0
     assert ("loss_scale/scale" in reader.get_variable_to_shape_map()) == (precision == "fp16")
+
+
+def test_continues_from_an_upstream_checkpoint_without_its_optimizer_state(data, tmp_path,
+                                                                          capsys):
+    """A checkpoint under google-research/electra's names and shapes (fixture), with
+    upstream's `<var>/adam_m`, `<var>/adam_v` and global_step: every weight is loaded,
+    the slots and the step are not (one step from step 0, fresh moments)."""
+    config, shapes = upstream_electra_case("tied_embeddings_projected")
+    config_file = tmp_path / "electra_config.json"
+    config_file.write_text(json.dumps(config))
+    weights = random_tensors(shapes, seed=4)
+    released = write_checkpoint(tmp_path / "released" / "model.ckpt-1000000",
+                                with_upstream_optimizer_state(weights, fill=7.0))
+    out = tmp_path / "continued"
+    learning_rate = 1e-5
+    result = run_pretraining.run(_opts(data, out, bert_config_file=str(config_file),
+                                       init_checkpoint=released, num_train_steps=1,
+                                       do_eval=False, learning_rate=learning_rate))
+    table = capsys.readouterr().out
+    assert result["global_step"] == 1
+    assert ("summary: %d loaded, 0 missing in checkpoint (left at initial values), 0 unused in "
+            "checkpoint, 0 shape mismatches, %d optimizer/step tensors ignored"
+            % (len(shapes), 2 * len(shapes) + 1)) in table
+    reader = tf.train.load_checkpoint(str(out))
+    moved = {}
+    for name, value in weights.items():  # one AdamW step from the released values
+        moved[name] = np.abs(reader.get_tensor(name) - value).max()
+        assert moved[name] < 5 * learning_rate, name
+        assert np.abs(reader.get_tensor(name + "/adam_m")).max() < 1.0, name  # not the 7s
+    assert max(moved.values()) > 0.5 * learning_rate

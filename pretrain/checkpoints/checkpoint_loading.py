@@ -14,6 +14,16 @@ brightmart ALBERT checkpoints map by identity onto the matching config. Also
 handled: an outer scope around our model (`finetune/bert/...` finds
 `bert/...`), TF-Hub style `module/` prefixes, and optimizer state
 (`adam_m`, `adam_v`, `global_step`, ...) which is ignored and counted.
+google-research/electra's and HFL's ELECTRA checkpoints (`electra/...`,
+`generator/...`, `generator_predictions/...`, `discriminator_predictions/...`,
+upstream's AdamWeightDecayOptimizer slots `<var>/adam_m`, `<var>/adam_v`) map by
+identity onto an ELECTRA config.
+
+Another family's checkpoint: `SCOPE_MAPPINGS` declares which scope of ours reads
+which scope of a checkpoint that has none of ours. A BERT/RoBERTa checkpoint
+(`bert/...`) initialises the ELECTRA discriminator (`electra/...`, embeddings
+shared with the generator); the generator's encoder and both heads start fresh.
+The table shows each mapped variable's source (`<- bert/...`) and the mapping used.
 
 Embedding surgery as bert4keras does it, on `bert/embeddings/word_embeddings`
 and `cls/predictions/output_bias`: `keep_tokens` keeps the listed rows (in
@@ -48,6 +58,22 @@ _TRAINING_STATE = re.compile(
     r"ExponentialMovingAverage)$")
 
 
+ScopeMapping = collections.namedtuple("ScopeMapping",
+                                      ["model_scope", "checkpoint_scope", "description"])
+ScopeMapping.__doc__ = """A model variable `<model_scope>/REST` reads `<checkpoint_scope>/REST`
+when the checkpoint has no `<model_scope>/` variable but has `<checkpoint_scope>/` ones."""
+
+SCOPE_MAPPINGS = (
+    ScopeMapping("electra", "bert",
+                 "a BERT/RoBERTa checkpoint initialises the ELECTRA discriminator: its "
+                 "embeddings (shared with the generator) and encoder layers; the generator's "
+                 "encoder, generator_predictions and discriminator_predictions start fresh. "
+                 "The ELECTRA config needs the checkpoint's vocab_size, hidden_size, "
+                 "intermediate_size and num_attention_heads, and no embedding_size other "
+                 "than hidden_size"),
+)
+
+
 class CheckpointMismatchError(ValueError):
     """The checkpoint does not fit the model (shapes or surgery)."""
 
@@ -55,7 +81,7 @@ class CheckpointMismatchError(ValueError):
 LoadReport = collections.namedtuple(
     "LoadReport", ["checkpoint", "loaded", "missing_in_checkpoint",
                    "unused_in_checkpoint", "shape_mismatches", "training_state",
-                   "surgery"])
+                   "surgery", "mappings"], defaults=((),))
 LoadReport.__doc__ = """Outcome of `init_from_checkpoint`.
 
 loaded: list of (model name, checkpoint name, shape);
@@ -64,7 +90,8 @@ unused_in_checkpoint: checkpoint names no model variable took;
 shape_mismatches: list of (model name, model shape, checkpoint shape), only
   non-empty when allow_shape_mismatch=True (else an error is raised);
 training_state: optimizer/step tensors of the checkpoint, ignored;
-surgery: {name: description} of embedding rows rewritten."""
+surgery: {name: description} of embedding rows rewritten;
+mappings: the SCOPE_MAPPINGS entries used (another family's checkpoint)."""
 
 
 def resolve_checkpoint(init_checkpoint):
@@ -95,19 +122,41 @@ def _shape(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def _find_in_checkpoint(name, checkpoint_names):
+def _find_in_checkpoint(name, checkpoint_names, mappings=()):
     """Checkpoint name for model variable `name`, or None.
 
     Tries the name itself, then the name without leading scopes (a model
-    built under an outer scope), each also with a wrapper prefix (`module/`).
+    built under an outer scope), each also with a wrapper prefix (`module/`)
+    and, for a candidate in a mapped scope, under the checkpoint's scope.
     """
     parts = name.split("/")
     for start in range(0, len(parts) - 1):
         candidate = "/".join(parts[start:])
+        candidates = [candidate] + [
+            mapping.checkpoint_scope + candidate[len(mapping.model_scope):]
+            for mapping in mappings if candidate.startswith(mapping.model_scope + "/")]
         for prefix in ("",) + _WRAPPER_PREFIXES:
-            if prefix + candidate in checkpoint_names:
-                return prefix + candidate
+            for option in candidates:
+                if prefix + option in checkpoint_names:
+                    return prefix + option
     return None
+
+
+def _has_scope(scope, checkpoint_names):
+    return any(name.startswith(prefix + scope + "/") for name in checkpoint_names
+               for prefix in ("",) + _WRAPPER_PREFIXES)
+
+
+def _scope_mappings(model_names, checkpoint_names):
+    """The SCOPE_MAPPINGS that apply: the model has the scope (under any outer scope),
+    the checkpoint has none of it but has the mapped one."""
+    def model_has(scope):
+        return any(name.startswith(scope + "/") or ("/" + scope + "/") in name
+                   for name in model_names)
+    return tuple(mapping for mapping in SCOPE_MAPPINGS
+                 if model_has(mapping.model_scope)
+                 and not _has_scope(mapping.model_scope, checkpoint_names)
+                 and _has_scope(mapping.checkpoint_scope, checkpoint_names))
 
 
 def _surgery_kind(checkpoint_name):
@@ -187,8 +236,9 @@ def _layout_hint(missing, checkpoint_names):
 
 def format_report(report):
     """The table printed by init_from_checkpoint, as a string."""
-    lines = ["Checkpoint %s" % report.checkpoint,
-             "%-9s %-18s %-18s %s" % ("status", "model shape", "checkpoint shape", "name")]
+    lines = ["Checkpoint %s" % report.checkpoint]
+    lines += ["mapped %s/ <- %s/: %s" % mapping for mapping in report.mappings]
+    lines += ["%-9s %-18s %-18s %s" % ("status", "model shape", "checkpoint shape", "name")]
     for name, checkpoint_name, shape in report.loaded:
         note = "" if name == checkpoint_name else "  <- %s" % checkpoint_name
         if name in report.surgery:
@@ -202,27 +252,40 @@ def format_report(report):
         lines.append("%-9s %-18s %-18s %s" % ("missing", "", "-", name))
     for name in report.unused_in_checkpoint:
         lines.append("%-9s %-18s %-18s %s" % ("unused", "-", "", name))
-    lines.append("summary: %d loaded, %d missing in checkpoint (left at initial values), "
+    mapped = sum(1 for name, checkpoint_name, _ in report.loaded
+                 if any(name.startswith(m.model_scope + "/") or "/%s/" % m.model_scope in name
+                        for m in report.mappings) and checkpoint_name != name)
+    lines.append("summary: %d loaded%s, %d missing in checkpoint (left at initial values), "
                  "%d unused in checkpoint, %d shape mismatches, %d optimizer/step "
-                 "tensors ignored" % (len(report.loaded), len(report.missing_in_checkpoint),
+                 "tensors ignored" % (len(report.loaded),
+                                      " (%d through a scope mapping)" % mapped
+                                      if report.mappings else "",
+                                      len(report.missing_in_checkpoint),
                                       len(report.unused_in_checkpoint),
                                       len(report.shape_mismatches),
                                       len(report.training_state)))
     return "\n".join(lines)
 
 
-def _mismatch_message(mismatches):
+def _mismatch_message(mismatches, sources=None, mappings=()):
+    """The error for shape mismatches; `sources`: {model name: checkpoint name} where the
+    two differ (a mapped scope, an outer scope), named beside the model's."""
+    sources = sources or {}
     lines = ["checkpoint does not fit the model (%d shape mismatch%s):"
              % (len(mismatches), "es" if len(mismatches) > 1 else "")]
     for name, model_shape, checkpoint_shape in mismatches:
-        line = "  %s: model shape %s, checkpoint shape %s" % (
-            name, _shape(model_shape), _shape(checkpoint_shape))
+        source = sources.get(name, name)
+        line = "  %s%s: model shape %s, checkpoint shape %s" % (
+            name, "" if source == name else " (checkpoint's %s)" % source,
+            _shape(model_shape), _shape(checkpoint_shape))
         if name.endswith(WORD_EMBEDDINGS) and model_shape[0] != checkpoint_shape[0]:
             line += ("  -- vocab_size: the model config has vocab_size=%d but the "
                      "checkpoint was trained with %d tokens; use the checkpoint's "
                      "vocab.txt and vocab_size, or pass keep_tokens to shrink it"
                      % (model_shape[0], checkpoint_shape[0]))
         lines.append(line)
+    for mapping in mappings:
+        lines.append("Mapped %s/ <- %s/: %s." % mapping)
     lines.append("Fix the config, or pass --ignore_invalid_weights (allow_shape_mismatch=True) "
                  "to leave these variables at their initial values.")
     return "\n".join(lines)
@@ -254,16 +317,19 @@ def init_from_checkpoint(init_checkpoint, tvars=None, allow_shape_mismatch=False
     surgery_requested = keep_tokens is not None or bool(compound_tokens)
     reader = tf.train.load_checkpoint(prefix) if surgery_requested else None
 
-    assignment, surgery_values, surgery_notes = {}, {}, {}
+    mappings = _scope_mappings([_variable_name(v) for v in tvars], checkpoint_names)
+
+    assignment, surgery_values, surgery_notes, sources = {}, {}, {}, {}
     loaded, missing, mismatches, used = [], [], [], set()
     for variable in tvars:
         name = _variable_name(variable)
         model_shape = variable.shape.as_list()
-        checkpoint_name = _find_in_checkpoint(name, checkpoint_names)
+        checkpoint_name = _find_in_checkpoint(name, checkpoint_names, mappings)
         if checkpoint_name is None:
             missing.append(name)
             continue
         used.add(checkpoint_name)
+        sources[name] = checkpoint_name
         checkpoint_shape = list(checkpoint_shapes[checkpoint_name])
         if surgery_requested and _surgery_kind(checkpoint_name):
             value = apply_embedding_surgery(reader.get_tensor(checkpoint_name),
@@ -284,11 +350,11 @@ def init_from_checkpoint(init_checkpoint, tvars=None, allow_shape_mismatch=False
         loaded.append((name, checkpoint_name, model_shape))
 
     report = LoadReport(prefix, loaded, missing, sorted(checkpoint_names - used),
-                        mismatches, training_state, surgery_notes)
+                        mismatches, training_state, surgery_notes, mappings)
     if mismatches and not allow_shape_mismatch:
         if log_fn is not None:
             log_fn(format_report(report))
-        raise CheckpointMismatchError(_mismatch_message(mismatches))
+        raise CheckpointMismatchError(_mismatch_message(mismatches, sources, mappings))
     if not loaded:
         hint = _layout_hint(missing, checkpoint_names)
         raise CheckpointMismatchError(
