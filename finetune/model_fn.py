@@ -1,10 +1,11 @@
 """The fine-tuning Estimator model_fn: encoder + the task's head, for every task.
 
-The encoder (`pretrain.models.registry.create_encoder`, BERT/RoBERTa or ALBERT by
-config) and the head come from `task.build_model`; the encoder's variables
-keep their pretraining names, so a starting point is nothing (random
-initialisation), a released Google / brightmart / ymcui checkpoint, a
-`run_pretraining` output or another fine-tuning run, loaded through
+The encoder (`pretrain.models.registry.create_encoder`, BERT/RoBERTa, ALBERT or
+ELECTRA's discriminator by config) and the head come from `task.build_model`; the
+encoder's variables keep their pretraining names, so a starting point is nothing
+(random initialisation), a released Google / brightmart / ymcui / google-research
+electra checkpoint, a `run_pretraining` output (of ELECTRA: its generator and
+pretraining heads are left unused) or another fine-tuning run, loaded through
 `pretrain.checkpoints.checkpoint_loading.init_from_checkpoint` (which prints its table of
 loaded / missing / unused variables). Training uses AdamW with linear warmup
 and decay (`pretrain.training.optimization.create_optimizer`).

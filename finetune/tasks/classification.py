@@ -13,6 +13,12 @@ comma-separated numbers (data_gen.lcqmc_format.parse_condition).
 
 Head: the pooled output -> `classifier/output_weights` [N, H],
 `classifier/output_bias` [N] (pretrain.models.task_heads) -> softmax cross-entropy.
+BERT's and ALBERT's pooled output is their pretrained pooler (dense + tanh over
+[CLS]). ELECTRA has no pooler: its pooled output is the [CLS] state itself, and the
+classifier reads it directly (dropout, then the one output layer), as
+google-research/electra's own classification tasks do, rather than through a new
+dense + tanh: that would be an untrained layer the checkpoint cannot supply, and
+upstream's recipe (and its published scores) has none.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -106,8 +112,10 @@ def create_classifier(bert_config, is_training, input_ids, input_mask, segment_i
     Returns:
       (loss scalar or None, per_example_loss [B] or None, logits [B, N], probabilities [B, N]).
     """
+    # Only a conditional config's encoder takes a condition (ELECTRA's takes none).
+    options = {} if condition is None else {"condition": condition}
     model = registry.create_encoder(bert_config, is_training, input_ids, input_mask=input_mask,
-                                    token_type_ids=segment_ids, condition=condition)
+                                    token_type_ids=segment_ids, **options)
     logits, probabilities = task_heads.get_classifier_output(
         bert_config, model.get_pooled_output(), num_labels, is_training)
     if labels is None:
