@@ -40,6 +40,11 @@ _HF_DEFAULTS = {
                "inner_group_num": 1, "hidden_act": "gelu_new", "hidden_dropout_prob": 0.0,
                "attention_probs_dropout_prob": 0.0, "max_position_embeddings": 512,
                "type_vocab_size": 2, "initializer_range": 0.02},
+    "electra": {"embedding_size": 128, "hidden_size": 256, "num_hidden_layers": 12,
+                "num_attention_heads": 4, "intermediate_size": 1024, "hidden_act": "gelu",
+                "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+                "max_position_embeddings": 512, "type_vocab_size": 2,
+                "initializer_range": 0.02},
 }
 _SHARED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                   "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
@@ -57,14 +62,14 @@ CLASSIFIER_TASKS = ("sequence_classification", "token_classification")
 
 
 def hf_model_type(hf_config, source="config.json"):
-    """"bert" or "albert" from model_type (or architectures); else UserError."""
+    """"bert", "albert" or "electra" from model_type (or architectures); else UserError."""
     model_type = hf_config.get("model_type")
     architectures = hf_config.get("architectures") or []
     if model_type is None:
-        if any(str(name).startswith("Albert") for name in architectures):
-            model_type = "albert"
-        elif any(str(name).startswith("Bert") for name in architectures):
-            model_type = "bert"
+        for prefix in ("Albert", "Bert", "Electra"):
+            if any(str(name).startswith(prefix) for name in architectures):
+                model_type = prefix.lower()
+                break
     if model_type == "roberta":
         raise UserError(
             "%s: model_type \"roberta\" is fairseq-style RoBERTa (byte-level BPE, positions "
@@ -73,13 +78,17 @@ def hf_model_type(hf_config, source="config.json"):
             "(model_type \"bert\") and import as they are." % source)
     if model_type not in _HF_DEFAULTS:
         raise UserError("%s: model_type %r (architectures %s) is not supported; import a "
-                        "BERT (model_type \"bert\") or ALBERT (\"albert\") model"
+                        "BERT (model_type \"bert\"), ALBERT (\"albert\") or ELECTRA (\"electra\") "
+                        "model"
                         % (source, model_type, architectures))
     return model_type
 
 
-def bert_config_from_hf(hf_config, source="config.json"):
-    """Our BertConfig for a transformers config dict (BERT or ALBERT)."""
+def bert_fields_from_hf(hf_config, source="config.json"):
+    """(transformers model_type, our BERT config fields {name: value}, the transformers
+    fields with transformers' defaults for absent ones) of a transformers config dict;
+    UserError for what our encoder cannot compute exactly (relative positions, another
+    LayerNorm epsilon, an activation)."""
     model_type = hf_model_type(hf_config, source)
     values = dict(_HF_DEFAULTS[model_type])
     values.update({key: value for key, value in hf_config.items() if value is not None})
@@ -99,6 +108,14 @@ def bert_config_from_hf(hf_config, source="config.json"):
         raise UserError("%s: vocab_size is missing" % source)
     ours = {field: values[field] for field in _SHARED_FIELDS}
     ours["hidden_act"] = _ACTIVATIONS_FROM_HF[act]
+    return model_type, ours, values
+
+
+def bert_config_from_hf(hf_config, source="config.json"):
+    """Our BertConfig for a transformers config dict (BERT or ALBERT)."""
+    model_type, ours, values = bert_fields_from_hf(hf_config, source)
+    if model_type not in ("bert", "albert"):
+        raise UserError("%s: model_type %r is not BERT or ALBERT" % (source, model_type))
     ours["model_type"] = model_type
     if model_type == "albert":
         ours.update({field: values[field] for field in _ALBERT_FIELDS})
@@ -110,11 +127,12 @@ def bert_config_from_hf(hf_config, source="config.json"):
 
 
 def exported_model_type(config):
-    """transformers' model_type our config exports as: "bert" or "albert" (Google layout)."""
+    """transformers' model_type our config exports as: "bert", "albert" (Google layout) or
+    "electra"."""
     family = registry.family_of(config)
     if family.hf_model_type(config) is None:
-        raise UserError("model_type %r cannot be exported to transformers yet; only BERT and "
-                        "ALBERT models can" % family.model_type)
+        raise UserError("model_type %r cannot be exported to transformers yet; only BERT, "
+                        "ALBERT and ELECTRA models can" % family.model_type)
     if config.layer_norm_position == "pre":
         raise UserError(
             "layer_norm_position \"pre\" (pre-LN) cannot be exported: transformers' BERT and "
@@ -149,13 +167,10 @@ def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):
         (default "0".."num_labels-1", as in the LCQMC data files).
     """
     model_type = exported_model_type(config)
-    act = str(config.hidden_act).lower()
-    if act not in _ACTIVATIONS_TO_HF:
-        raise UserError("hidden_act %r has no transformers equivalent" % config.hidden_act)
-    hf = {"architectures": [ARCHITECTURES[(model_type, task)]], "model_type": model_type}
-    hf.update({field: getattr(config, field) for field in _SHARED_FIELDS})
-    hf.update(hidden_act=_ACTIVATIONS_TO_HF[act], layer_norm_eps=LAYER_NORM_EPS, pad_token_id=0,
-              position_embedding_type="absolute", tie_word_embeddings=True)
+    if (model_type, task) not in ARCHITECTURES:
+        raise UserError("a %s model exports as its own pair of transformers models "
+                        "(pretrain.interop.hf_electra), not as %s" % (model_type, task))
+    hf = hf_fields(config, model_type, ARCHITECTURES[(model_type, task)])
     if model_type == "albert":
         hf.update({field: getattr(config, field) for field in _ALBERT_FIELDS})
         hf["classifier_dropout_prob"] = config.hidden_dropout_prob
@@ -171,6 +186,19 @@ def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):
                   label2id={label: index for index, label in enumerate(labels)})
         if task == "sequence_classification":
             hf["problem_type"] = "single_label_classification"
+    return hf
+
+
+def hf_fields(config, model_type, architecture):
+    """The transformers config fields every exported model has: BERT's shape fields of
+    `config` (a BertConfig, or a network of an ElectraConfig), activation, epsilon."""
+    act = str(config.hidden_act).lower()
+    if act not in _ACTIVATIONS_TO_HF:
+        raise UserError("hidden_act %r has no transformers equivalent" % config.hidden_act)
+    hf = {"architectures": [architecture], "model_type": model_type}
+    hf.update({field: getattr(config, field) for field in _SHARED_FIELDS})
+    hf.update(hidden_act=_ACTIVATIONS_TO_HF[act], layer_norm_eps=LAYER_NORM_EPS, pad_token_id=0,
+              position_embedding_type="absolute", tie_word_embeddings=True)
     return hf
 
 

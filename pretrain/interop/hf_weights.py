@@ -130,12 +130,11 @@ def _join(base, part, separator):
     return base + separator + part if part else base
 
 
-def mapping_entries(config, model_type):
-    """Every (group, our name, transformers key without model prefix, transpose) for config."""
-    ranges = {"{L}": range(config.num_hidden_layers), "{G}": range(config.num_hidden_groups),
-              "{I}": range(config.inner_group_num)}
+def expand_table(table, ranges):
+    """Every Entry of a name table, its placeholders ({L}, ...) replaced by each value of
+    ranges[placeholder] (a range of ints, or of strings such as a scope name)."""
     entries = []
-    for group, kind, ours, hf in ARCHITECTURES[model_type].table:
+    for group, kind, ours, hf in table:
         names = [name for name in ranges if name in ours]
         for values in itertools.product(*(ranges[name] for name in names)):
             our_name, hf_name = ours, hf
@@ -146,6 +145,13 @@ def mapping_entries(config, model_type):
                 entries.append(Entry(group, _join(our_name, our_part, "/"),
                                      _join(hf_name, hf_part, "."), transpose))
     return entries
+
+
+def mapping_entries(config, model_type):
+    """Every (group, our name, transformers key without model prefix, transpose) for config."""
+    return expand_table(ARCHITECTURES[model_type].table, {
+        "{L}": range(config.num_hidden_layers), "{G}": range(config.num_hidden_groups),
+        "{I}": range(config.inner_group_num)})
 
 
 def model_variable_shapes(config, num_labels=None, num_tags=None):
@@ -176,7 +182,7 @@ def _head_size(tensors, head):
     return tensors[name].shape[0] if name in tensors else None
 
 
-def _check_shapes(tensors, expected, what):
+def check_shapes(tensors, expected, what):
     for name, value in sorted(tensors.items()):
         if name in expected and tuple(np.shape(value)) != expected[name]:
             raise UserError("%s has shape %s but the config implies %s for %s: the config "
@@ -215,31 +221,21 @@ def _normalise_keys(state_dict, prefix):
     return normalised, notes
 
 
-def hf_to_google(state_dict, config, model_type, head="classifier"):
-    """Our {name: float32 array} from a transformers state dict.
+def convert_state_dict(state_dict, entries_by_key, prefix, tied):
+    """(tensors {our name: float32 array}, rows, skipped) of a transformers state dict.
 
-    Args:
-      state_dict: {key: ndarray} as read from model.safetensors / pytorch_model.bin.
-      config: our BertConfig (from `hf_config.bert_config_from_hf`).
-      model_type: "bert" or "albert".
-      head: what classifier.{weight,bias} become: "classifier" (a
-        *ForSequenceClassification), "token_classifier" (*ForTokenClassification),
-        or None (listed as not imported).
-    Returns:
-      (tensors, Report). Missing encoder tensors are an error; a missing pooler,
-      MLM or sentence head is reported in Report.fresh.
+    entries_by_key: {transformers key without `prefix`: Entry}; tied: {key of a tied
+    copy: key it must equal}. Buffers, equal tied copies and keys no entry names are
+    skipped (listed with the reason); a tied copy that differs is a UserError.
     """
-    architecture = ARCHITECTURES[model_type]
-    entries_by_key = {entry.hf: entry for entry in mapping_entries(config, model_type)
-                      if entry.group not in HEAD_GROUPS or entry.group == head}
-    available, notes = _normalise_keys(state_dict, architecture.prefix)
+    available, notes = _normalise_keys(state_dict, prefix)
     skipped = []
     for name in sorted(available):
         if name.endswith("position_ids"):
             skipped.append((available.pop(name)[0], "buffer, not a weight"))
-    for tied, target in architecture.tied.items():
-        if tied in available:
-            key, value = available.pop(tied)
+    for copy, target in tied.items():
+        if copy in available:
+            key, value = available.pop(copy)
             if target not in available:
                 available[target] = (key, value)
                 notes[target] = "from %s (tied)" % key
@@ -264,7 +260,29 @@ def hf_to_google(state_dict, config, model_type, head="classifier"):
         note = "; ".join(filter(None, [notes.get(name, ""), dtype_note,
                                        "transposed" if entry.transpose else ""]))
         rows.append((key, entry.ours, tuple(tensors[entry.ours].shape), note))
-    _check_shapes(tensors, model_variable_shapes(config, _head_size(tensors, "classifier"),
+    return tensors, rows, skipped
+
+
+def hf_to_google(state_dict, config, model_type, head="classifier"):
+    """Our {name: float32 array} from a transformers state dict.
+
+    Args:
+      state_dict: {key: ndarray} as read from model.safetensors / pytorch_model.bin.
+      config: our BertConfig (from `hf_config.bert_config_from_hf`).
+      model_type: "bert" or "albert".
+      head: what classifier.{weight,bias} become: "classifier" (a
+        *ForSequenceClassification), "token_classifier" (*ForTokenClassification),
+        or None (listed as not imported).
+    Returns:
+      (tensors, Report). Missing encoder tensors are an error; a missing pooler,
+      MLM or sentence head is reported in Report.fresh.
+    """
+    architecture = ARCHITECTURES[model_type]
+    entries_by_key = {entry.hf: entry for entry in mapping_entries(config, model_type)
+                      if entry.group not in HEAD_GROUPS or entry.group == head}
+    tensors, rows, skipped = convert_state_dict(state_dict, entries_by_key,
+                                                architecture.prefix, architecture.tied)
+    check_shapes(tensors, model_variable_shapes(config, _head_size(tensors, "classifier"),
                                                  _head_size(tensors, "token_classifier")),
                   lambda name: next(row[0] for row in rows if row[1] == name))
     missing = [entry for entry in entries_by_key.values()
@@ -329,7 +347,7 @@ def google_to_hf(tensors, config):
     num_labels = _head_size(tensors, head) if head else None
     expected = model_variable_shapes(config, *((num_labels, None) if head == "classifier"
                                                else (None, num_labels)))
-    _check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)
+    check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)
     from pretrain.models import span_boundary  # pylint: disable=import-outside-toplevel
     unknown = sorted(name for name in set(tensors) - set(expected)
                      if not span_boundary.is_span_boundary_variable(name))
