@@ -10,7 +10,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
-from pretrain.interop import hf_config, hf_weights
+from pretrain.interop import hf_config, hf_electra, hf_weights
 from pretrain.models import masked_lm_pretraining, modeling, registry
 from pretrain.models.config import BertConfig, ConfigError
 from pretrain.models.electra.config import ElectraConfig
@@ -74,8 +74,12 @@ def test_an_electra_config_is_read_by_its_class(tmp_path):
                                               embedding_size=16))
     assert isinstance(config, ElectraConfig) and config.embedding_width == 16
     assert registry.family_of(config).model_type == "electra"
-    with pytest.raises(UserError, match="'electra' cannot be exported to transformers yet"):
-        hf_config.exported_model_type(config)
+    assert hf_config.exported_model_type(config) == "electra"
+    assert sorted(hf_electra.TABLES) == ["discriminator", "generator"]  # its name tables
+    assert [c["architectures"] for c in hf_electra.hf_configs(config).values()] == [
+        ["ElectraForPreTraining"], ["ElectraForMaskedLM"]]
+    with pytest.raises(UserError, match="electra model exports as its own pair"):
+        hf_config.hf_config_from_bert(config)
     with tf.Graph().as_default():
         model = registry.create_encoder(config, False, tf.zeros([2, 5], tf.int32))
         names = {v.op.name for v in tf.global_variables()}

@@ -19,7 +19,11 @@ or pair classifier) -> BertForSequenceClassification, token_classifier/* (NER)
 -> BertForTokenClassification, with id2label / label2id from task.json's
 labels ("0".."N-1" without a task.json, as in the LCQMC data files); else
 BertForPreTraining. The Google ALBERT layout exports as Albert* instead; a
-brightmart ALBERT as the equivalent BERT.
+brightmart ALBERT as the equivalent BERT. An ELECTRA checkpoint exports as two
+models, each a directory with the files above: OUT/discriminator
+(ElectraForPreTraining) and OUT/generator (ElectraForMaskedLM, sharing the
+discriminator's embedding tables; left out when the checkpoint has no
+generator), named as pretrain.interop.hf_electra says.
 Heads or pooler missing from the checkpoint (e.g. no sentence head after
 roberta-mode training) are listed and will be initialised randomly by
 transformers. Optimizer slots, global_step and other training state are
@@ -65,7 +69,20 @@ def _convert_checkpoint(prefix, config, task=None, task_file=None):
     checkpoint_assets.head_of_checkpoint(task, shapes, prefix, task_file)
     state = [name for name in shapes if checkpoint_loading._TRAINING_STATE.search(name)]
     tensors = checkpoint_io.read_checkpoint(prefix, sorted(set(shapes) - set(state)))
+    if hf_config.exported_model_type(config) == "electra":
+        from pretrain.interop import hf_electra
+        return state, hf_electra.export_parts(tensors, config)
     return state, hf_weights.google_to_hf(tensors, config)
+
+
+def _parts(converted, labels):
+    """[(subdirectory or "", state dict, Report, transformers config dict, the config
+    exported)] to write."""
+    if isinstance(converted, list):  # ELECTRA: discriminator/ and generator/
+        return [(part.network, part.state_dict, part.report, part.hf_config, None)
+                for part in converted]
+    return [("", converted.state_dict, converted.report, hf_config.hf_config_from_bert(
+        converted.config, converted.task, converted.num_labels, labels), converted.config)]
 
 
 def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_file=None,
@@ -96,36 +113,53 @@ def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_
     prefix = assets.checkpoint
     training_state, converted = _convert_checkpoint(prefix, config, assets.task,
                                                     assets.task_file)
-    hf = hf_config.hf_config_from_bert(converted.config, converted.task, converted.num_labels,
-                                       assets.labels)
+    parts = _parts(converted, assets.labels)
     if do_lower_case is None:
         do_lower_case = (assets.task or {}).get("do_lower_case", True)
     with hf_files.output_directory(output_dir, overwrite) as temporary:
-        vocab = hf_files.write_tokenizer_files(temporary, assets.vocab_file, do_lower_case,
-                                               config.max_position_embeddings)
-        if len(vocab) > config.vocab_size:
-            raise cli_options.UserError("vocab %s has %d tokens but the config %s has "
-                                        "vocab_size=%d" % (assets.vocab_file, len(vocab),
-                                                           assets.config_file,
-                                                           config.vocab_size))
-        hf["pad_token_id"] = vocab["[PAD]"]
-        if hf["model_type"] == "albert":  # AlbertConfig's defaults (2, 3) assume its own vocab
-            hf.update(bos_token_id=vocab["[CLS]"], eos_token_id=vocab["[SEP]"])
-        hf_files.write_json(os.path.join(temporary, hf_files.CONFIG), hf)
-        hf_files.write_safetensors(converted.state_dict,
-                                   os.path.join(temporary, hf_files.SAFETENSORS))
+        for subdirectory, state_dict, _, hf, _ in parts:
+            directory = os.path.join(temporary, subdirectory)
+            os.makedirs(directory, exist_ok=True)
+            vocab = hf_files.write_tokenizer_files(directory, assets.vocab_file, do_lower_case,
+                                                   config.max_position_embeddings)
+            if len(vocab) > config.vocab_size:
+                raise cli_options.UserError("vocab %s has %d tokens but the config %s has "
+                                            "vocab_size=%d" % (assets.vocab_file, len(vocab),
+                                                               assets.config_file,
+                                                               config.vocab_size))
+            hf["pad_token_id"] = vocab["[PAD]"]
+            if hf["model_type"] == "albert":  # AlbertConfig's defaults (2, 3) assume its vocab
+                hf.update(bos_token_id=vocab["[CLS]"], eos_token_id=vocab["[SEP]"])
+            hf_files.write_json(os.path.join(directory, hf_files.CONFIG), hf)
+            hf_files.write_safetensors(state_dict, os.path.join(directory, hf_files.SAFETENSORS))
     if log_fn is not None:
-        from pretrain.interop.hf_weights import format_report  # pylint: disable=import-outside-toplevel
-        log_fn(format_report(converted.report, "Exported %s -> %s (%s)" % (
-            prefix, output_dir, hf["architectures"][0])))
-        log_fn("ignored %d optimizer/step tensors; config.json hidden_act %s; config %s (%s), "
-               "vocab %s (%s)%s" % (
-                   len(training_state), hf["hidden_act"], assets.config_file,
-                   assets.config_source, assets.vocab_file, assets.vocab_source,
-                   "; labels %s" % list(hf["id2label"].values()) if "id2label" in hf else ""))
-        for caveat in hf_config.transformers_caveats(converted.config):
-            log_fn("WARNING: " + caveat)
+        _log(log_fn, prefix, output_dir, parts, training_state, assets, config)
     return output_dir
+
+
+def _log(log_fn, prefix, output_dir, parts, training_state, assets, config):
+    # pylint: disable=import-outside-toplevel
+    from pretrain.interop import hf_electra
+    from pretrain.interop.hf_weights import format_report
+    for subdirectory, _, report, hf, _ in parts:
+        log_fn(format_report(report, "Exported %s -> %s (%s)" % (
+            prefix, os.path.join(output_dir, subdirectory) if subdirectory else output_dir,
+            hf["architectures"][0])))
+    hf = parts[0][3]
+    log_fn("ignored %d optimizer/step tensors; config.json hidden_act %s; config %s (%s), "
+           "vocab %s (%s)%s" % (
+               len(training_state), hf["hidden_act"], assets.config_file,
+               assets.config_source, assets.vocab_file, assets.vocab_source,
+               "; labels %s" % list(hf["id2label"].values()) if "id2label" in hf else ""))
+    if hf["model_type"] == "electra":
+        caveats = hf_electra.caveats(config)
+        if len(parts) == 1:
+            log_fn("the checkpoint holds no generator (generator/*): wrote %s only"
+                   % os.path.join(output_dir, "discriminator"))
+    else:
+        caveats = hf_config.transformers_caveats(parts[0][4])
+    for caveat in caveats:
+        log_fn("WARNING: " + caveat)
 
 
 def _run(options):

@@ -1,4 +1,4 @@
-"""Import a transformers BERT or ALBERT model as a checkpoint of this toolkit.
+"""Import a transformers BERT, ALBERT or ELECTRA model as a checkpoint of this toolkit.
 
     python -m pretrain.import_hf --model_dir=chinese-roberta-wwm-ext --output_dir=hfl_roberta
 
@@ -23,6 +23,14 @@ under Google-style names: classifier/* (sequence) or token_classifier/*
 (transformers key -> our name, shape) and what was not: buffers, tied
 decoder copies, unknown tensors, and a missing pooler / MLM head / sentence
 head, which is not written and so starts from a fresh initialisation.
+
+An ELECTRA is the discriminator (ElectraForPreTraining) as --model_dir and its generator
+(ElectraForMaskedLM) as --generator_model_dir; bert_config.json then holds the
+ElectraConfig, the generator sized from its config.json (pretrain.interop.hf_electra).
+Without --generator_model_dir the generator is not written: one of the configured size
+(bert_config.json's generator_hidden_size, generator_layers) starts fresh, and the
+printed table says so.
+
 OUT appears complete or not at all; a non-empty OUT needs --overwrite.
 """
 import dataclasses
@@ -56,10 +64,16 @@ class ImportOptions:
     output_dir: str = cli_options.required("Directory to write model.ckpt, bert_config.json, "
                                            "vocab.txt to.")
     overwrite: bool = cli_options.option(False, "Replace a non-empty output_dir.")
+    generator_model_dir: str = cli_options.option(
+        None, "ELECTRA only: the generator (ElectraForMaskedLM) of the --model_dir "
+              "discriminator (ElectraForPreTraining). Without it a fresh generator of the "
+              "configured size is trained from scratch.")
 
 
-def import_model(model_dir, output_dir, overwrite=False, log_fn=print):
-    """Converts `model_dir` into `output_dir`; returns an ImportReport.
+def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
+                 generator_model_dir=None):
+    """Converts `model_dir` (and an ELECTRA's `generator_model_dir`) into `output_dir`;
+    returns an ImportReport.
 
     Raises cli_options.UserError for input it cannot convert (nothing is written then).
     """
@@ -68,20 +82,32 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print):
     raw_config = hf_files.read_config(model_dir)
     config_path = os.path.join(model_dir, hf_files.CONFIG)
     model_type = hf_config.hf_model_type(raw_config, config_path)
-    config = hf_config.bert_config_from_hf(raw_config, config_path)
+    if model_type == "electra":  # the ElectraConfig waits for the generator's config
+        vocab_size = hf_config.bert_fields_from_hf(raw_config, config_path)[1]["vocab_size"]
+    elif generator_model_dir:
+        raise cli_options.UserError("--generator_model_dir is for an ELECTRA discriminator; "
+                                    "%s is a %s model" % (config_path, model_type))
+    else:
+        config = hf_config.bert_config_from_hf(raw_config, config_path)
+        vocab_size = config.vocab_size
     hf_files.find_weights(model_dir)  # fail fast, before reading the vocab
     vocab, vocab_source = hf_files.read_vocab(model_dir)
-    if len(vocab) > config.vocab_size:
+    if len(vocab) > vocab_size:
         raise cli_options.UserError(
             "%s has %d tokens but config.json has vocab_size=%d"
-            % (vocab_source, len(vocab), config.vocab_size))
+            % (vocab_source, len(vocab), vocab_size))
     do_lower_case = hf_files.read_do_lower_case(model_dir)
     state_dict, weights = hf_files.read_weights(model_dir)
     # TensorFlow loads only now, so bad input is answered in a fraction of a second.
     from pretrain.checkpoints import checkpoint_io  # pylint: disable=import-outside-toplevel
     from pretrain.interop import hf_weights  # pylint: disable=import-outside-toplevel
-    head = classifier_head(raw_config.get("architectures"))
-    tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, head)
+    if model_type == "electra":
+        config, tensors, conversion, weights = _import_electra(
+            model_dir, raw_config, state_dict, weights, generator_model_dir)
+        head = None
+    else:
+        head = classifier_head(raw_config.get("architectures"))
+        tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, head)
     task = None
     if head and "%s/output_weights" % head in tensors:
         task = task_from_hf(raw_config, head, tensors["%s/output_weights" % head].shape[0],
@@ -111,6 +137,27 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print):
             log_fn("wrote task.json: task %s, %d labels %s" % (
                 task["task"], len(task["labels"]), task["labels"][:8]))
     return report
+
+
+def _import_electra(model_dir, raw_config, state_dict, weights, generator_model_dir):
+    """(ElectraConfig, tensors, Report, weights read) of a discriminator directory and the
+    optional generator directory."""
+    from pretrain.interop import hf_electra  # pylint: disable=import-outside-toplevel
+    source = os.path.join(model_dir, hf_files.CONFIG)
+    if not generator_model_dir:
+        config, tensors, conversion = hf_electra.import_pair(source, raw_config, state_dict)
+        return config, tensors, conversion, weights
+    generator_model_dir = os.path.expanduser(str(generator_model_dir))
+    if not os.path.isdir(generator_model_dir):
+        raise cli_options.UserError("--generator_model_dir %s does not exist or is not a "
+                                    "directory" % generator_model_dir)
+    gen_raw = hf_files.read_config(generator_model_dir)
+    gen_state, gen_weights = hf_files.read_weights(generator_model_dir)
+    config, tensors, conversion = hf_electra.import_pair(
+        source, raw_config, state_dict, os.path.join(generator_model_dir, hf_files.CONFIG),
+        gen_raw, gen_state)
+    return config, tensors, conversion, "%s + %s/%s" % (weights, generator_model_dir,
+                                                        gen_weights)
 
 
 def classifier_head(architectures):
@@ -150,7 +197,8 @@ def task_from_hf(raw_config, head, num_labels, config, do_lower_case):
 
 
 def _run(options):
-    import_model(options.model_dir, options.output_dir, options.overwrite)
+    import_model(options.model_dir, options.output_dir, options.overwrite,
+                 generator_model_dir=options.generator_model_dir)
 
 
 def main(argv=None):

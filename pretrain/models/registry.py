@@ -82,7 +82,7 @@ _FAMILIES = {family.model_type: family for family in (
     ModelFamily("electra", (), ElectraConfig,
                 "pretrain.models.electra.modeling:ElectraDiscriminator",
                 "pretrain.models.electra.pretraining:electra_pretraining_losses",
-                lambda config: None,
+                lambda config: "electra",
                 "ELECTRA: generator MLM + replaced-token detection by the discriminator",
                 sentence_and_span_heads=False),
 )}
