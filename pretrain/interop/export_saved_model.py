@@ -18,7 +18,9 @@ Signature `serving_default` (plain tensors, no tf.Example parsing):
            classifier/output_bias, pretrain.models.task_heads.get_classifier_output)
            tag_probabilities float32 [B, S, num_tags]  (instead, for a token
            classifier (NER): token_classifier/*, get_token_classifier_output)
-A model without a pooler (imported from a *ForMaskedLM) serves no pooled_output.
+A model without a pooler (imported from a *ForMaskedLM) serves no pooled_output. An
+ELECTRA serves its discriminator (electra/*): sequence_output and, as pooled_output, the
+[CLS] token's final hidden state (ELECTRA has no pooler); its generator is left out.
 
 The labels are not an output (a [N] tensor has no batch dimension, which TF
 Serving's row format needs): `assets.extra/task.json` is the checkpoint's
@@ -69,7 +71,7 @@ class ExportSavedModelOptions:
         None, "The model's vocab.txt (default: the one beside the checkpoint; must equal it).")
 
 
-def _build_serving_graph(config, num_labels, with_pooled_output=True, head="classifier"):
+def _build_serving_graph(config, num_labels, head="classifier"):
     """Placeholders -> outputs in the default graph; returns (inputs, outputs) dicts.
 
     head: "classifier" (probabilities) or "token_classifier" (tag_probabilities),
@@ -91,8 +93,7 @@ def _build_serving_graph(config, num_labels, with_pooled_output=True, head="clas
         _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(),
                                                             num_labels, is_training=False)
         outputs["probabilities"] = tf.identity(probabilities, name="probabilities")
-    if with_pooled_output:
-        outputs["pooled_output"] = tf.identity(model.get_pooled_output(), name="pooled_output")
+    outputs["pooled_output"] = tf.identity(model.get_pooled_output(), name="pooled_output")
     outputs["sequence_output"] = tf.identity(model.get_sequence_output(),
                                              name="sequence_output")
     return inputs, outputs
@@ -134,13 +135,18 @@ def _write_saved_model(checkpoint, config, export_dir, task=None, task_file=None
     from pretrain.checkpoints import checkpoint_assets  # pylint: disable=import-outside-toplevel
     shapes = dict(tf.train.list_variables(checkpoint))
     head, num_labels = checkpoint_assets.head_of_checkpoint(task, shapes, checkpoint, task_file)
-    # A model imported from a *ForMaskedLM has no pooler: serve sequence_output only.
-    with_pooler = head == "classifier" or any(name.startswith(POOLER_SCOPE) for name in shapes)
-    if not with_pooler:
-        print("checkpoint %s has no pooler (%s*): the signature leaves pooled_output out"
-              % (checkpoint, POOLER_SCOPE))
     with tf.Graph().as_default() as graph:
-        inputs, outputs = _build_serving_graph(config, num_labels, with_pooler, head)
+        inputs, outputs = _build_serving_graph(config, num_labels, head)
+        # A model imported from a *ForMaskedLM has no pooler: serve sequence_output only.
+        # ELECTRA's pooled_output is the [CLS] state, with no variables of its own.
+        with_pooler = (head == "classifier"
+                       or any(name.startswith(POOLER_SCOPE) for name in shapes)
+                       or not any(v.op.name.startswith(POOLER_SCOPE)
+                                  for v in tf.global_variables()))
+        if not with_pooler:
+            print("checkpoint %s has no pooler (%s*): the signature leaves pooled_output out"
+                  % (checkpoint, POOLER_SCOPE))
+            del outputs["pooled_output"]
         unused = [v for v in tf.global_variables()
                   if not with_pooler and v.op.name.startswith(POOLER_SCOPE)]
         restore_map = _restore_map(checkpoint, shapes, [
