@@ -1,13 +1,18 @@
 """Pretraining throughput benchmark: JSON lines with examples/s, tokens/s and MFU.
 
-    python bench/pretrain_bench.py            # tiny + BERT-base, fp32 + bf16
+    python bench/pretrain_bench.py            # tiny + BERT-base + ELECTRA small/base, fp32 + bf16
     python bench/pretrain_bench.py --quick    # fewer steps
-    python bench/pretrain_bench.py --models tiny --precisions fp32
+    python bench/pretrain_bench.py --models tiny,electra_small --precisions fp32
 
 Each line measures the full training step of pretraining (encoder, MLM over
 the 21128-word vocab, sentence head, gradients, clipping, AdamW update) as
 `pretrain.run_pretraining` builds it, fed from an in-memory tf.data batch (batch
-32, sequence 128, 20 predictions). MFU = model FLOPs per second / peak matmul
+32, sequence 128, 20 predictions). ELECTRA's step (`electra_small`:
+configs/electra_zh_small.json; `electra_base`: google-research/electra's base shape,
+generator a third of its width) is the generator's MLM over the same predictions,
+the sampling, and the discriminator over every token, both networks updated; its
+FLOPs count both networks and both heads (`electra_train_flops_per_example`).
+MFU = model FLOPs per second / peak matmul
 FLOP/s, where the peak is MEASURED in this process on this device and
 precision (large square matmuls), before the runs and again after each run;
 the best value seen so far is used, so a busy machine during the peak
@@ -31,7 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # `pretrain` before TensorFlow: its CPU kernel default must apply before TF loads.
 from pretrain import cpu_kernels  # noqa: E402
-from pretrain.models import modeling  # noqa: E402
+from pretrain.models import registry  # noqa: E402
 from pretrain.training import mixed_precision, optimization  # noqa: E402
 
 import tensorflow.compat.v1 as tf  # noqa: E402
@@ -47,23 +52,67 @@ MODELS = {
 }
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# ELECTRA shapes: a config file, or the fields over make_config's common ones.
+ELECTRA_MODELS = {
+    "electra_small": os.path.join(REPO, "configs", "electra_zh_small.json"),
+    "electra_base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                         intermediate_size=3072, embedding_size=768,
+                         generator_hidden_size=1.0 / 3, model_type="electra"),
+}
+
+
 def make_config(name, dropout=0.1):
+    """The config of a MODELS or ELECTRA_MODELS name (BertConfig or ElectraConfig)."""
     cfg = dict(vocab_size=21128, hidden_act="gelu", hidden_dropout_prob=dropout,
                attention_probs_dropout_prob=dropout, max_position_embeddings=512,
                type_vocab_size=2, initializer_range=0.02, model_type="bert")
-    cfg.update(MODELS[name])
-    return modeling.BertConfig.from_dict(cfg)
+    shape = ELECTRA_MODELS.get(name) or MODELS[name]
+    if isinstance(shape, str):
+        with open(shape, encoding="utf-8") as f:
+            shape = json.load(f)
+    cfg.update(shape, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return registry.config_from_dict(cfg)
+
+
+def _encoder_flops(h, i, layers, seq):
+    """Forward matmul FLOPs of one example through `layers` transformer layers."""
+    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq * h  # dense + QK^T, AV
+    return seq * layers * per_token_layer
 
 
 def train_flops_per_example(config, seq, preds):
-    """Matmul FLOPs of forward + backward (3x forward) for one example."""
+    """Matmul FLOPs of forward + backward (3x forward) for one example (ELECTRA:
+    electra_train_flops_per_example)."""
+    if registry.family_of(config).model_type == "electra":
+        return electra_train_flops_per_example(config, seq, preds)
     h, i, layers, v = (config.hidden_size, config.intermediate_size,
                        config.num_hidden_layers, config.vocab_size)
-    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq * h  # dense + QK^T, AV
-    encoder = seq * layers * per_token_layer
+    encoder = _encoder_flops(h, i, layers, seq)
     mlm = preds * (2 * h * h + 2 * h * v)
     heads = 2 * h * h + 2 * 2 * h  # pooler + sentence head
     return 3 * (encoder + mlm + heads)
+
+
+def electra_train_flops_per_example(config, seq, preds):
+    """ELECTRA's matmul FLOPs, forward + backward (3x forward), for one example: the
+    generator (embeddings_project, encoder, generator_predictions' dense and tied output
+    layer over the vocab at the `preds` masked positions) and the discriminator
+    (embeddings_project, encoder, discriminator_predictions at every token). Sampling
+    has no matmul."""
+    e, v, h = config.embedding_width, config.vocab_size, config.hidden_size
+    generator, discriminator = config.generator_config(), config.discriminator_config()
+    hg = generator.hidden_size
+    generator_width = hg if config.untied_generator_embeddings else e  # its embeddings' width
+    total = 0
+    for network, width in ((generator, generator_width), (discriminator, e)):
+        if width != network.hidden_size:  # embeddings_project
+            total += seq * 2 * width * network.hidden_size
+        total += _encoder_flops(network.hidden_size, network.intermediate_size,
+                                network.num_hidden_layers, seq)
+    total += preds * (2 * hg * generator_width + 2 * generator_width * v)
+    total += seq * (2 * h * h + 2 * h)  # discriminator_predictions: dense, dense_1
+    return 3 * total
 
 
 def synthetic_batch(batch, seq, preds, vocab, seed):
@@ -111,7 +160,8 @@ def build_training(config, precision, batch, seq, preds, seed=0, use_xla=False):
     graph = tf.Graph()
     with graph.as_default():
         features = repeated_batch_features(batch, seq, preds, config.vocab_size, seed)
-        outputs = pretraining_losses(config, features, True, True,
+        sentence_head = registry.family_of(config).sentence_and_span_heads
+        outputs = pretraining_losses(config, features, True, sentence_head,
                                      compute_type=mixed_precision.compute_dtype(precision))
         train = optimization.build_train_op(outputs["loss"], 1e-4, 10000, 100)
         tvars = tf.trainable_variables()
@@ -155,7 +205,8 @@ def run_training(config, precision, batch, seq, preds, steps, warmup_steps, seed
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default="tiny,base")
+    parser.add_argument("--models", default="tiny,base,electra_small,electra_base",
+                        help="of %s" % ", ".join(list(MODELS) + list(ELECTRA_MODELS)))
     parser.add_argument("--precisions", default="fp32,bf16")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
@@ -164,7 +215,8 @@ def main(argv=None):
     parser.add_argument("--use_xla", action="store_true")
     parser.add_argument("--curve_steps", type=int, default=30,
                         help="steps of the bf16-vs-fp32 loss comparison (0: skip)")
-    parser.add_argument("--curve_model", default="tiny", choices=sorted(MODELS),
+    parser.add_argument("--curve_model", default="tiny",
+                        choices=sorted(MODELS) + sorted(ELECTRA_MODELS),
                         help="model of the loss comparison (base: slow, ~20 s/step fp32)")
     args = parser.parse_args(argv)
     precisions = args.precisions.split(",")
@@ -177,8 +229,10 @@ def main(argv=None):
         config = make_config(name)
         flops = train_flops_per_example(config, args.seq, args.preds)
         for precision in precisions:
-            if name == "base":
+            if name in ("base", "electra_base"):
                 steps, warm = (2, 1) if args.quick else (5, 2)
+            elif name == "electra_small":
+                steps, warm = (4, 2) if args.quick else (20, 3)
             else:
                 steps, warm = (10, 3) if args.quick else (40, 5)
             sec, losses, _ = run_training(config, precision, args.batch_size, args.seq,
@@ -188,11 +242,13 @@ def main(argv=None):
             peaks[precision] = max(peaks[precision], measure_peak_matmul(precision, seconds=1.0))
             ex_s = args.batch_size / sec
             print(json.dumps({
-                "bench": "pretrain_step", "model": name, "precision": precision,
+                "bench": "pretrain_step", "model": name,
+                "model_type": registry.family_of(config).model_type, "precision": precision,
                 "batch": args.batch_size, "seq": args.seq, "preds": args.preds,
                 "xla": args.use_xla, "onednn": cpu_kernels.onednn_enabled(),
                 "timed_steps": steps,
                 "examples_per_sec": round(ex_s, 2), "tokens_per_sec": round(ex_s * args.seq, 1),
+                "train_gflops_per_example": round(flops / 1e9, 2),
                 "model_tflops_per_sec": round(ex_s * flops / 1e12, 4),
                 "mfu": round(ex_s * flops / peaks[precision], 3),
                 "peak_gflops_measured": round(peaks[precision] / 1e9, 1),
