@@ -10,9 +10,7 @@ within TOL = 1e-4. One way to get an environment with both (nothing enters .venv
     echo "$PWD/.venv/lib/python3.11/site-packages" > /tmp/hflive/lib/python3.11/site-packages/zz.pth
     PYTHONPATH=.:tests USE_TF=0 /tmp/hflive/bin/python -m pytest -q tests/test_hf_electra_live.py
 """
-import os
 import pathlib
-import types
 
 import numpy as np
 import pytest
@@ -27,20 +25,10 @@ from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models import registry
 from pretrain_testdata import make_examples, tiny_config, write_records
+from test_hf_live import hf  # noqa: F401  the fixture: torch and transformers, or a skip
 
 VOCAB = FIXTURES / "discriminator" / "vocab.txt"  # 115 tokens
 TOL = 1e-4
-SKIP_REASON = ("%s is not importable: the live transformers interop tests need torch and "
-               "transformers")
-
-
-@pytest.fixture(scope="module")
-def hf():
-    torch = pytest.importorskip("torch", reason=SKIP_REASON % "torch")
-    os.environ.setdefault("USE_TF", "0")
-    transformers = pytest.importorskip("transformers", reason=SKIP_REASON % "transformers")
-    transformers.logging.set_verbosity_error()
-    return types.SimpleNamespace(torch=torch, T=transformers)
 
 
 @pytest.fixture(scope="module")
