@@ -50,7 +50,7 @@ class ImportReport:
     """What `import_model` wrote and from where."""
     output_dir: str
     checkpoint: str          # OUT/model.ckpt
-    config: object           # our BertConfig
+    config: object           # our BertConfig (ElectraConfig for an ELECTRA)
     weights: str             # which weights file(s) were read
     vocab_source: str        # vocab.txt or tokenizer.json path
     do_lower_case: object    # from tokenizer_config.json, or None
