@@ -13,11 +13,13 @@ from safetensors.numpy import load_file, save_file
 from common.cli_options import UserError
 from electra_hf_testutil import (FIXTURES, electra_outputs, load_fixture_arrays,
                                  random_electra_tensors)
+from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop import export_saved_model, hf_electra, hf_files, import_hf
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.electra.config import ElectraConfig
+from pretrain_testdata import make_examples, write_records
 from test_electra_modeling import electra_config as upstream_case_config
 
 TOL = 1e-4
@@ -280,3 +282,20 @@ def test_saved_model_serves_the_discriminator_and_the_cls_state(imported, tmp_pa
     assert np.abs(sequence - arrays["disc_sequence_output"])[real].max() < TOL
     assert np.array_equal(pooled, sequence[:, 0])
     assert saved and all(name.startswith("electra/") for name in saved)
+
+
+def test_the_imported_pair_continues_pretraining_from_every_tensor(imported, tmp_path):
+    data = write_records(tmp_path / "data.tfrecord", make_examples(8, sentence_task="none",
+                                                                   seed=3),
+                         mode="roberta", vocab_size=115)
+    result = run_pretraining.run(dict(
+        init_checkpoint=imported.output_dir, input_file=data, output_dir=str(tmp_path / "run"),
+        do_train=True, max_seq_length=16, max_predictions_per_seq=4, train_batch_size=8,
+        learning_rate=1e-30, num_train_steps=1, num_warmup_steps=0,
+        save_checkpoints_steps=1000, random_seed=1, shuffle_buffer=0))
+    assert result["global_step"] == 1
+    before = checkpoint_io.read_checkpoint(imported.checkpoint)
+    after = checkpoint_io.read_checkpoint(str(tmp_path / "run" / "model.ckpt-1"))
+    assert len(before) == 82
+    for name, value in before.items():  # a step of 1e-30 moves no float32: all were loaded
+        assert np.array_equal(after[name], value), name
