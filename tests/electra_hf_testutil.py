@@ -29,6 +29,7 @@ def electra_outputs(config, checkpoint, input_ids, attention_mask, token_type_id
     Returns float32 numpy: disc_logits [B, S], disc_sequence_output [B, S, H] and, with the
     generator, gen_mlm_log_probs [B, S, V] (its MLM head at every position) and
     gen_sequence_output [B, S, Hg]."""
+    # pylint: disable=protected-access
     config = read_config(config)
     batch, seq = np.shape(input_ids)
     with tf.Graph().as_default():
@@ -36,7 +37,7 @@ def electra_outputs(config, checkpoint, input_ids, attention_mask, token_type_id
                             for a in (input_ids, attention_mask, token_type_ids))
         disc = ElectraEncoder(config.discriminator_config(), False, ids, mask, types,
                               embedding_size=config.embedding_width)
-        fetches = {"disc_logits": pretraining._discriminator_logits(config, disc),  # pylint: disable=protected-access
+        fetches = {"disc_logits": pretraining._discriminator_logits(config, disc),
                    "disc_sequence_output": disc.get_sequence_output()}
         if with_generator:
             untied = config.untied_generator_embeddings
@@ -45,7 +46,7 @@ def electra_outputs(config, checkpoint, input_ids, attention_mask, token_type_id
                                  embedding_size=None if untied else config.embedding_width,
                                  untied_embeddings=untied)
             positions = tf.constant(np.tile(np.arange(seq, dtype=np.int32), [batch, 1]))
-            logits = pretraining._generator_logits(config, gen, positions)  # pylint: disable=protected-access
+            logits = pretraining._generator_logits(config, gen, positions)
             fetches["gen_mlm_log_probs"] = tf.reshape(tf.nn.log_softmax(logits),
                                                       [batch, seq, -1])
             fetches["gen_sequence_output"] = gen.get_sequence_output()

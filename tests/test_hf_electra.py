@@ -10,12 +10,11 @@ import pytest
 from absl import flags
 from safetensors.numpy import load_file, save_file
 
-from common.cli_options import UserError
 from electra_hf_testutil import (FIXTURES, electra_outputs, load_fixture_arrays,
                                  random_electra_tensors)
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
-from pretrain.interop import export_saved_model, hf_electra, hf_files, import_hf
+from pretrain.interop import export_saved_model, hf_electra, import_hf
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.electra.config import ElectraConfig

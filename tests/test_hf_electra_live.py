@@ -80,7 +80,7 @@ def _compare(hf, disc, gen, ours, mask):
 def test_transformers_tf_loader_reads_our_run_pretraining_checkpoint(hf, trained):
     config, prefix = trained
     names = dict(tf.train.list_variables(prefix))
-    assert "global_step" in names and "generator/encoder/layer_0/output/dense/kernel/adam_v" in names
+    assert {"global_step", "generator/encoder/layer_0/output/dense/kernel/adam_v"} <= set(names)
     configs = hf_electra.hf_configs(config)
     models = {}
     for network, model_class in (("discriminator", hf.T.ElectraForPreTraining),
@@ -118,8 +118,8 @@ def test_exported_pair_loads_with_auto_classes_and_our_numbers(hf, trained, tmp_
         assert not info["missing_keys"] and not info["unexpected_keys"], info
         loaded[network] = model
         tokenizer = hf.T.AutoTokenizer.from_pretrained(str(tmp_path / "hf" / network))
-        assert tokenizer("我是中国人", "你在这里")["input_ids"] == [2, 11, 7, 16, 20, 10, 3, 28,
-                                                                12, 15, 53, 3]
+        ids = tokenizer("我是中国人", "你在这里")["input_ids"]
+        assert ids == [2, 11, 7, 16, 20, 10, 3, 28, 12, 15, 53, 3]
     assert loaded["generator"].generator_lm_head.weight.data_ptr() == \
         loaded["generator"].electra.embeddings.word_embeddings.weight.data_ptr()  # tied
     ours = electra_outputs(config, prefix, *_inputs())
