@@ -127,9 +127,10 @@ def hf_configs(config):
 
 def caveats(config):
     """Sentences about what the exported pair computes differently (empty if nothing)."""
+    found = hf_config.transformers_caveats(config)  # e.g. hierarchical positions
     if str(config.hidden_act).lower() == "gelu_exact":
-        return []
-    return ["transformers' ElectraGeneratorPredictions applies the erf GELU whatever "
+        return found
+    return found + ["transformers' ElectraGeneratorPredictions applies the erf GELU whatever "
             "hidden_act says; this model's generator head applies hidden_act %r, so the "
             "exported generator's MLM outputs differ slightly from ours (the discriminator's "
             "are the same)" % config.hidden_act]
