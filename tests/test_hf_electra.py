@@ -298,3 +298,16 @@ def test_the_imported_pair_continues_pretraining_from_every_tensor(imported, tmp
     assert len(before) == 82
     for name, value in before.items():  # a step of 1e-30 moves no float32: all were loaded
         assert np.array_equal(after[name], value), name
+
+
+def test_a_pair_whose_activation_transformers_ignores_in_the_generator_head_is_flagged(tmp_path):
+    lines = []
+    tanh = {"hidden_act": "gelu_new"}
+    report = import_model(_variant(tmp_path, "d", DISC, tanh), tmp_path / "out",
+                          generator_model_dir=_variant(tmp_path, "g", GEN, tanh),
+                          log_fn=lines.append)
+    assert report.config.hidden_act == "gelu"
+    assert lines[-1] == ("WARNING: transformers' ElectraGeneratorPredictions applies the erf "
+                         "GELU whatever hidden_act says, our generator head applies hidden_act "
+                         "'gelu': the two generators' MLM outputs differ slightly (the "
+                         "discriminators agree)")

@@ -131,9 +131,9 @@ def caveats(config):
     if str(config.hidden_act).lower() == "gelu_exact":
         return found
     return found + ["transformers' ElectraGeneratorPredictions applies the erf GELU whatever "
-            "hidden_act says; this model's generator head applies hidden_act %r, so the "
-            "exported generator's MLM outputs differ slightly from ours (the discriminator's "
-            "are the same)" % config.hidden_act]
+                    "hidden_act says, our generator head applies hidden_act %r: the two "
+                    "generators' MLM outputs differ slightly (the discriminators agree)"
+                    % config.hidden_act]
 
 
 # ---- export ----------------------------------------------------------------------------------

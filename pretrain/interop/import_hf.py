@@ -136,6 +136,10 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
         if task:
             log_fn("wrote task.json: task %s, %d labels %s" % (
                 task["task"], len(task["labels"]), task["labels"][:8]))
+        if generator_model_dir and model_type == "electra":
+            from pretrain.interop import hf_electra  # pylint: disable=import-outside-toplevel
+            for caveat in hf_electra.caveats(config):
+                log_fn("WARNING: " + caveat)
     return report
 
 
