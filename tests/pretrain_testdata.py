@@ -135,6 +135,15 @@ def tiny_config(path, vocab_size=50, hidden=32, layers=2, max_position=32, dropo
     return str(path)
 
 
+# tiny_config's extra fields for an ELECTRA whose replacements are the generator's argmax:
+# at temperature 1e-7 the Gumbel noise (within [-3.1, 20.7]) decides only between logits
+# closer than 2.4e-6, so the samples are the same on every device layout and rerun, and
+# tests can compare runs weight for weight (at temperature 1 each replica, shape and
+# session draws its own noise).
+ARGMAX_ELECTRA = dict(model_type="electra", embedding_size=16, generator_hidden_size=0.5,
+                      temperature=1e-7)
+
+
 def rename_slots_to_legacy(output_dir, legacy="AdamWeightDecay"):
     """Rewrites the latest checkpoint with the optimizer slots under the pre-0.2 names."""
     prefix = tf.compat.v1.train.latest_checkpoint(output_dir)

@@ -7,7 +7,9 @@ tanh net, 2817 parameters, global batch 8) for AdamW and LAMB, fp32 and fp16,
 k = 1 and k = 2, through the real `optimization.build_train_op`, and writes
 the final weights. Selected steps run with a full trace: the elements that
 went through collective all-reduces, collective broadcasts and cross-device
-copies are summed per micro-step, relative to the parameter count.
+copies are summed per micro-step, relative to the parameter count. The mirrored
+process also trains a tiny ELECTRA (generator, discriminator, the embeddings they
+share) through the same build_train_op, traced, and on one device.
 """
 import json
 import os
@@ -19,6 +21,7 @@ import numpy as np
 import pytest
 
 from cli_testutil import free_ports
+from pretrain_testdata import ARGMAX_ELECTRA
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, "tests")
@@ -33,6 +36,14 @@ CASES = [(opt, prec, k, 3, None) for opt in ("adamw", "lamb") for prec in ("fp32
 POISONED = ("lamb", "fp16", 3, 3, (1, 1))
 INITIAL_LOSS_SCALE = 2.0 ** 8
 TRACED = {1: ("adamw", "fp32", 1, 3, None), 2: ("adamw", "fp32", 2, 3, None)}
+# ELECTRA, 2 updates: discriminator width 32 over embeddings of 16, generator 16; its
+# replacements are the generator's argmax (temperature 1e-7, pretrain_testdata.ARGMAX_ELECTRA)
+# so that the replicas sample what one device samples.
+ELECTRA_CONFIG = dict(vocab_size=40, hidden_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=8,
+                      type_vocab_size=2, hidden_dropout_prob=0.0,
+                      attention_probs_dropout_prob=0.0, **ARGMAX_ELECTRA)
+ELECTRA_SEQ, ELECTRA_PREDS, ELECTRA_UPDATES = 8, 2, 2
 
 
 def case_name(case):
@@ -165,6 +176,65 @@ def _train(tf, strategy, case, session_factory, trace=False):
     return final, steps, traffic
 
 
+def _train_electra(tf, strategy, session_factory, trace=False):
+    """ELECTRA_UPDATES updates of ELECTRA_CONFIG on a fixed batch; returns (final weights,
+    {"num_params", "traffic": per update, when traced}). strategy None: one device."""
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+    from pretrain.training import optimization  # pylint: disable=import-outside-toplevel
+    config = registry.config_from_dict(ELECTRA_CONFIG)
+    rng = np.random.RandomState(3)
+    # Every token real: each replica's discriminator loss (a mean over its real tokens,
+    # as upstream's per-core loss is) then averages to the global batch's.
+    data = {"input_ids": rng.randint(5, 40, size=(GLOBAL_BATCH, ELECTRA_SEQ)),
+            "input_mask": np.ones((GLOBAL_BATCH, ELECTRA_SEQ)),
+            "segment_ids": np.zeros((GLOBAL_BATCH, ELECTRA_SEQ)),
+            "masked_lm_positions": np.tile([2, 5], (GLOBAL_BATCH, 1)),
+            "masked_lm_ids": rng.randint(5, 40, size=(GLOBAL_BATCH, ELECTRA_PREDS))}
+
+    def replica_fn():
+        ctx = tf.distribute.get_replica_context()
+        per_replica = GLOBAL_BATCH // ctx.num_replicas_in_sync
+        rows = tf.range(per_replica) + tf.cast(ctx.replica_id_in_sync_group, tf.int32) * per_replica
+        features = {name: tf.gather(tf.constant(value, tf.int32), rows)
+                    for name, value in data.items()}
+        features["masked_lm_weights"] = tf.ones([per_replica, ELECTRA_PREDS])
+        loss = registry.family_of(config).pretraining_losses(config, features, True)["loss"]
+        return optimization.build_train_op(loss, LEARNING_RATE, 100, 0,
+                                           log_scalars={"loss": loss}).train_op
+
+    with tf.Graph().as_default():
+        scope = strategy.scope() if strategy is not None else _nullcontext()
+        with scope:
+            if strategy is not None:
+                train_op = strategy.group(strategy.extended.call_for_each_replica(
+                    tf.autograph.experimental.do_not_convert(replica_fn)))
+            else:
+                train_op = replica_fn()
+            weights = {v.op.name: v for v in tf.trainable_variables()}
+            num_params = int(sum(np.prod(v.shape.as_list()) for v in weights.values()))
+            init = [tf.global_variables_initializer(), tf.local_variables_initializer()]
+            # The same starting weights on both setups (their initialisers draw differently).
+            rng = np.random.RandomState(11)
+            start = [weights[name].assign(
+                (rng.normal(0.0, 0.05, weights[name].shape.as_list())
+                 + name.endswith("/gamma")).astype(np.float32)) for name in sorted(weights)]
+        with session_factory() as sess:
+            sess.run(init)
+            sess.run(start)
+            initial = sess.run(weights)
+            traffic = []
+            for _ in range(ELECTRA_UPDATES):
+                options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
+                                        output_partition_graphs=True) if trace else None
+                metadata = tf.RunMetadata()
+                sess.run(train_op, options=options, run_metadata=metadata)
+                if trace:
+                    traffic.append(_traffic(tf, metadata))
+            final = sess.run(weights)
+    return ({**final, **{"initial/" + n: v for n, v in initial.items()}},
+            {"num_params": num_params, "traffic": traffic})
+
+
 class _nullcontext:  # pylint: disable=invalid-name
     def __enter__(self):
         return self
@@ -208,6 +278,11 @@ def worker_main(mode, out_dir):
                          run_metadata=metadata)
         with open(os.path.join(out_dir, "calibration.json"), "w") as f:
             json.dump(_traffic(tf, metadata), f)
+        for setup, dist in (("mirrored", strategy), ("single", None)):
+            final, record = _train_electra(tf, dist, factory, trace=dist is not None)
+            np.savez(os.path.join(out_dir, f"{setup}-electra.npz"), **final)
+            with open(os.path.join(out_dir, f"{setup}-electra.json"), "w") as f:
+                json.dump(record, f)
     setups = [(tag, strategy, factory)]
     if mode == "mirrored":
         setups.append(("single", None, lambda: tf.Session(config=config)))
@@ -245,7 +320,7 @@ def runs(tmp_path_factory):
         if case is None:
             with open(out / f"{setup}.json") as f:
                 return json.load(f)
-        name = f"{setup}-{case_name(case)}"
+        name = f"{setup}-{case if isinstance(case, str) else case_name(case)}"
         with open(out / f"{name}.json") as f:
             record = json.load(f)
         return dict(np.load(out / f"{name}.npz")), record
@@ -330,3 +405,33 @@ def test_one_gradient_sized_reduce_per_update_and_no_broadcast(runs, setup, k):
         else:
             assert step["reduce"] < 0.01 * NUM_PARAMS, (i, step)
         assert step["broadcast"] + step["copy"] < 0.01 * NUM_PARAMS, (i, step)
+
+
+def test_electra_update_is_one_reduce_and_reaches_the_single_device_weights(runs):
+    """ELECTRA under mirrored: each update all-reduces every gradient of both networks
+    once (the shared embedding tables once, their two readers' gradients summed before
+    it; the logged loss in the same collective), broadcasts and copies nothing, and ends
+    at the single device's weights: generator, discriminator and both heads."""
+    got, record = runs("mirrored", "electra")
+    expected, _ = runs("single", "electra")
+    num_params = record["num_params"]
+    # Reducing each reader's embedding gradient apart would add the tables (40 x 16
+    # words alone) to the count.
+    assert num_params > 10000
+    assert len(record["traffic"]) == ELECTRA_UPDATES
+    for step in record["traffic"]:
+        assert num_params <= step["reduce"] <= num_params + 4, step
+        assert step["broadcast"] + step["copy"] < 0.01 * num_params, step
+    assert sorted(got) == sorted(expected)
+    names = [n for n in expected if not n.startswith("initial/")]
+    assert {n.split("/")[0] for n in names} == {
+        "electra", "generator", "generator_predictions", "discriminator_predictions"}
+    moved = {}
+    for name in names:
+        np.testing.assert_array_equal(got["initial/" + name], expected["initial/" + name])
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+        scope = name.split("/")[0]
+        change = np.abs(expected[name] - expected["initial/" + name]).max()
+        moved[scope] = max(moved.get(scope, 0.0), change)
+    assert min(moved.values()) > 1e-3, moved  # the compared weights trained, every part

@@ -19,10 +19,10 @@ from tensorflow.python.tpu import tpu_function
 
 from common.cli_options import UserError
 from pretrain import run_pretraining
-from pretrain.models import modeling
+from pretrain.models import registry
 from pretrain.training import optimization, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
-from pretrain_testdata import make_examples, tiny_config, write_records
+from pretrain_testdata import ARGMAX_ELECTRA, make_examples, tiny_config, write_records
 
 SHARDS = 8
 SEQ, PREDS, BATCH = 8, 2, 2
@@ -135,23 +135,29 @@ def test_tpu_update_uses_the_reduced_values(monkeypatch):
 # --- the pretraining model_fn on TPU: scaffold_fn and the whole train step ---------------
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """A 1-layer width-16 config, one batch of features and a checkpoint of random weights."""
+def tiny(tmp_path_factory, request):
+    """A 1-layer width-16 config (BERT with its sentence head, or ELECTRA: generator and
+    discriminator, argmax replacements so that both runs sample alike), one batch of
+    features and a checkpoint of random weights."""
     root = tmp_path_factory.mktemp("tpu_path")
-    config = modeling.BertConfig.from_json_file(
-        tiny_config(root / "cfg.json", hidden=16, layers=1, max_position=16))
+    extra = ARGMAX_ELECTRA if getattr(request, "param", "bert") == "electra" else {}
+    config = registry.read_config(
+        tiny_config(root / "cfg.json", hidden=16, layers=1, max_position=16, **extra))
+    sentence_head = registry.family_of(config).sentence_and_span_heads
     examples = make_examples(BATCH, max_seq_length=SEQ, max_predictions_per_seq=PREDS)
     features = {name: np.array([e[name] for e in examples]) for name in examples[0]}
     features["masked_lm_weights"] = features["masked_lm_weights"].astype(np.float32)
     with tf.Graph().as_default():
-        pretraining_model_fn.pretraining_losses(config, _constants(features), True, True)
+        pretraining_model_fn.pretraining_losses(config, _constants(features), True,
+                                                sentence_head)
         rng = np.random.RandomState(3)
         with tf.Session() as sess:
             for var in tf.global_variables():
                 var.load(rng.normal(scale=0.3, size=var.shape.as_list()).astype(np.float32),
                          sess)
             prefix = tf.train.Saver().save(sess, str(root / "init.ckpt"))
-    return {"root": root, "config": config, "features": features, "checkpoint": prefix}
+    return {"root": root, "config": config, "features": features, "checkpoint": prefix,
+            "sentence_head": sentence_head}
 
 
 def _constants(features):
@@ -161,7 +167,8 @@ def _constants(features):
 def _model_fn(tiny):
     return pretraining_model_fn.model_fn_builder(
         tiny["config"], init_checkpoint=tiny["checkpoint"], learning_rate=1e-2,
-        num_train_steps=10, num_warmup_steps=0, precision="fp32")
+        num_train_steps=10, num_warmup_steps=0, precision="fp32",
+        use_sentence_head=tiny["sentence_head"])
 
 
 def _weights(sess):
@@ -169,6 +176,7 @@ def _weights(sess):
                                                  sess.run(tf.trainable_variables()))}
 
 
+@pytest.mark.parametrize("tiny", ["bert", "electra"], indirect=True)
 def test_tpu_model_fn_scaffold_restores_checkpoint_and_trains_like_one_device(tiny,
                                                                               monkeypatch):
     checkpoint = tf.train.load_checkpoint(tiny["checkpoint"])
@@ -206,13 +214,19 @@ def test_tpu_model_fn_scaffold_restores_checkpoint_and_trains_like_one_device(ti
                 sess.run(spec.train_op)
             on_tpu = _weights(sess)
             assert sess.run(tf.train.get_global_step()) == steps
-    moved = max(np.abs(on_tpu[n] - checkpoint.get_tensor(n)).max() for n in names)
-    assert moved > 1e-3
+    moved = {}
+    for name in names:  # per top scope: bert, cls; electra, generator, both heads
+        scope = name.split("/")[0]
+        change = np.abs(on_tpu[name] - checkpoint.get_tensor(name)).max()
+        moved[scope] = max(moved.get(scope, 0.0), change)
+    assert len(moved) == (2 if tiny["sentence_head"] else 4)
+    assert min(moved.values()) > 1e-3, moved
     for name in names:  # one-hot embeddings on TPU vs gathers on one device
         np.testing.assert_allclose(on_tpu[name], single[name], rtol=1e-4, atol=1e-6,
                                    err_msg=name)
 
 
+@pytest.mark.parametrize("tiny", ["bert"], indirect=True)  # ELECTRA: the faked TPU above
 def test_tpu_model_fn_builds_inside_tensorflows_tpu_shard(tiny):
     """TensorFlow's own TPU rewrite context (graph only: no TPU to run it on): the
     model_fn builds there, with one real CrossReplicaSum per gradient + 1 for the scalars."""
