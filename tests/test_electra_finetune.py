@@ -77,8 +77,8 @@ def check_loaded_the_discriminator(checkpoint, results, out, head_scope):
 def test_classification_from_an_electra_checkpoint(electra_checkpoint, tmp_path):
     out = tmp_path / "sentiment"
     results, log = finetune_from(electra_checkpoint, out, task="classification",
-                                 data_dir=str(SAMPLES / "sentiment"), num_train_epochs=3,
-                                 eval_every_steps=15)
+                                 data_dir=str(SAMPLES / "sentiment"), num_train_epochs=1,
+                                 eval_every_steps=1000)
     check_loaded_the_discriminator(electra_checkpoint, results, out, "classifier")
     assert "electra/encoder/layer_0/attention/self/query/kernel" in log  # the loading table
     assert results["labels"] == ["neg", "pos"] and results["num_train_steps"] > 0
@@ -94,7 +94,7 @@ def test_ner_from_an_electra_checkpoint(electra_checkpoint, tmp_path):
                                train_file=str(SAMPLES / "ner_bio" / "train.txt"),
                                dev_file=str(SAMPLES / "ner_bio" / "dev.txt"),
                                test_file=str(SAMPLES / "ner_bio" / "test.txt"),
-                               num_train_epochs=2, eval_every_steps=16)
+                               num_train_epochs=1, eval_every_steps=1000)
     check_loaded_the_discriminator(electra_checkpoint, results, out, "token_classifier")
     assert results["tag_scheme"] == "BIO"
     written = read_eval_results(out / "eval_results.txt")
