@@ -14,10 +14,11 @@ import tensorflow.compat.v1 as tf
 
 from cli_testutil import free_ports
 from pretrain import run_pretraining
-from pretrain.models import modeling
+from pretrain.models import modeling, registry
 from pretrain.training import input_pipeline, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
-from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
+from pretrain_testdata import (ARGMAX_ELECTRA, make_examples, rename_slots_to_legacy,
+                               tiny_config, write_records)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, "tests")
@@ -27,6 +28,7 @@ TESTS = os.path.join(REPO, "tests")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("strategy_data")
     return {"root": root, "cfg": tiny_config(root / "cfg.json"),
+            "electra_cfg": tiny_config(root / "electra.json", **ARGMAX_ELECTRA),
             "a": write_records(root / "a.tfrecord", make_examples(16, seed=1)),
             "b": write_records(root / "b.tfrecord.gz", make_examples(16, seed=2),
                                compression="gzip")}
@@ -80,10 +82,12 @@ def test_tpu_refuses_local_paths(data, tmp_path, monkeypatch):
                                   strategy="tpu", tpu_name="t1"))
 
 
-def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu(data, tmp_path):
+@pytest.mark.parametrize("family", ["bert", "electra"])
+def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu(data, tmp_path, family):
     """TPUEstimator's CPU emulation (a test device only: no flag reaches it) runs the
     TPUEstimatorSpec train/eval plumbing and params["batch_size"]; none of the TPU
-    branches, which tests/test_tpu_path.py runs under a faked TPU context."""
+    branches, which tests/test_tpu_path.py runs under a faked TPU context. ELECTRA's
+    eval metrics (upstream's names) go through TPUEstimator's (metric_fn, tensors) too."""
     tpu_config = strategy_lib.make_run_config(
         "tpu", str(tmp_path / "grpc"), iterations_per_loop=2, num_tpu_cores=8,
         tpu_name="grpc://127.0.0.1:8470")  # an address needs no lookup; nothing connects
@@ -93,13 +97,14 @@ def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu(data, tmp_path):
     assert (tpu_config.tpu_config.per_host_input_for_training
             == tf.estimator.tpu.InputPipelineConfig.PER_HOST_V2)
 
-    config = modeling.BertConfig.from_json_file(data["cfg"])
+    config = registry.read_config(data["electra_cfg" if family == "electra" else "cfg"])
+    sentence_head = registry.family_of(config).sentence_and_span_heads
     run_config = tf.estimator.tpu.RunConfig(
         model_dir=str(tmp_path), save_checkpoints_steps=100,
         tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=2, num_shards=1))
     model_fn = pretraining_model_fn.model_fn_builder(
         config, learning_rate=3e-3, num_train_steps=4, precision="bf16",
-        use_one_hot_embeddings=True)
+        use_one_hot_embeddings=True, use_sentence_head=sentence_head)
     estimator = strategy_lib.build_estimator("tpu", model_fn, run_config, train_batch_size=8,
                                              eval_batch_size=8, _tpu_estimator_on_cpu=True)
     assert isinstance(estimator, tf.estimator.tpu.TPUEstimator)
@@ -109,7 +114,14 @@ def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu(data, tmp_path):
     results = estimator.evaluate(eval_fn, steps=1)
     assert results["global_step"] == 4
     assert 0.0 <= results["masked_lm_accuracy"] <= 1.0
-    assert np.isfinite(results["sentence_loss"])
+    if sentence_head:
+        assert np.isfinite(results["sentence_loss"])
+    else:  # upstream's names; one eval batch: 8 examples x 4 masked positions
+        for name in ("disc_auc", "disc_accuracy", "disc_precision", "disc_recall",
+                     "sampled_masked_lm_accuracy"):
+            assert 0.0 <= results[name] <= 1.0, name
+        assert results["masked_lm_num_targets"] == 32.0
+        assert np.isfinite(results["disc_loss"]) and "sentence_loss" not in results
 
 
 MIRRORED_SCRIPT = """
