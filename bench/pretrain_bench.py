@@ -11,7 +11,7 @@ the 21128-word vocab, sentence head, gradients, clipping, AdamW update) as
 configs/electra_zh_small.json; `electra_base`: google-research/electra's base shape,
 generator a third of its width) is the generator's MLM over the same predictions,
 the sampling, and the discriminator over every token, both networks updated; its
-FLOPs count both networks and both heads (`electra_train_flops_per_example`).
+FLOPs count both networks and both heads (pretrain.models.flops).
 MFU = model FLOPs per second / peak matmul
 FLOP/s, where the peak is MEASURED in this process on this device and
 precision (large square matmuls), before the runs and again after each run;
@@ -75,44 +75,12 @@ def make_config(name, dropout=0.1):
     return registry.config_from_dict(cfg)
 
 
-def _encoder_flops(h, i, layers, seq):
-    """Forward matmul FLOPs of one example through `layers` transformer layers."""
-    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq * h  # dense + QK^T, AV
-    return seq * layers * per_token_layer
-
-
 def train_flops_per_example(config, seq, preds):
-    """Matmul FLOPs of forward + backward (3x forward) for one example (ELECTRA:
-    electra_train_flops_per_example)."""
-    if registry.family_of(config).model_type == "electra":
-        return electra_train_flops_per_example(config, seq, preds)
-    h, i, layers, v = (config.hidden_size, config.intermediate_size,
-                       config.num_hidden_layers, config.vocab_size)
-    encoder = _encoder_flops(h, i, layers, seq)
-    mlm = preds * (2 * h * h + 2 * h * v)
-    heads = 2 * h * h + 2 * 2 * h  # pooler + sentence head
-    return 3 * (encoder + mlm + heads)
-
-
-def electra_train_flops_per_example(config, seq, preds):
-    """ELECTRA's matmul FLOPs, forward + backward (3x forward), for one example: the
-    generator (embeddings_project, encoder, generator_predictions' dense and tied output
-    layer over the vocab at the `preds` masked positions) and the discriminator
-    (embeddings_project, encoder, discriminator_predictions at every token). Sampling
-    has no matmul."""
-    e, v, h = config.embedding_width, config.vocab_size, config.hidden_size
-    generator, discriminator = config.generator_config(), config.discriminator_config()
-    hg = generator.hidden_size
-    generator_width = hg if config.untied_generator_embeddings else e  # its embeddings' width
-    total = 0
-    for network, width in ((generator, generator_width), (discriminator, e)):
-        if width != network.hidden_size:  # embeddings_project
-            total += seq * 2 * width * network.hidden_size
-        total += _encoder_flops(network.hidden_size, network.intermediate_size,
-                                network.num_hidden_layers, seq)
-    total += preds * (2 * hg * generator_width + 2 * generator_width * v)
-    total += seq * (2 * h * h + 2 * h)  # discriminator_predictions: dense, dense_1
-    return 3 * total
+    """Matmul FLOPs of forward + backward for one example, as the family counts them
+    (pretrain.models.flops); BERT's with the sentence head the bench trains."""
+    family = registry.family_of(config)
+    return family.training_flops_per_example(config, seq, preds,
+                                             sentence_head=family.sentence_and_span_heads)
 
 
 def synthetic_batch(batch, seq, preds, vocab, seed):

@@ -4,7 +4,10 @@ r"""The reference experiment's table: one row per pretraining recipe, over its s
         [--output_file=runs/lcqmc_experiment/table.md]
 
 Reads what scripts/lcqmc_experiment.sh leaves in RUNS_DIR:
-  RECIPE/pretrain/eval_results.txt    pretraining eval (MLM, SOP, SBO)
+  RECIPE/pretrain/eval_results.txt    pretraining eval (MLM, SOP, SBO, ELECTRA's RTD)
+  RECIPE/pretrain/bert_config.json, experiment_settings.txt, RECIPE/data/*.meta.json
+                                      the pretraining compute: steps x batch x the
+                                      family's FLOPs per example (pretrain.models.flops)
   RECIPE/compare/results.json         finetune.compare of random init (its first run)
                                       against the pretrained model (its second run)
 Accuracies are compare's mean ± sample standard deviation over the seeds; the
@@ -20,6 +23,7 @@ from common import cli_options
 from common.cli_options import UserError, option, required
 from common.file_utils import write_text_atomically
 from finetune import comparison_report
+from pretrain.models import registry
 from pretrain.training import learning_check
 
 RECIPE_ORDER = ("roberta", "albert", "span", "macbert", "electra")
@@ -78,8 +82,37 @@ def collect_rows(runs_dir):
         row = read_comparison(os.path.join(runs_dir, recipe, COMPARISON), recipe)
         row["pretraining"] = learning_check.read_eval_results(
             os.path.join(runs_dir, recipe, "pretrain", "eval_results.txt"))
+        row["pretraining_flops"] = pretraining_flops(os.path.join(runs_dir, recipe),
+                                                     row["pretraining"])
         rows.append(row)
     return rows
+
+
+def _settings(path):
+    """KEY=VALUE lines of lcqmc_experiment.sh's experiment_settings.txt."""
+    with open(path, encoding="utf-8") as f:
+        return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+
+def pretraining_flops(recipe_dir, pretraining_eval):
+    """Training FLOPs of a row's pretraining (matmuls, forward + backward): evaluated
+    steps x batch x the family's count per example at the data's sequence length and
+    predictions, with the heads its eval shows; None when a file is missing."""
+    try:
+        config = registry.read_config(os.path.join(recipe_dir, "pretrain", "bert_config.json"))
+        batch = int(_settings(os.path.join(recipe_dir, "pretrain",
+                                           "experiment_settings.txt"))["PRETRAIN_BATCH_SIZE"])
+        sidecars = sorted(glob.glob(os.path.join(recipe_dir, "data", "*.meta.json")))
+        with open(sidecars[0], encoding="utf-8") as f:
+            data = json.load(f)
+        steps = int(pretraining_eval["global_step"])
+    except (OSError, KeyError, IndexError, ValueError, UserError):
+        return None
+    per_example = registry.family_of(config).training_flops_per_example(
+        config, data["max_seq_length"], data["max_predictions_per_seq"],
+        sentence_head="next_sentence_accuracy" in pretraining_eval,
+        span_boundary="span_boundary_loss" in pretraining_eval)
+    return steps * batch * per_example
 
 
 def _mean_sd(summary):
@@ -126,8 +159,8 @@ def markdown_table(rows):
     """The Markdown table, one line per row."""
     lines = [f"| recipe | model | pretraining eval | random init dev / test acc. "
              f"| pretrained dev / test acc. | Δ test acc. [{_confidence(rows)} CI] | verdict "
-             "| seeds |",
-             "|---|---|---|---|---|---:|---|---|"]
+             "| seeds | pretraining TFLOP |",
+             "|---|---|---|---|---|---:|---|---|---:|"]
     for row in rows:
         evals = ", ".join(f"{name} {fmt.format(row['pretraining'][key])}"
                           for key, name, fmt in PRETRAIN_METRICS
@@ -138,8 +171,12 @@ def markdown_table(rows):
             f"| {RECIPE_LABELS.get(row['recipe'], row['recipe'])} | {row['model']} "
             f"| {evals or MISSING} | {_accuracies(row['random_init'])} "
             f"| {_accuracies(row['pretrained'])} | {_delta(row)} | {_verdict(row)} "
-            f"| {', '.join(map(str, row['seeds']))} |")
+            f"| {', '.join(map(str, row['seeds']))} | {_tflop(row.get('pretraining_flops'))} |")
     return "\n".join(lines)
+
+
+def _tflop(flops):
+    return MISSING if flops is None else f"{flops / 1e12:.0f}"
 
 
 def footnote(rows):
@@ -155,7 +192,10 @@ def footnote(rows):
             f"accuracy, pretrained minus random init, in points, from finetune.compare; CI: "
             f"{method} Verdict (finetune.compare): better / worse when the whole interval "
             "lies above / below 0, else no evidence. collapsed: a seed whose fine-tuning "
-            "collapsed (e.g. to predicting one class); a Δ involving it is not a result.")
+            "collapsed (e.g. to predicting one class); a Δ involving it is not a result. "
+            "TFLOP: the pretraining's matmul FLOPs, forward and backward (steps × batch × "
+            "the model family's count per example, pretrain.models.flops): the rows share "
+            "steps and batch, not compute.")
 
 
 def render(rows):

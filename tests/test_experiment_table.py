@@ -9,6 +9,8 @@ import pytest
 
 from cli_testutil import tool_env
 from finetune import comparison_report, experiment_table, statistics
+from pretrain.models import flops
+from pretrain.models.config import BertConfig
 
 BERT = "bert L4 H256 V21128"
 N = 40  # test examples
@@ -59,6 +61,21 @@ RANDOM_INIT = [(0.50, 20), (0.52, 22), (0.54, 24)]   # dev 52 ± 2, test 55 ± 5
 PRETRAINED = [(0.70, 32), (0.75, 34), (0.80, 36)]    # dev 75 ± 5, test 85 ± 5
 
 
+ROBERTA_CONFIG = dict(model_type="bert", vocab_size=21128, hidden_size=256, num_hidden_layers=4,
+                      num_attention_heads=4, intermediate_size=1024)
+
+
+def _pretraining_files(recipe_dir):
+    """What lcqmc_experiment.sh leaves beside eval_results.txt: the config, the settings
+    and a data sidecar (sequence 64, 10 predictions)."""
+    (recipe_dir / "pretrain" / "bert_config.json").write_text(json.dumps(ROBERTA_CONFIG))
+    (recipe_dir / "pretrain" / "experiment_settings.txt").write_text(
+        "PRETRAIN_STEPS=500\nPRETRAIN_BATCH_SIZE=64\n")
+    (recipe_dir / "data").mkdir()
+    (recipe_dir / "data" / "lcqmc-00000-of-00001.meta.json").write_text(
+        json.dumps({"max_seq_length": 64, "max_predictions_per_seq": 10}))
+
+
 @pytest.fixture
 def runs_dir(tmp_path):
     saved = {
@@ -76,6 +93,7 @@ def runs_dir(tmp_path):
     (tmp_path / "roberta" / "pretrain" / "eval_results.txt").write_text(
         "global_step = 500\nmasked_lm_accuracy = 0.25\nmasked_lm_loss = 4.5\n"
         "masked_lm_unigram_accuracy = 0.05\n")
+    _pretraining_files(tmp_path / "roberta")
     (tmp_path / "albert" / "pretrain").mkdir()  # on its unigram plateau
     (tmp_path / "albert" / "pretrain" / "eval_results.txt").write_text(
         "masked_lm_accuracy = 0.05\nmasked_lm_loss = 6.0\nmasked_lm_unigram_accuracy = 0.049\n"
@@ -105,6 +123,12 @@ def test_rows_come_from_each_recipes_comparison_in_recipe_order(runs_dir):
     assert roberta["pretraining"] == {"global_step": 500, "masked_lm_accuracy": 0.25,
                                       "masked_lm_loss": 4.5, "masked_lm_unigram_accuracy": 0.05}
     assert rows[3]["pretraining"] == {}
+    # 500 evaluated steps x 64 x the count per example; rows without the files: None.
+    per_example = flops.masked_lm_training_flops(BertConfig(**ROBERTA_CONFIG), 64, 10)
+    assert roberta["pretraining_flops"] == 500 * 64 * per_example
+    # About 6 x 3.15M encoder weights x 64 tokens, plus attention and the MLM head.
+    assert 1.5e9 < per_example < 1.7e9
+    assert [row["pretraining_flops"] for row in rows[1:]] == [None, None, None]
 
 
 def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
@@ -112,31 +136,32 @@ def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
     header, rule, roberta, albert, span, custom = experiment_table.markdown_table(
         experiment_table.collect_rows(str(folder))).splitlines()
     assert header == ("| recipe | model | pretraining eval | random init dev / test acc. "
-                      "| pretrained dev / test acc. | Δ test acc. [95% CI] | verdict | seeds |")
-    assert rule == "|---|---|---|---|---|---:|---|---|"
+                      "| pretrained dev / test acc. | Δ test acc. [95% CI] | verdict | seeds "
+                      "| pretraining TFLOP |")
+    assert rule == "|---|---|---|---|---|---:|---|---|---:|"
     accuracy, delta = _delta(saved["roberta"])
     assert delta.startswith("+30.00 [+") and 0 < accuracy["low"] < 0.3 < accuracy["high"]
     assert roberta == (f"| RoBERTa: whole-word masking | {BERT} | MLM loss 4.50, MLM acc 25.0%, unigram 5.0% "
                        f"| 52.00 ± 2.00 / 55.00 ± 5.00 | 75.00 ± 5.00 / 85.00 ± 5.00 "
-                       f"| {delta} | better | 1, 2, 3 |")
+                       f"| {delta} | better | 1, 2, 3 | 51 |")
     # The same predictions from both starts: Δ 0 with an interval [0, 0], no evidence; its
     # pretraining never left the plateau, and the cell says so.
     assert albert == ("| ALBERT: SOP + n-gram masking | albert L4 H256 V21128 | MLM loss 6.00, "
                       "MLM acc 5.0%, unigram 4.9% (not learned: MLM on its unigram plateau) "
                       "| 52.00 ± 2.00 / 55.00 ± 5.00 | 52.00 ± 2.00 / 55.00 ± 5.00 "
-                      "| +0.00 [+0.00, +0.00] | no evidence | 1, 2, 3 |")
+                      "| +0.00 [+0.00, +0.00] | no evidence | 1, 2, 3 | — |")
     assert saved["span"]["rows"][1]["collapsed_seeds"] == [2]
     assert span == (f"| SpanBERT: spans + SBO | {BERT} | MLM loss 5.25, SBO loss 6.12 "
                     "| 52.00 ± 2.00 / 55.00 ± 5.00 "
                     "| 75.00 ± 5.00 / 85.00 ± 5.00 collapsed (seed 2) "
                     f"| {_delta(saved['span'])[1]} | collapsed run: Δ is not a result "
-                    "| 1, 2, 3 |")
+                    "| 1, 2, 3 | — |")
     # One seed: means alone, no ±; 26 vs 25 correct of 40 is +2.50 points.
     _, custom_delta = _delta(saved["custom"])
     assert custom_delta.startswith("+2.50 [")
     assert custom == (f"| custom | {BERT} | — | 60.00 / 62.50 | 62.50 / 65.00 "
                       f"| {custom_delta} | {saved['custom']['differences'][0]['verdict']} "
-                      "| 7 |")
+                      "| 7 | — |")
 
 
 def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
@@ -153,7 +178,9 @@ def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
                 f"finetune.compare; CI: {three_seeds} Verdict (finetune.compare): better / "
                 "worse when the whole interval lies above / below 0, else no evidence. "
                 "collapsed: a seed whose fine-tuning collapsed (e.g. to predicting one class); "
-                "a Δ involving it is not a result.")
+                "a Δ involving it is not a result. TFLOP: the pretraining's matmul FLOPs, "
+                "forward and backward (steps × batch × the model family's count per example, "
+                "pretrain.models.flops): the rows share steps and batch, not compute.")
     assert experiment_table.footnote(rows[:3]) == expected
     # Rows with another number of seeds have another method: each is named by its recipe.
     one_seed = saved["custom"]["differences"][0]["method"]

@@ -37,6 +37,8 @@ class ModelFamily:
       when the family has no transformers export yet.
     description: one line for --help and error messages.
     sentence_and_span_heads: whether the objective trains the SOP/NSP and SBO heads.
+    training_flops: "module:attribute" of its compute per example (pretrain.models.flops):
+      (config, seq_length, max_predictions, sentence_head=, span_boundary=) -> FLOPs.
 
     The graph-building code is named, not imported, so reading a config (compare, the
     exporters' checks) does not load TensorFlow.
@@ -49,6 +51,7 @@ class ModelFamily:
     hf_model_type: Callable
     description: str
     sentence_and_span_heads: bool = True
+    training_flops: str = "pretrain.models.flops:masked_lm_training_flops"
 
     @property
     def encoder_class(self):
@@ -57,6 +60,13 @@ class ModelFamily:
     @property
     def pretraining_losses(self):
         return _resolve(self.objective)
+
+    def training_flops_per_example(self, config, seq_length, max_predictions,
+                                   sentence_head=False, span_boundary=False):
+        """Forward + backward matmul FLOPs of one pretraining example (pretrain.models.flops)."""
+        return _resolve(self.training_flops)(config, seq_length, max_predictions,
+                                             sentence_head=sentence_head,
+                                             span_boundary=span_boundary)
 
 
 def _resolve(path):
@@ -84,7 +94,8 @@ _FAMILIES = {family.model_type: family for family in (
                 "pretrain.models.electra.pretraining:electra_pretraining_losses",
                 lambda config: "electra",
                 "ELECTRA: generator MLM + replaced-token detection by the discriminator",
-                sentence_and_span_heads=False),
+                sentence_and_span_heads=False,
+                training_flops="pretrain.models.flops:electra_training_flops"),
 )}
 _BY_NAME = {name: family for family in _FAMILIES.values()
             for name in (family.model_type,) + family.aliases}
