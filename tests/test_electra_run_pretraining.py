@@ -54,6 +54,11 @@ def test_trains_and_reports_upstreams_metrics_under_upstreams_names(data, tmp_pa
     # and the discriminator tells replaced from original tokens (AUC 0.5 is chance).
     assert float(written["masked_lm_accuracy"]) > float(written["masked_lm_unigram_accuracy"]) + 0.1
     assert float(written["disc_auc"]) > 0.75
+    # The discriminator's baseline: the original tokens' share of the real tokens, at
+    # least 1 - (replaced <= masked positions) / real tokens.
+    tokens = float(written["disc_num_tokens"])
+    assert 0 < tokens <= BATCH * SEQ
+    assert 1.0 - BATCH * PREDS / tokens <= float(written["disc_majority_accuracy"]) < 1.0
     names = tf.train.load_checkpoint(str(out)).get_variable_to_shape_map()
     for name in ("electra/embeddings/word_embeddings", "electra/embeddings_project/kernel",
                  "generator/encoder/layer_0/attention/self/query/kernel",

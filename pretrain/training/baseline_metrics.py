@@ -51,3 +51,12 @@ def sentence_baseline_metrics(sentence_labels):
     """The sentence labels' chance level: sentence_chance_{accuracy,loss}, _num_examples."""
     return label_distribution_metrics(sentence_labels, None, 2, "sentence_chance_accuracy",
                                       "sentence_chance_loss", "sentence_num_examples")
+
+
+def replaced_token_baseline_metrics(disc_labels, input_mask):
+    """ELECTRA's discriminator against always answering "original" on the real tokens:
+    disc_majority_accuracy (the original tokens' share), disc_label_entropy,
+    disc_num_tokens. disc_labels, input_mask: [B, S]."""
+    return label_distribution_metrics(disc_labels, input_mask, 2, "disc_majority_accuracy",
+                                      "disc_label_entropy", "disc_num_tokens")
+

@@ -15,7 +15,8 @@ pretrain.training.pretraining_model_fn.metric_fn):
                              cross-entropy of predicting that distribution
   <prefix>_num_targets       weighted number of labels scored
 
-(prefix `masked_lm`; for the sentence head the names are `sentence_chance_*`),
+(prefix `masked_lm`; for the sentence head the names are `sentence_chance_*`, for
+ELECTRA's discriminator `disc_majority_accuracy`, `disc_label_entropy`, `disc_num_tokens`),
 and `not_learned_warnings` turns an eval result into one warning line per head
 whose accuracy is not clearly above its baseline.
 
@@ -56,6 +57,11 @@ HEADS = (
     ("sentence_accuracy", "sentence_loss", "sentence_chance_accuracy", "sentence_chance_loss",
      "sentence_num_examples", "chance (the majority share of its eval labels)",
      "the sentence task usually follows the masked LM off its plateau; train longer"),
+    ("disc_accuracy", "disc_loss", "disc_majority_accuracy", "disc_label_entropy",
+     "disc_num_tokens", "always answering 'original' (the original tokens' share)",
+     "ELECTRA's discriminator learns once its generator's replacements are plausible; "
+     "train longer (disc_auc above 0.5 shows it ranks replaced tokens higher before its "
+     "answers change)"),
 )
 
 

@@ -81,7 +81,8 @@ def _replaced_token_metrics(masked_lm_ids, masked_lm_weights, sampled_ids, disc_
     real = tf.reshape(tf.cast(input_mask, tf.float32), [-1])
     labels = tf.reshape(disc_labels, [-1])
     preds = tf.reshape(disc_preds, [-1])
-    return {
+    metrics = baseline_metrics.replaced_token_baseline_metrics(disc_labels, input_mask)
+    return dict(metrics, **{
         "sampled_masked_lm_accuracy": tf.metrics.accuracy(
             labels=tf.reshape(masked_lm_ids, [-1]), predictions=tf.reshape(sampled_ids, [-1]),
             weights=tf.reshape(masked_lm_weights, [-1])),
@@ -92,7 +93,7 @@ def _replaced_token_metrics(masked_lm_ids, masked_lm_weights, sampled_ids, disc_
             labels=labels, predictions=preds, weights=tf.cast(preds, tf.float32) * real),
         "disc_recall": tf.metrics.accuracy(
             labels=labels, predictions=preds, weights=tf.cast(labels, tf.float32) * real),
-    }
+    })
 
 
 def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
@@ -111,7 +112,8 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
     masked_lm_unigram_accuracy / _loss / masked_lm_num_targets, and
     sentence_chance_accuracy / _loss / sentence_num_examples. With ELECTRA's tensors
     (ELECTRA_METRIC_INPUTS as keywords): upstream's sampled_masked_lm_accuracy, disc_loss,
-    disc_auc, disc_accuracy, disc_precision and disc_recall.
+    disc_auc, disc_accuracy, disc_precision and disc_recall, and the discriminator's
+    baseline: disc_majority_accuracy / disc_label_entropy / disc_num_tokens.
     """
     metrics = _prediction_metrics("masked_lm", masked_lm_example_loss, masked_lm_log_probs,
                                   masked_lm_ids, masked_lm_weights)
