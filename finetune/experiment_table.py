@@ -176,7 +176,7 @@ def markdown_table(rows):
 
 
 def _tflop(flops):
-    return MISSING if flops is None else f"{flops / 1e12:.0f}"
+    return MISSING if flops is None else f"{flops / 1e12:.3g}"
 
 
 def footnote(rows):

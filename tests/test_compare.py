@@ -153,7 +153,7 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
                          f"[{100 * differences['accuracy']['low']:+.2f}, "
                          f"{100 * differences['accuracy']['high']:+.2f}] | "
                          + ("collapsed run: Δ is not a result" if collapsed else "better")
-                         + " | 3 |")
+                         + " | 3 | — |")  # no pretraining run: no compute
 
     # Same settings again: every run is collected, not retrained; same table.
     printed.clear()

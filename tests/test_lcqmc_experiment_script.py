@@ -11,6 +11,7 @@ import pytest
 import datagen_testutil as util
 from cli_testutil import tool_env
 from conftest import REPO_ROOT
+from pretrain.models import flops, registry
 
 SCRIPT = str(REPO_ROOT / "scripts" / "lcqmc_experiment.sh")
 PAIRS = REPO_ROOT / "data" / "sample" / "pairs"
@@ -65,12 +66,16 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     # to one class; then the verdict says so); compare's two tables were shown.
     collapsed = any(row["collapsed_seeds"] for row in comparison["rows"])
     verdict = "collapsed run: Δ is not a result" if collapsed else accuracy["verdict"]
+    # Its compute: 2 steps of 8 sequences of 32 tokens, 5 predictions, with the SBO head.
+    config = registry.read_config(str(runs / "span" / "pretrain" / "bert_config.json"))
+    tflop = "%.3g" % (2 * 8 * flops.masked_lm_training_flops(config, 32, 5, span_boundary=True)
+                      / 1e12)
     table = (runs / "table.md").read_text().splitlines()
     assert len(table) == 5 and table[2].startswith("| SpanBERT: spans + SBO | bert L4 H256")
     assert "SBO loss" in table[2] and "(not learned: MLM on its unigram plateau)" in table[2]
     assert table[2].endswith(
         f"| {100 * accuracy['difference']:+.2f} [{100 * accuracy['low']:+.2f}, "
-        f"{100 * accuracy['high']:+.2f}] | {verdict} | 3 |")
+        f"{100 * accuracy['high']:+.2f}] | {verdict} | 3 | {tflop} |")
     for cell, row in zip(table[2].split(" | ")[3:5], comparison["rows"]):
         dev, test = (row[split]["accuracy"] for split in ("dev", "test"))
         # One seed: the mean alone, no ± (compare's multi-seed cells: tests/test_compare.py).
