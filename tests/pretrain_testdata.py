@@ -166,3 +166,16 @@ def rename_slots_to_legacy(output_dir, legacy="AdamWeightDecay"):
                                            write_state=False)
     return sorted(renamed)
 
+
+
+def run_options(seq, preds, batch, **options):
+    """run_pretraining.run options of a tiny deterministic test run: train in input order
+    (no shuffle buffer, seed 1), checkpoints only at the end, one eval batch; `options`
+    give bert_config_file, input_file, output_dir and override the rest."""
+    defaults = dict(do_train=True, max_seq_length=seq, max_predictions_per_seq=preds,
+                    train_batch_size=batch, eval_batch_size=batch, num_warmup_steps=0,
+                    save_checkpoints_steps=1000, random_seed=1, shuffle_buffer=0,
+                    max_eval_steps=1)
+    defaults.update(options)
+    defaults["output_dir"] = str(defaults["output_dir"])
+    return defaults

@@ -13,7 +13,8 @@ from common.cli_options import UserError
 from pretrain import run_pretraining
 from modeling_helpers import (random_tensors, upstream_electra_case,
                               with_upstream_optimizer_state, write_checkpoint)
-from pretrain_testdata import ARGMAX_ELECTRA, make_examples, tiny_config, write_records
+from pretrain_testdata import (ARGMAX_ELECTRA, make_examples, run_options, tiny_config,
+                              write_records)
 
 SEQ, PREDS, BATCH = 16, 4, 8
 UPSTREAM_METRICS = ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
@@ -32,13 +33,10 @@ def data(tmp_path_factory):
 
 
 def _opts(data, out, **kw):
-    opts = dict(bert_config_file=data["cfg"], input_file=data["roberta"], output_dir=str(out),
-                do_train=True, do_eval=True, max_seq_length=SEQ, max_predictions_per_seq=PREDS,
-                train_batch_size=BATCH, eval_batch_size=BATCH, learning_rate=2e-3,
-                num_train_steps=40, num_warmup_steps=0, save_checkpoints_steps=1000,
-                log_every_n_steps=10, random_seed=1, shuffle_buffer=0, max_eval_steps=1)
-    opts.update(kw)
-    return opts
+    return run_options(SEQ, PREDS, BATCH, **{
+        "bert_config_file": data["cfg"], "input_file": data["roberta"], "output_dir": out,
+        "do_eval": True, "learning_rate": 2e-3, "num_train_steps": 40, "log_every_n_steps": 10,
+        **kw})
 
 
 def test_trains_and_reports_upstreams_metrics_under_upstreams_names(data, tmp_path):

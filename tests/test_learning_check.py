@@ -9,7 +9,7 @@ import tensorflow.compat.v1 as tf
 
 from pretrain import run_pretraining
 from pretrain.training import baseline_metrics, learning_check
-from pretrain_testdata import make_examples, tiny_config, write_records
+from pretrain_testdata import make_examples, run_options, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
 
@@ -132,13 +132,9 @@ def data(tmp_path_factory):
 
 
 def _run(data, out, **kw):
-    opts = dict(bert_config_file=data["cfg"], input_file=data["records"], output_dir=str(out),
-                do_train=True, do_eval=True, max_seq_length=SEQ, max_predictions_per_seq=PREDS,
-                train_batch_size=BATCH, eval_batch_size=BATCH, num_warmup_steps=0,
-                poly_power=0.0, save_checkpoints_steps=1000, log_every_n_steps=50,
-                random_seed=1, shuffle_buffer=0, max_eval_steps=1)
-    opts.update(kw)
-    return run_pretraining.run(opts)
+    return run_pretraining.run(run_options(SEQ, PREDS, BATCH, **{
+        "bert_config_file": data["cfg"], "input_file": data["records"], "output_dir": out,
+        "do_eval": True, "poly_power": 0.0, "log_every_n_steps": 50, **kw}))
 
 
 def test_pretraining_eval_reports_the_baseline_and_warns_only_before_learning(data, tmp_path,

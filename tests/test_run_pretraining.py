@@ -13,7 +13,8 @@ from hf_testutil import write_tiny_vocab
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io
 from pretrain.training import data_checks
-from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
+from pretrain_testdata import (make_examples, rename_slots_to_legacy, run_options, tiny_config,
+                              write_records)
 
 SEQ, PREDS, BATCH = 16, 4, 8
 
@@ -27,13 +28,10 @@ def data(tmp_path_factory):
 
 
 def _opts(data, out, **kw):
-    opts = dict(bert_config_file=data["cfg"], input_file=data["fixed"], output_dir=str(out),
-                do_train=True, max_seq_length=SEQ, max_predictions_per_seq=PREDS,
-                train_batch_size=BATCH, eval_batch_size=BATCH, learning_rate=3e-3,
-                num_train_steps=30, num_warmup_steps=2, save_checkpoints_steps=1000,
-                log_every_n_steps=5, random_seed=1, shuffle_buffer=0, max_eval_steps=1)
-    opts.update(kw)
-    return opts
+    return run_options(SEQ, PREDS, BATCH, **{
+        "bert_config_file": data["cfg"], "input_file": data["fixed"], "output_dir": out,
+        "learning_rate": 3e-3, "num_train_steps": 30, "num_warmup_steps": 2,
+        "log_every_n_steps": 5, **kw})
 
 
 def _summary_values(output_dir, tag):
