@@ -45,6 +45,8 @@ FINETUNE_LEARNING_RATE="${FINETUNE_LEARNING_RATE:-1e-4}"
 FINETUNE_EVAL_EVERY="${FINETUNE_EVAL_EVERY:-250}"
 # MacBERT: a similar-words file, else one built from word vectors (word2vec text format).
 SIMILAR_WORDS="${SIMILAR_WORDS:-}"
+# Another model config than the recipe's (e.g. a smaller model for a quick try); empty: the recipe's.
+MODEL_CONFIG="${MODEL_CONFIG:-}"
 VECTORS="${VECTORS:-}"
 DRY_RUN="${DRY_RUN:-0}"
 FINETUNE_NOT_LEARNED="${FINETUNE_NOT_LEARNED:-0}"
@@ -131,6 +133,8 @@ Settings (environment variables) [defaults]:
   FINETUNE_EPOCHS    fine-tuning epochs                  [${FINETUNE_EPOCHS}]
   FINETUNE_LEARNING_RATE  fine-tuning peak learning rate [${FINETUNE_LEARNING_RATE}]
   FINETUNE_EVAL_EVERY     dev evaluation interval (steps) [${FINETUNE_EVAL_EVERY}]
+  MODEL_CONFIG       model config JSON instead of the recipe's (the table's model
+                     column names what was trained) [${MODEL_CONFIG:-per recipe, configs/lcqmc_small_*.json}]
   SIMILAR_WORDS      macbert: similar-words TSV          [${SIMILAR_WORDS:-RUNS/similar_words.tsv}]
   VECTORS            macbert: word vectors to build it from (word2vec text format;
                      scripts/train_word_vectors.sh makes them from RUNS/docs.txt)
@@ -190,6 +194,8 @@ for split in train dev test; do
   [[ -f "${LCQMC_DIR}/${split}.txt" ]] || die "no ${split}.txt in LCQMC_DIR=${LCQMC_DIR} (see bash scripts/lcqmc_finetune.sh --help for the format)"
 done
 [[ -f "${VOCAB}" ]] || die "VOCAB=${VOCAB} not found"
+[[ -z "${MODEL_CONFIG}" || -f "${MODEL_CONFIG}" ]] || die "MODEL_CONFIG=${MODEL_CONFIG} not found"
+[[ -z "${MODEL_CONFIG}" || "${MODEL_CONFIG}" = /* ]] || MODEL_CONFIG="${PWD}/${MODEL_CONFIG}"
 # Absolute paths (relative ones are taken from the caller's directory).
 [[ "${LCQMC_DIR}" = /* ]] || LCQMC_DIR="${PWD}/${LCQMC_DIR}"
 [[ "${VOCAB}" = /* ]] || VOCAB="${PWD}/${VOCAB}"
@@ -228,6 +234,7 @@ case "${RECIPE}" in
   electra)  # the generator's MLM positions are the roberta row's whole-word masking
     CONFIG="${REPO_ROOT}/configs/lcqmc_small_electra.json" ;;
 esac
+[[ -z "${MODEL_CONFIG}" ]] || CONFIG="${MODEL_CONFIG}"
 ROW="${RUNS}/${RECIPE}"
 [[ "${DRY_RUN}" == "1" ]] || mkdir -p "${ROW}/data"
 

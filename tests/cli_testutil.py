@@ -1,6 +1,9 @@
 """Running the tools as a user does: console-script entries and subprocesses in parallel."""
 import concurrent.futures
 import configparser
+import contextlib
+import importlib
+import io
 import os
 import pathlib
 import re
@@ -82,3 +85,25 @@ def clean_env(**settings):
     env["PYTHON"] = sys.executable
     env.update(settings)
     return env
+
+
+def run_main_in_process(module, args, cwd):
+    """(exit code, stdout, stderr, seconds) of `module`.main([module, *args]) run in `cwd`, as
+    its console script calls it, for refusals that come before any model is built (no
+    TensorFlow start-up per case); absl's flags are reset afterwards. An uncaught exception
+    fails the calling test here."""
+    from absl import flags  # pylint: disable=import-outside-toplevel
+    tool = importlib.import_module(module)
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                tool.main([module, *args])
+            except SystemExit as stop:
+                code = stop.code or 0
+    finally:
+        os.chdir(previous)
+        flags.FLAGS.unparse_flags()
+    return code, out.getvalue(), err.getvalue(), 0.0

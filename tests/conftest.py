@@ -3,6 +3,9 @@ import os
 import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Tiny models: TensorFlow's graph optimizer would take longer than their few steps, in this
+# process and in the tools the tests start (pretrain.training.strategy).
+os.environ.setdefault("ZH_PRETRAIN_GRAPH_OPTIMIZER", "off")
 
 # Before any test module loads TensorFlow, so that the tests run the CPU kernels
 # the toolkit's entry points run (oneDNN unless TF_ENABLE_ONEDNN_OPTS=0).

@@ -6,9 +6,6 @@ disk (a real `ulimit -f` in the kernel, and ENOSPC injected into the writer), a 
 input record (named, with a flag to skip and count), a non-finite loss. The tools run as
 users run them, as subprocesses, several at a time.
 """
-import contextlib
-import importlib
-import io
 import os
 import resource
 import signal
@@ -17,7 +14,7 @@ import textwrap
 
 import pytest
 
-from cli_testutil import module_command, run_parallel
+from cli_testutil import module_command, run_main_in_process, run_parallel
 from pretrain_testdata import make_examples, tiny_config, write_records
 
 VOCAB = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n" + "".join(f"{c}\n" for c in "我们今天去公园散步天气很好")
@@ -161,7 +158,7 @@ GENERATE = ["--input_file=corpus.txt", "--vocab_file=vocab.txt", "--num_workers=
 # build a model and read records (and those under `ulimit -f`) are real subprocesses.
 IN_PROCESS = ("pretrain: unknown optimizer", "pretrain: stray argument", "pretrain: batch 0",
               "pretrain: missing config", "pretrain: missing data",
-              "pretrain: output under a file")
+              "pretrain: output under a file", "run_lcqmc: missing data")
 SLOW_FIRST = ("pretrain: nan loss", "pretrain: truncated record", "pretrain: skip corrupt records",
               "pretrain: file size limit")
 
@@ -169,26 +166,6 @@ SLOW_FIRST = ("pretrain: nan loss", "pretrain: truncated record", "pretrain: ski
 def _file_size_limit():  # `ulimit -f`: the kernel refuses writes past 64 KiB (EFBIG)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
-
-
-def _in_process(module, args, cwd):
-    """(exit code, stdout, stderr, seconds) of `module`.main([module, *args]) run in `cwd`;
-    absl's flags are reset afterwards. An uncaught exception fails the test here."""
-    from absl import flags  # pylint: disable=import-outside-toplevel
-    tool = importlib.import_module(module)
-    out, err, code = io.StringIO(), io.StringIO(), 0
-    previous = os.getcwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                tool.main([module, *args])
-            except SystemExit as stop:
-                code = stop.code or 0
-    finally:
-        os.chdir(previous)
-        flags.FLAGS.unparse_flags()
-    return code, out.getvalue(), err.getvalue(), 0.0
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +193,7 @@ def results(work):
     ]
     commands.sort(key=lambda command: command[0] not in SLOW_FIRST)  # stable otherwise
     found = run_parallel(commands, work)
-    found.update({key: _in_process(module, args, work)
+    found.update({key: run_main_in_process(module, args, work)
                   for key, module, args, _ in CASES if key in IN_PROCESS})
     assert len(found) == len(CASES) + 5
     return found

@@ -23,6 +23,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 from safetensors import safe_open
 
+from cli_testutil import run_main_in_process
 from data_gen.tokenization import FullTokenizer
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop.export_hf import export_model
@@ -241,11 +242,14 @@ def _cli(module, *flags):
                           capture_output=True, text=True, timeout=600)
 
 
-def _error_line(result):
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, result.stderr
+def _error_line(module, *flags):
+    """The one `error:` line of `module`'s refusal, its main() run in this process (the tools
+    as subprocesses: test_cli_exports_with_only_init_checkpoint, tests/test_cli_failures.py)."""
+    code, _, stderr, _ = run_main_in_process(module, list(flags), REPO)
+    assert code == 2, stderr
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, stderr
     return errors[0]
 
 
@@ -270,11 +274,11 @@ def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
     no_config = "error: no model config: --init_checkpoint=%s has no bert_config.json beside " \
                 "it (looked in %s); pass --bert_config_file" % (bare, bare)
     for module in ("pretrain.export_hf", "pretrain.export_saved_model"):
-        assert _error_line(_cli(module, "--init_checkpoint=%s" % bare,
-                                "--output_dir=%s" % (tmp_path / "out"))) == no_config
+        assert _error_line(module, "--init_checkpoint=%s" % bare,
+                           "--output_dir=%s" % (tmp_path / "out")) == no_config
     shutil.copyfile(model.config_file, bare / "bert_config.json")
-    assert _error_line(_cli("pretrain.export_hf", "--init_checkpoint=%s" % bare,
-                            "--output_dir=%s" % (tmp_path / "out"))) == (
+    assert _error_line("pretrain.export_hf", "--init_checkpoint=%s" % bare,
+                       "--output_dir=%s" % (tmp_path / "out")) == (
         "error: no vocab: --init_checkpoint=%s has no vocab.txt beside it (looked in %s); "
         "pass --vocab_file" % (bare, bare))
 
@@ -282,8 +286,8 @@ def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
     other = tmp_path / "other.txt"
     other.write_text("\n".join(tokens[:7] + [tokens[8], tokens[7]] + tokens[9:]),
                      encoding="utf-8")
-    line = _error_line(_cli("pretrain.export_hf", "--init_checkpoint=%s" % model.dir,
-                            "--vocab_file=%s" % other, "--output_dir=%s" % (tmp_path / "out")))
+    line = _error_line("pretrain.export_hf", "--init_checkpoint=%s" % model.dir,
+                       "--vocab_file=%s" % other, "--output_dir=%s" % (tmp_path / "out"))
     assert line.startswith("error: --vocab_file=%s is not the vocab checkpoint %s was trained "
                            "with: it differs from %s at line 8 " % (
                                other, model.best, model.dir / "best" / "vocab.txt"))
@@ -293,8 +297,8 @@ def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
     wrong = tmp_path / "wrong"
     shutil.copytree(model.dir, wrong)
     (wrong / "best" / "task.json").write_text(json.dumps(dict(model.task, labels=["a", "b"])))
-    assert _error_line(_cli("pretrain.export_saved_model", "--init_checkpoint=%s" % wrong,
-                            "--output_dir=%s" % (tmp_path / "out"))) == (
+    assert _error_line("pretrain.export_saved_model", "--init_checkpoint=%s" % wrong,
+                       "--output_dir=%s" % (tmp_path / "out")) == (
         "error: %s lists 2 labels but the head classifier/output_weights of checkpoint %s has "
         "3 outputs; pass the checkpoint fine-tuning wrote beside this task.json"
         % (wrong / "best" / "task.json", wrong / "best" / "model.ckpt-10"))

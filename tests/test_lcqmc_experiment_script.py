@@ -11,6 +11,7 @@ import pytest
 import datagen_testutil as util
 from cli_testutil import tool_env
 from conftest import REPO_ROOT
+from pretrain_testdata import tiny_config
 from pretrain.models import flops, registry
 
 SCRIPT = str(REPO_ROOT / "scripts" / "lcqmc_experiment.sh")
@@ -30,8 +31,13 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
                     for char in (PAIRS / f"{split}.txt").read_text(encoding="utf-8")
                     if not char.isspace() and not char.isascii()})
     vocab = util.write_vocab(tmp_path, extra=chars)
+    # A model far smaller than the recipe's (MODEL_CONFIG), so that the row's stages take
+    # seconds; the recipes' own configs: tests/test_script_defaults.py (dry runs).
+    vocab_size = len(vocab.read_text(encoding="utf-8").splitlines())
+    model = tiny_config(tmp_path / "tiny_bert.json", vocab_size=vocab_size, hidden=32, layers=1)
     runs = tmp_path / "runs"
     budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(vocab), RUNS=str(runs), SEEDS="3",
+                  MODEL_CONFIG=model,
                   DUPE_FACTOR="1", MAX_SEQ_LENGTH="32", MAX_PREDICTIONS="5",
                   PRETRAIN_STEPS="2", PRETRAIN_WARMUP_STEPS="1", PRETRAIN_BATCH_SIZE="8",
                   PRETRAIN_SEED="5", FINETUNE_MAX_TRAIN_EXAMPLES="16", FINETUNE_EVAL_EVERY="2",
@@ -53,7 +59,7 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     # The random-init run trains the architecture beside the pretrained checkpoint.
     assert random_init["bert_config_file"] == pretrained["bert_config_file"] == str(
         runs / "span" / "pretrain" / "bert_config.json")
-    assert random_init["model"] == pretrained["model"] == "bert L4 H256 V21128"
+    assert random_init["model"] == pretrained["model"] == f"bert L1 H32 V{vocab_size}"
     # MAX_SEQ_LENGTH is the fine-tuning length too, for both starting points and seeds.
     for run in comparison["runs"]:
         assert [row["seed"] for row in run["per_seed"]] == [3]
@@ -71,7 +77,7 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     tflop = "%.3g" % (2 * 8 * flops.masked_lm_training_flops(config, 32, 5, span_boundary=True)
                       / 1e12)
     table = (runs / "table.md").read_text().splitlines()
-    assert len(table) == 5 and table[2].startswith("| SpanBERT: spans + SBO | bert L4 H256")
+    assert len(table) == 5 and table[2].startswith(f"| SpanBERT: spans + SBO | bert L1 H32 V{vocab_size}")
     assert "SBO loss" in table[2] and "(not learned: MLM on its unigram plateau)" in table[2]
     assert table[2].endswith(
         f"| {100 * accuracy['difference']:+.2f} [{100 * accuracy['low']:+.2f}, "

@@ -7,14 +7,12 @@ must be learnt.
 """
 import collections
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
 import tensorflow.compat.v1 as tf
 
+from cli_testutil import run_main_in_process
 from finetune import formats, metrics, run_finetune, tag_schemes
 from finetune_helpers import SPECIALS, TINY_CONFIG, read_eval_results, read_jsonl
 
@@ -400,15 +398,13 @@ def test_cli_failures_are_one_error_line_with_exit_code_2(model, sentiment, tmp_
                   f"{sentiment.dir / 'best'}/model.ckpt-{sentiment.results['best_step']} was "
                   f"trained with: it differs from {sentiment.dir / 'best' / 'vocab.txt'} at line"),
     }
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO_ROOT))
-    processes = {name: subprocess.Popen(
-        [sys.executable, "-m", "finetune.run_finetune", *flags,
-         f"--output_dir={tmp_path / name}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True) for name, (flags, _) in cases.items()}
-    for name, process in processes.items():
-        _, stderr = process.communicate(timeout=240)
-        assert process.returncode == 2 and "Traceback" not in stderr, (name, stderr)
+    # Refused before a model is built: main() in this process, as the console script calls it
+    # (the tools as subprocesses: tests/test_cli_failures.py, tests/test_cli_help.py).
+    for name, (flags, expected) in cases.items():
+        code, _, stderr, _ = run_main_in_process(
+            "finetune.run_finetune", [*flags, f"--output_dir={tmp_path / name}"], tmp_path)
+        assert code == 2 and "Traceback" not in stderr, (name, stderr)
         errors = [line for line in stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and stderr.strip().splitlines()[-1] == errors[0], (name, stderr)
-        assert cases[name][1] in errors[0], (name, errors[0])
+        assert expected in errors[0], (name, errors[0])
         assert not (tmp_path / name).exists(), name  # nothing written

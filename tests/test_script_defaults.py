@@ -194,6 +194,24 @@ def test_lcqmc_dry_run_forwards_its_presets_and_what_was_set(repo_root, tmp_path
     assert "--max_seq_length=77" in command and "--max_seq_length=64" not in command
 
 
+@pytest.mark.parametrize("recipe, config", [("roberta", "bert"), ("span", "bert"),
+                                            ("albert", "albert"), ("electra", "electra")])
+def test_lcqmc_experiment_trains_the_recipes_model_unless_model_config_is_set(
+        repo_root, tmp_path, recipe, config):
+    make_inputs(tmp_path)
+    command = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe, **_alias_env(tmp_path))
+    assert f"--bert_config_file={repo_root}/configs/lcqmc_small_{config}.json" in command
+    (tmp_path / "mine.json").write_text("{}", encoding="utf-8")
+    command = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe, MODEL_CONFIG="mine.json",
+                       **_alias_env(tmp_path))
+    assert f"--bert_config_file={tmp_path}/mine.json" in command
+    assert "lcqmc_small" not in command
+    missing = _run(repo_root, tmp_path, "lcqmc_experiment.sh", "--dry_run", recipe,
+                   MODEL_CONFIG="nope.json", **_alias_env(tmp_path))
+    assert missing.returncode == 2
+    assert missing.stderr == "lcqmc_experiment.sh: error: MODEL_CONFIG=nope.json not found\n"
+
+
 def test_the_makefile_repeats_no_script_setting(repo_root):
     makefile = (repo_root / "Makefile").read_text(encoding="utf-8")
     assigned = set(re.findall(r"^([A-Z_]+)\s*\??=", makefile, re.MULTILINE))

@@ -231,3 +231,15 @@ def test_multi_worker_two_local_processes(data, tmp_path):
     assert [r["strategy"] for r in results] == ["multi_worker", "multi_worker"]
     assert [r["global_step"] for r in results] == [3, 3]
     assert tf.train.latest_checkpoint(str(tmp_path / "mw")).endswith("model.ckpt-3")
+
+
+def test_graph_optimizer_switch_reaches_the_session_config(tmp_path, monkeypatch):
+    """ZH_PRETRAIN_GRAPH_OPTIMIZER=off (the suite's setting) turns grappler off; unset, the
+    sessions keep TensorFlow's default optimizer."""
+    for value, off in (("off", True), ("OFF ", True), ("", False), ("on", False)):
+        monkeypatch.setenv(strategy_lib.GRAPH_OPTIMIZER_VARIABLE, value)
+        config = strategy_lib.make_run_config("cpu", str(tmp_path)).session_config
+        assert config.graph_options.rewrite_options.disable_meta_optimizer is off, value
+    monkeypatch.delenv(strategy_lib.GRAPH_OPTIMIZER_VARIABLE)
+    config = strategy_lib.make_run_config("cpu", str(tmp_path)).session_config
+    assert not config.graph_options.rewrite_options.disable_meta_optimizer

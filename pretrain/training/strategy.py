@@ -23,6 +23,11 @@ Strategies:
                 google-research/bert's spelling of `--strategy=tpu`.
 
 Model functions receive `params["strategy"]` and `params["num_replicas"]`.
+
+`ZH_PRETRAIN_GRAPH_OPTIMIZER=off` in the environment turns TensorFlow's graph
+optimizer (grappler) off in the sessions made here. It spends seconds on every
+new session whatever the model's size, and pays back only over many steps of a
+real model: the test suite sets it for its tiny ones; training should not.
 """
 import json
 import os
@@ -34,6 +39,7 @@ from common.cli_options import UserError
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 # Where TPUClusterResolver looks for a TPU when it is given no name (GKE's first).
+GRAPH_OPTIMIZER_VARIABLE = "ZH_PRETRAIN_GRAPH_OPTIMIZER"
 TPU_NAME_ENVIRONMENT = ("KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_NAME")
 TPU_NAME_HELP = ("--tpu_name=local on a TPU VM; for a TPU Node its name (with --tpu_zone/"
                  "--gcp_project when not this VM's) or its grpc://IP:8470 address; or set "
@@ -176,6 +182,8 @@ def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep
         if use_xla:
             session_config.graph_options.optimizer_options.global_jit_level = (
                 tf.OptimizerOptions.ON_1)
+        if os.environ.get(GRAPH_OPTIMIZER_VARIABLE, "").strip().lower() == "off":
+            session_config.graph_options.rewrite_options.disable_meta_optimizer = True
     common = dict(model_dir=output_dir, save_checkpoints_steps=save_checkpoints_steps,
                   keep_checkpoint_max=keep_checkpoint_max,
                   log_step_count_steps=log_step_count_steps, session_config=session_config,
