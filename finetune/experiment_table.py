@@ -43,7 +43,8 @@ PRETRAIN_METRICS = (("masked_lm_loss", "MLM loss", "{:.2f}"),
                     ("sentence_chance_accuracy", "chance", "{:.1%}"),
                     ("span_boundary_loss", "SBO loss", "{:.2f}"),
                     ("disc_auc", "RTD AUC", "{:.3f}"),
-                    ("disc_accuracy", "RTD acc", "{:.1%}"))
+                    ("disc_accuracy", "RTD acc", "{:.1%}"),
+                    ("disc_majority_accuracy", "always original", "{:.1%}"))
 METRIC = "accuracy"
 MISSING = "—"
 COMPARISON = os.path.join("compare", "results.json")

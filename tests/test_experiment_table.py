@@ -164,6 +164,23 @@ def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
                       "| 7 | — |")
 
 
+def test_electras_cell_shows_replaced_token_detection_beside_its_baseline(tmp_path):
+    """ELECTRA's discriminator: its AUC, its accuracy and the accuracy of always answering
+    "original" on the same eval tokens, after the generator's MLM and its unigram baseline."""
+    write_comparison(tmp_path / "electra", "electra", [1, 2, 3], RANDOM_INIT, PRETRAINED,
+                     model="electra L4 H256 V21128")
+    (tmp_path / "electra" / "pretrain").mkdir()
+    (tmp_path / "electra" / "pretrain" / "eval_results.txt").write_text(
+        "disc_accuracy = 0.859\ndisc_auc = 0.6064\ndisc_majority_accuracy = 0.8583\n"
+        "disc_recall = 0.0096\nmasked_lm_accuracy = 0.13\nmasked_lm_loss = 5.71\n"
+        "masked_lm_unigram_accuracy = 0.045\n")
+    (row,) = experiment_table.markdown_table(
+        experiment_table.collect_rows(str(tmp_path))).splitlines()[2:]
+    assert row.startswith("| ELECTRA: replaced-token detection | electra L4 H256 V21128 | MLM loss "
+                          "5.71, MLM acc 13.0%, unigram 4.5%, RTD AUC 0.606, RTD acc 85.9%, "
+                          "always original 85.8% | ")
+
+
 def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
     folder, saved = runs_dir
     rows = experiment_table.collect_rows(str(folder))
