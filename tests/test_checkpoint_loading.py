@@ -216,12 +216,13 @@ def build_electra(config_dict):
     return registry.family_of(config).pretraining_losses(config, features, False, False)
 
 
-def load_electra(config_dict, checkpoint, messages=None):
-    """Builds ELECTRA, loads `checkpoint`; returns (report, {variable: initial value})."""
+def load_electra(config_dict, checkpoint, messages=None, **loading):
+    """Builds ELECTRA, loads `checkpoint` (`loading`: init_from_checkpoint's options);
+    returns (report, {variable: initial value})."""
     with tf.Graph().as_default():
         build_electra(config_dict)
         report = init_from_checkpoint(
-            checkpoint, log_fn=None if messages is None else messages.append)
+            checkpoint, log_fn=None if messages is None else messages.append, **loading)
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
             values = {v.op.name: session.run(v) for v in tf.trainable_variables()}
@@ -249,6 +250,24 @@ def test_upstream_electra_checkpoint_loads_every_variable_and_ignores_its_slots(
         "summary: %d loaded, 0 missing in checkpoint (left at initial values), 0 unused in "
         "checkpoint, 0 shape mismatches, %d optimizer/step tensors ignored"
         % (len(shapes), 2 * len(shapes) + 1))
+
+
+@pytest.mark.parametrize("case", ["tied_embeddings_projected", "untied_generator_embeddings"])
+def test_keep_tokens_shrinks_every_vocab_sized_table_of_an_electra_checkpoint(case, tmp_path):
+    """An upstream ELECTRA checkpoint onto a smaller vocab: the shared (or the generator's own)
+    word table and the generator's output bias keep the listed rows; nothing else changes."""
+    config, shapes = upstream_electra_case(case)
+    weights = random_tensors(shapes, seed=11)
+    prefix = write_checkpoint(tmp_path / "model.ckpt", with_upstream_optimizer_state(weights))
+    keep = [0, 1, 2, 3, 4, 7, 9, 12]
+    report, values = load_electra(dict(config, vocab_size=len(keep)), prefix, keep_tokens=keep)
+    vocab_sized = {name for name, shape in shapes.items() if shape[0] == config["vocab_size"]}
+    assert vocab_sized >= {"electra/embeddings/word_embeddings",
+                           "generator_predictions/output_bias"}
+    assert sorted(report.surgery) == sorted(vocab_sized)
+    for name, value in values.items():
+        expected = weights[name][keep] if name in vocab_sized else weights[name]
+        np.testing.assert_array_equal(value, expected, err_msg=name)
 
 
 ELECTRA_OF_BERT = dict(BERT, model_type="electra", generator_hidden_size=0.5)

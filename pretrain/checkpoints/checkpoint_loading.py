@@ -25,8 +25,9 @@ which scope of a checkpoint that has none of ours. A BERT/RoBERTa checkpoint
 shared with the generator); the generator's encoder and both heads start fresh.
 The table shows each mapped variable's source (`<- bert/...`) and the mapping used.
 
-Embedding surgery as bert4keras does it, on `bert/embeddings/word_embeddings`
-and `cls/predictions/output_bias`: `keep_tokens` keeps the listed rows (in
+Embedding surgery as bert4keras does it, on the vocab-sized variables
+(`SURGERY_VARIABLES`: BERT's and ALBERT's word embeddings and output biases, and
+ELECTRA's shared or generator table and generator output bias): `keep_tokens` keeps the listed rows (in
 order), then `compound_tokens` appends rows that are the (weighted) mean of
 rows of the kept table. The result must have the model's vocab_size rows.
 """
@@ -45,9 +46,13 @@ from pretrain.checkpoints import checkpoint_io
 IGNORE_INVALID_WEIGHTS_HELP = ("--init_checkpoint: a variable whose shape differs from the checkpoint's keeps its "
                                "initial value (MISMATCH in the loading table) instead of stopping the run "
                                "(bert4keras's ignore_invalid_weights).")
-SURGERY_VARIABLES = ("bert/embeddings/word_embeddings", "cls/predictions/output_bias",
-                     "cls/span_boundary/output_bias")
-WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
+# The vocab-sized variables: BERT's/ALBERT's, then ELECTRA's (google-research/electra's
+# names; the generator's own table only with untied_generator_embeddings).
+WORD_EMBEDDING_TABLES = ("bert/embeddings/word_embeddings", "electra/embeddings/word_embeddings",
+                         "generator/embeddings/word_embeddings")
+SURGERY_VARIABLES = WORD_EMBEDDING_TABLES + (
+    "cls/predictions/output_bias", "cls/span_boundary/output_bias",
+    "generator_predictions/output_bias")
 _WRAPPER_PREFIXES = ("module/",)
 _TRAINING_STATE = re.compile(
     r"(^|/)(global_step|bad_steps|good_steps|loss_scale|current_loss_scale|"
@@ -278,7 +283,7 @@ def _mismatch_message(mismatches, sources=None, mappings=()):
         line = "  %s%s: model shape %s, checkpoint shape %s" % (
             name, "" if source == name else " (checkpoint's %s)" % source,
             _shape(model_shape), _shape(checkpoint_shape))
-        if name.endswith(WORD_EMBEDDINGS) and model_shape[0] != checkpoint_shape[0]:
+        if name.endswith(WORD_EMBEDDING_TABLES) and model_shape[0] != checkpoint_shape[0]:
             line += ("  -- vocab_size: the model config has vocab_size=%d but the "
                      "checkpoint was trained with %d tokens; use the checkpoint's "
                      "vocab.txt and vocab_size, or pass keep_tokens to shrink it"
