@@ -29,3 +29,23 @@ def shared_path(*parts):
 @pytest.fixture
 def repo_root():
     return REPO_ROOT
+
+
+def _sessions_without_graph_optimizer():
+    """The tests' own tf.Session()s skip grappler as the tools' sessions do under
+    ZH_PRETRAIN_GRAPH_OPTIMIZER=off (a session given a config keeps it as given)."""
+    from tensorflow.python.client import session as tf_session  # pylint: disable=import-outside-toplevel
+    from tensorflow.core.protobuf import config_pb2  # pylint: disable=import-outside-toplevel
+    opened = tf_session.Session.__init__
+
+    def open_session(self, target="", graph=None, config=None):
+        if config is None:
+            config = config_pb2.ConfigProto()
+            config.graph_options.rewrite_options.disable_meta_optimizer = True
+        opened(self, target, graph, config)
+
+    tf_session.Session.__init__ = open_session
+
+
+if os.environ["ZH_PRETRAIN_GRAPH_OPTIMIZER"].strip().lower() == "off":
+    _sessions_without_graph_optimizer()
