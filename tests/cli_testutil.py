@@ -90,12 +90,14 @@ def clean_env(**settings):
 def run_main_in_process(module, args, cwd):
     """(exit code, stdout, stderr, seconds) of `module`.main([module, *args]) run in `cwd`, as
     its console script calls it, for refusals that come before any model is built (no
-    TensorFlow start-up per case); absl's flags are reset afterwards. An uncaught exception
-    fails the calling test here."""
+    TensorFlow start-up per case). Afterwards absl's flags are reset and the tool's own are
+    removed, so that the next tool defines its flags (its choices, its defaults) afresh. An
+    uncaught exception fails the calling test here."""
     from absl import flags  # pylint: disable=import-outside-toplevel
     tool = importlib.import_module(module)
     out, err, code = io.StringIO(), io.StringIO(), 0
     previous = os.getcwd()
+    defined_before = set(flags.FLAGS)
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -106,4 +108,7 @@ def run_main_in_process(module, args, cwd):
     finally:
         os.chdir(previous)
         flags.FLAGS.unparse_flags()
+        for name in set(flags.FLAGS) - defined_before:
+            if not (flags.FLAGS.find_module_defining_flag(name) or "").startswith("absl."):
+                delattr(flags.FLAGS, name)
     return code, out.getvalue(), err.getvalue(), 0.0
