@@ -47,5 +47,7 @@ def _sessions_without_graph_optimizer():
     tf_session.Session.__init__ = open_session
 
 
-if os.environ["ZH_PRETRAIN_GRAPH_OPTIMIZER"].strip().lower() == "off":
+from pretrain.training import strategy  # noqa: E402
+
+if strategy.graph_optimizer_off():
     _sessions_without_graph_optimizer()

@@ -38,8 +38,8 @@ from absl import logging
 from common.cli_options import UserError
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
-# Where TPUClusterResolver looks for a TPU when it is given no name (GKE's first).
 GRAPH_OPTIMIZER_VARIABLE = "ZH_PRETRAIN_GRAPH_OPTIMIZER"
+# Where TPUClusterResolver looks for a TPU when it is given no name (GKE's first).
 TPU_NAME_ENVIRONMENT = ("KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_NAME")
 TPU_NAME_HELP = ("--tpu_name=local on a TPU VM; for a TPU Node its name (with --tpu_zone/"
                  "--gcp_project when not this VM's) or its grpc://IP:8470 address; or set "
@@ -165,6 +165,11 @@ def tpu_cluster_resolver(tpu_name=None, tpu_zone=None, gcp_project=None):
     return resolver
 
 
+def graph_optimizer_off():
+    """True when the environment says ZH_PRETRAIN_GRAPH_OPTIMIZER=off (any case/spacing)."""
+    return os.environ.get(GRAPH_OPTIMIZER_VARIABLE, "").strip().lower() == "off"
+
+
 def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                     log_step_count_steps=100, iterations_per_loop=1000, tpu_name=None,
                     tpu_zone=None, gcp_project=None, num_tpu_cores=8, use_xla=False,
@@ -182,7 +187,7 @@ def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep
         if use_xla:
             session_config.graph_options.optimizer_options.global_jit_level = (
                 tf.OptimizerOptions.ON_1)
-        if os.environ.get(GRAPH_OPTIMIZER_VARIABLE, "").strip().lower() == "off":
+        if graph_optimizer_off():
             session_config.graph_options.rewrite_options.disable_meta_optimizer = True
     common = dict(model_dir=output_dir, save_checkpoints_steps=save_checkpoints_steps,
                   keep_checkpoint_max=keep_checkpoint_max,
