@@ -78,6 +78,9 @@ class GenerationConfig:
                               "chunk k starts at the first blank line after byte k*chunk_bytes "
                               "of the inputs laid end to end). Changes the output.")
     progress: bool = option(True, "Print a progress line on stderr.")
+    profile_workers: bool = option(False, "End with where the time went: each worker's busy, "
+                                   "waiting-for-offsets, writing and idle seconds, and the "
+                                   "parent's serial seconds at start and end.")
 
     def validate(self):
         """Raises ConfigError naming the flag when a value is unusable."""

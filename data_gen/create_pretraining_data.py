@@ -24,6 +24,7 @@ from data_gen.shard_pieces import ShardTotals
 from data_gen.segmentation import SegmenterError
 from data_gen.tfrecord_writer import TFRecordWriter
 from data_gen.tokenization import VocabError, load_vocab, check_special_tokens
+from data_gen.worker_profile import RunProfile, format_profile
 
 USER_ERRORS = (ConfigError, CorpusError, VocabError, SegmenterError, FileNotFoundError)
 PROGRESS_SECONDS = 2.0
@@ -76,7 +77,7 @@ def run(config):
     message naming the flag, file or line at fault. On any exception or
     SIGTERM, partially written files are removed.
     """
-    started = time.monotonic()
+    profile = RunProfile()
     config.validate()
     vocab = load_vocab(config.vocab_file)
     check_special_tokens(vocab, config.vocab_file)
@@ -100,18 +101,21 @@ def run(config):
         with BackgroundSync(writers):
             outcomes = process_chunks(ChunkJob(config, layout, len(output_paths)), num_workers,
                                       [writer.temporary for writer in writers],
-                                      [writer.path for writer in writers])
+                                      [writer.path for writer in writers], profile)
             for outcome in outcomes:
                 for piece in outcome.pieces:
                     if piece.data is not None:  # else a worker has written it
+                        writing_started = time.monotonic()
                         writers[piece.shard].write_encoded(piece.data, piece.records)
+                        profile.parent_writing += time.monotonic() - writing_started
                     totals.add(piece)
                 work_counts.update(outcome.counts)
+                profile.add(outcome.timing)
                 progress.update(outcome.end, totals.total("instances"))
         progress.update(layout.total, totals.total("instances"), force=True)
         progress.finish()
         account = make_account(work_counts, totals, layout.total,
-                                time.monotonic() - started, num_workers)
+                                time.monotonic() - profile.started, num_workers)
         account["masking"] = config.masking_recipe()
         if account["instances"] == 0:
             raise EmptyOutputError(why_empty(account, files))
@@ -125,6 +129,9 @@ def run(config):
                                                 totals.max_ids[index], totals.file_counts(index),
                                                 run_counts))
         account["output_files"] = output_paths
+        if config.profile_workers:
+            profile.finish()
+            account["profile"] = profile.summary()
         return account
     except BaseException:
         for writer in writers:
@@ -209,6 +216,8 @@ def format_account(account):
             mbps=account.get("mb_per_second", 0.0), sec=account.get("seconds", 0.0),
             workers=account.get("runner") or f"{account.get('num_workers', 1)} workers"),
     ]
+    if "profile" in account:
+        lines.append(format_profile(account["profile"]))
     return "\n".join(lines)
 
 

@@ -2,12 +2,13 @@
 
 A task is a chunk index only. The worker finds the chunk's byte range itself
 (data_gen.corpus_chunks), reads it, makes its records with the generator of
-(seed, chunk) and encodes its shard pieces (data_gen.shard_pieces). Then it
-takes the next place in every shard file from a shared table, in chunk order
-(`OrderedOffsets`), and writes its pieces there itself; what comes back is a
-small ChunkOutcome. The parent reads and writes no corpus byte, the output is
-byte-identical for any --num_workers, and at most 2 * num_workers chunks are
-in flight, so memory does not grow with the corpus.
+(seed, chunk) and encodes its shard pieces (data_gen.shard_pieces). Its writer
+thread then puts them at the chunk's places in the shard files, handed out in
+chunk order (data_gen.ordered_writes), while the worker goes on with its next
+chunk; what comes back is a small ChunkOutcome. The parent reads and writes no
+corpus byte, the output is byte-identical for any --num_workers, and at most
+2 * num_workers chunks are in flight plus ordered_writes.QUEUED_CHUNKS made
+but unwritten per worker, so memory does not grow with the corpus.
 """
 import collections
 import concurrent.futures
@@ -20,54 +21,9 @@ import sys
 
 from data_gen.chunk_processing import ChunkProcessor
 from common.file_utils import open_binary_input
+from data_gen.ordered_writes import OrderedOffsets
 from data_gen.shard_pieces import ChunkOutcome, shard_pieces
-
-
-class OrderedOffsets:
-    """Where each chunk's pieces go in the shard files, handed out in chunk order.
-
-    Shared by the worker processes (inherited at their start): chunk k waits
-    until chunk k - 1 has taken its places, takes its own and lets k + 1 go
-    on; the writing itself then runs in parallel, with os.pwrite.
-    """
-
-    def __init__(self, paths, context, names=None):
-        self.paths = list(paths)
-        self.names = list(names or paths)  # what an error calls the files
-        self._condition = context.Condition()
-        self._next_chunk = context.RawValue("q", 0)
-        self._offsets = context.RawArray("q", len(self.paths))
-        self._fds = {}
-
-    def write(self, index, pieces):
-        """Writes chunk `index`'s pieces (their data is dropped) at their places."""
-        sizes = [0] * len(self.paths)
-        for piece in pieces:
-            sizes[piece.shard] = len(piece.data)
-        with self._condition:
-            self._condition.wait_for(lambda: self._next_chunk.value == index)
-            starts = self._offsets[:]
-            for shard, size in enumerate(sizes):
-                self._offsets[shard] += size
-            self._next_chunk.value = index + 1
-            self._condition.notify_all()
-        for piece in pieces:
-            self._pwrite(piece.shard, piece.data, starts[piece.shard])
-            piece.data = None
-
-    def _pwrite(self, shard, data, offset):
-        path = self.paths[shard]
-        fd = self._fds.get(path)
-        if fd is None:
-            fd = self._fds[path] = os.open(path, os.O_WRONLY)
-        view = memoryview(data)
-        try:
-            while view:
-                written = os.pwrite(fd, view, offset)
-                view = view[written:]
-                offset += written
-        except OSError as error:  # disk full, file too large: name the output
-            raise OSError(error.errno, error.strerror, self.names[shard]) from None
+from data_gen.worker_profile import ChunkClock
 
 
 @dataclasses.dataclass
@@ -88,13 +44,18 @@ class ChunkJob:
 
 
 def run_chunk(job, processor, index):
-    """Chunk `index` -> ChunkOutcome (its pieces written when job.offsets is set)."""
+    """Chunk `index` -> ChunkOutcome. With job.offsets set, the pieces go to this
+    process's writer thread and the outcome's pieces carry no data."""
+    clock = ChunkClock()
     span = job.layout.chunk(index, job.opener)
     result = processor.process_span(span, job.opener)
     pieces = shard_pieces(result, job.num_shards, job.config.compression)
+    clock.busy_done()
+    blocked = 0.0
     if job.offsets is not None:
-        job.offsets.write(index, pieces)
-    return ChunkOutcome(index, span.end, result.counts, pieces)
+        blocked = job.offsets.submit(index, pieces)
+        pieces = [dataclasses.replace(piece, data=None) for piece in pieces]
+    return ChunkOutcome(index, span.end, result.counts, pieces, clock.done(blocked))
 
 
 _worker = None  # (job, processor) of this worker process
@@ -129,9 +90,22 @@ def default_start_method():
     return "fork"
 
 
+def _worker_processes(executor):
+    return list((getattr(executor, "_processes", None) or {}).values())
+
+
+def _next_result(future, offsets):
+    """future.result(), stopping early on a worker's write error."""
+    while True:
+        try:
+            return future.result(timeout=0.5)
+        except concurrent.futures.TimeoutError:
+            offsets.check()
+
+
 def _terminate(executor):
     """Stops the workers now (error or signal path): kill, then reap."""
-    processes = list(getattr(executor, "_processes", {}).values())
+    processes = _worker_processes(executor)
     for process in processes:
         if process.is_alive():
             process.terminate()
@@ -140,15 +114,17 @@ def _terminate(executor):
         process.join(timeout=5)
 
 
-def process_chunks(job, num_workers, shard_paths, shard_names=None):
+def process_chunks(job, num_workers, shard_paths, shard_names=None, profile=None):
     """Yields the ChunkOutcome of every chunk of job.layout, in chunk order.
 
     num_workers == 1 runs in this process and leaves the pieces' data to the
     caller. Otherwise worker processes (started as default_start_method()
     says) write the pieces into the existing files `shard_paths` (called
-    `shard_names` in errors) and get at
-    most 2 * num_workers chunks ahead of the caller. A worker that dies or
-    fails to start raises BrokenProcessPool instead of hanging.
+    `shard_names` in errors) and get at most 2 * num_workers chunks ahead of
+    the caller; all is written when the generator ends, and the writer
+    threads' times go to `profile` (a worker_profile.RunProfile). A worker
+    that dies or fails to start raises BrokenProcessPool (or RuntimeError)
+    instead of hanging; a write error raises OSError naming the file.
     """
     indices = range(job.layout.num_chunks)
     if num_workers <= 1:
@@ -160,7 +136,8 @@ def process_chunks(job, num_workers, shard_paths, shard_names=None):
     global _worker
     start_method = default_start_method()
     context = multiprocessing.get_context(start_method)
-    job = dataclasses.replace(job, offsets=OrderedOffsets(shard_paths, context, shard_names))
+    offsets = OrderedOffsets(shard_paths, context, shard_names, num_workers)
+    job = dataclasses.replace(job, offsets=offsets)
     if start_method == "fork":
         _worker = (job, job.processor())
         # Objects the workers inherit stay out of the cyclic collector: a
@@ -182,11 +159,16 @@ def process_chunks(job, num_workers, shard_paths, shard_names=None):
             if len(in_flight) >= 2 * num_workers:
                 break
         while in_flight:
-            outcome = in_flight.popleft().result()
+            outcome = _next_result(in_flight.popleft(), offsets)
             for index in pending:
                 in_flight.append(executor.submit(_run_in_worker, index))
                 break
             yield outcome
+        processes = _worker_processes(executor)
+        offsets.wait_written(job.layout.num_chunks,
+                             lambda: all(process.is_alive() for process in processes))
+        if profile is not None:
+            profile.add_writer_stats(offsets.worker_stats())
         finished = True
     finally:
         if finished:

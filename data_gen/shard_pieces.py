@@ -29,12 +29,13 @@ class ChunkOutcome:
     """What a worker returns for chunk `index`: its pieces and its account.
 
     end: the stream offset where the chunk ends (progress); counts: Counter of
-    what was read, skipped and made.
+    what was read, skipped and made; timing: its data_gen.worker_profile.ChunkTiming.
     """
     index: int
     end: int
     counts: collections.Counter
     pieces: list
+    timing: object = None
 
 
 def piece_name(chunk, shard):
