@@ -11,11 +11,10 @@ size and mtime, so a changed dictionary is never served stale.
 Only the default dictionary is cached; a user dictionary is added by jieba
 itself afterwards (Tokenizer.load_userdict), exactly as before.
 """
+import array
 import os
 import tempfile
 import zlib
-
-import numpy as np
 
 from common.file_utils import atomic_output
 
@@ -36,24 +35,31 @@ def _read(path):
         with open(path, "rb") as reader:
             if reader.read(len(_MAGIC)) != _MAGIC:
                 return None
-            total, count, blob_size = np.frombuffer(reader.read(24), np.int64).tolist()
-            counts = np.frombuffer(reader.read(8 * count), np.int64)
+            total, count, blob_size = _int64s(reader.read(24))
+            counts = _int64s(reader.read(8 * count))
             words = reader.read(blob_size).decode("utf-8").split("\n")
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if len(words) != count or len(counts) != count:
         return None
-    return dict(zip(words, counts.tolist())), total
+    return dict(zip(words, counts)), total
+
+
+def _int64s(data):
+    """The native-endian int64s of `data` as a list (ValueError if its length is not 8k)."""
+    values = array.array("q")
+    values.frombytes(data)
+    return values.tolist()
 
 
 def _write(path, freq, total):
     words = list(freq)
     blob = "\n".join(words).encode("utf-8")
-    counts = np.array([freq[word] for word in words], np.int64)
+    counts = array.array("q", [freq[word] for word in words])
     with atomic_output(path) as temporary:
         with open(temporary, "wb") as writer:
             writer.write(_MAGIC)
-            writer.write(np.array([total, len(words), len(blob)], np.int64).tobytes())
+            writer.write(array.array("q", [total, len(words), len(blob)]).tobytes())
             writer.write(counts.tobytes())
             writer.write(blob)
 
