@@ -37,6 +37,7 @@ class OrderedOffsets:
         self._condition = context.Condition()
         self._next_chunk = context.RawValue("q", 0)
         self._written = context.RawValue("q", 0)
+        self._awaited = context.RawValue("q", 0)  # > 0: the parent waits for this many written
         self._offsets = context.RawArray("q", len(self.paths))
         self._error = context.RawArray("q", 2)  # errno (or -1), shard + 1; 0 = no error
         self._stats = context.RawArray("d", len(_STATS) * max(num_workers, 1))
@@ -97,7 +98,8 @@ class OrderedOffsets:
             self._add_stat(local["slot"], "chunks_written", 1)
             with self._condition:
                 self._written.value += 1
-                self._condition.notify_all()
+                if 0 < self._awaited.value <= self._written.value:
+                    self._condition.notify_all()  # else nobody waits for a count
 
     def _add_stat(self, slot, name, value):
         self._stats[slot * len(_STATS) + _STATS.index(name)] += value
@@ -145,6 +147,7 @@ class OrderedOffsets:
         or RuntimeError when workers_alive() turns False first."""
         while True:
             with self._condition:
+                self._awaited.value = num_chunks
                 done = self._condition.wait_for(
                     lambda: self._written.value >= num_chunks or self._error[0], poll_seconds)
             self.check()
