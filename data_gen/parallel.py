@@ -7,13 +7,13 @@ thread then puts them at the chunk's places in the shard files, handed out in
 chunk order (data_gen.ordered_writes), while the worker goes on with its next
 chunk; what comes back is a small ChunkOutcome. The parent reads and writes no
 corpus byte, the output is byte-identical for any --num_workers, and at most
-2 * num_workers chunks are in flight plus ordered_writes.QUEUED_CHUNKS made
+2 * num_workers chunks are handed out plus ordered_writes.QUEUED_CHUNKS made
 but unwritten per worker, so memory does not grow with the corpus.
 """
-import collections
 import concurrent.futures
 import dataclasses
 import gc
+import itertools
 import multiprocessing
 import os
 import signal
@@ -94,13 +94,29 @@ def _worker_processes(executor):
     return list((getattr(executor, "_processes", None) or {}).values())
 
 
-def _next_result(future, offsets):
-    """future.result(), stopping early on a worker's write error."""
-    while True:
-        try:
-            return future.result(timeout=0.5)
-        except concurrent.futures.TimeoutError:
-            offsets.check()
+def _in_chunk_order(executor, indices, window, offsets):
+    """Submits `indices` with at most `window` running; yields their outcomes in index order.
+
+    A new chunk is handed out as soon as any running one is done, not when
+    the oldest is: a slow chunk holds back only the outcomes' order (kept
+    here, small), never the other workers.
+    """
+    running, done = set(), {}
+    next_index = 0
+    for index in itertools.islice(indices, window):
+        running.add(executor.submit(_run_in_worker, index))
+    while running:
+        finished, running = concurrent.futures.wait(
+            running, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED)
+        offsets.check()  # a worker's write error ends the run
+        for future in finished:
+            outcome = future.result()
+            done[outcome.index] = outcome
+        for index in itertools.islice(indices, len(finished)):
+            running.add(executor.submit(_run_in_worker, index))
+        while next_index in done:
+            yield done.pop(next_index)
+            next_index += 1
 
 
 def _terminate(executor):
@@ -120,8 +136,8 @@ def process_chunks(job, num_workers, shard_paths, shard_names=None, profile=None
     num_workers == 1 runs in this process and leaves the pieces' data to the
     caller. Otherwise worker processes (started as default_start_method()
     says) write the pieces into the existing files `shard_paths` (called
-    `shard_names` in errors) and get at most 2 * num_workers chunks ahead of
-    the caller; all is written when the generator ends, and the writer
+    `shard_names` in errors), with at most 2 * num_workers chunks handed out
+    and not yet made; all is written when the generator ends, and the writer
     threads' times go to `profile` (a worker_profile.RunProfile). A worker
     that dies or fails to start raises BrokenProcessPool (or RuntimeError)
     instead of hanging; a write error raises OSError naming the file.
@@ -150,20 +166,10 @@ def process_chunks(job, num_workers, shard_paths, shard_names=None, profile=None
     executor = concurrent.futures.ProcessPoolExecutor(
         max_workers=num_workers, mp_context=context,
         initializer=initializer, initargs=initargs)
-    in_flight = collections.deque()
     pending = iter(indices)
     finished = False
     try:
-        for index in pending:
-            in_flight.append(executor.submit(_run_in_worker, index))
-            if len(in_flight) >= 2 * num_workers:
-                break
-        while in_flight:
-            outcome = _next_result(in_flight.popleft(), offsets)
-            for index in pending:
-                in_flight.append(executor.submit(_run_in_worker, index))
-                break
-            yield outcome
+        yield from _in_chunk_order(executor, pending, 2 * num_workers, offsets)
         processes = _worker_processes(executor)
         offsets.wait_written(job.layout.num_chunks,
                              lambda: all(process.is_alive() for process in processes))
