@@ -143,9 +143,11 @@ def format_profile(summary):
         lines[0] += "; chunk busy s p50 {p50} p90 {p90} max {max}".format(
             **summary["chunk_busy_seconds"])
     for worker in summary["workers"]:
-        lines.append(
-            "[data_gen]   worker {worker}: {chunks} chunks, busy {busy_seconds:.2f} s, waiting "
-            "for offsets {waiting_for_offsets_seconds:.2f} s (longest {longest_wait_seconds:.3f} "
-            "s), idle {idle_seconds:.2f} s; its writer thread: waiting {writer_waiting_seconds:.2f}"
-            " s, writing {writer_writing_seconds:.2f} s".format(**worker))
+        line = ("[data_gen]   worker {worker}: {chunks} chunks, busy {busy_seconds:.2f} s, waiting "
+                "for offsets {waiting_for_offsets_seconds:.2f} s (longest "
+                "{longest_wait_seconds:.3f} s), idle {idle_seconds:.2f} s").format(**worker)
+        if not summary.get("parent_writing_seconds"):  # workers with writer threads
+            line += ("; its writer thread: waiting {writer_waiting_seconds:.2f} s, writing "
+                     "{writer_writing_seconds:.2f} s").format(**worker)
+        lines.append(line)
     return "\n".join(lines)
