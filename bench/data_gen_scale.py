@@ -1,8 +1,14 @@
 """Throughput and per-process peak memory of data generation on a small and a large corpus.
 
-    python bench/data_gen_scale.py [--corpora=small,large,lcqmc] [--only=local|beam]
+    python bench/data_gen_scale.py [--corpora=small,large,lcqmc,two_workers] [--only=local|beam]
         [--large_mb=200 | --large_corpus=PATH] [--mode=roberta] [--dupe_factor=1]
         [--small_dupe_factor=5] [--runs=1] [--keep]
+        [--two_workers_mb=22 | --two_workers_corpus=PATH] [--rounds=5] [--baseline_repo=DIR]
+
+--corpora=two_workers measures how close 2 workers come to two independent
+1-worker processes on the corpus's halves, round by round (bench/
+two_worker_rounds.py says how): bert mode, dupe 5, seq 128, on a corpus built
+as the large one (--two_workers_mb) unless --two_workers_corpus gives one.
 
 One JSON line per (corpus, runner): create_pretraining_data with
 --num_workers=1 and 2, and data_gen.beam_pipeline on Beam's DirectRunner
@@ -44,14 +50,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH_DIR)
 import data_gen_bench  # noqa: E402  (puts the repo on sys.path too)
-from data_gen_bench import REPO, SHARED, VOCAB, _emit, _read_kb, _tree_memory_kb  # noqa: E402
+from data_gen_bench import REPO, SHARED, VOCAB, _emit  # noqa: E402
 from data_gen.metadata import read_metadata  # noqa: E402
+from process_tree import TreeSampler  # noqa: E402
+import two_worker_rounds  # noqa: E402
 
 SMALL_CORPUS = data_gen_bench.DEFAULT_CORPUS
 LCQMC_TRAIN = os.path.join(SHARED, "lcqmc", "train.txt")
@@ -59,53 +66,6 @@ LIMIT_MB = 250
 LCQMC_SLICES = 20
 OUTPUT_BYTES_PER_INPUT_BYTE = 4  # per dupe pass, for the df check (roberta measured 2.2)
 BENCH = "data_gen_scale"
-
-
-def _children(pid):
-    """Direct children of pid, from /proc/PID/task/*/children (Linux, CONFIG_PROC_CHILDREN)."""
-    found = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as handle:
-                found.extend(int(child) for child in handle.read().split())
-    except OSError:  # the process (or thread) has just ended
-        pass
-    return found
-
-
-class TreeSampler(threading.Thread):
-    """Samples the process tree under `root`: per-pid peak VmRSS, peak RSS and PSS sums."""
-
-    def __init__(self, root, interval=0.05, pss_every=4):
-        super().__init__(daemon=True)
-        self.root, self.interval, self.pss_every = root, interval, pss_every
-        self.peak_kb = {}
-        self.peak_rss_sum_kb = self.peak_pss_sum_kb = 0
-        self.done = threading.Event()
-
-    def run(self):
-        tick = 0
-        while not self.done.is_set():
-            stack, total = [self.root], 0
-            while stack:
-                pid = stack.pop()
-                try:
-                    rss = _read_kb(f"/proc/{pid}/status", "VmRSS:")
-                except (OSError, ValueError):
-                    continue
-                if rss:  # zombies have no VmRSS
-                    self.peak_kb[pid] = max(self.peak_kb.get(pid, 0), rss)
-                    total += rss
-                stack.extend(_children(pid))
-            self.peak_rss_sum_kb = max(self.peak_rss_sum_kb, total)
-            if tick % self.pss_every == 0:
-                self.peak_pss_sum_kb = max(self.peak_pss_sum_kb, _tree_memory_kb(self.root)[1])
-            tick += 1
-            self.done.wait(self.interval)
-
-    def stop(self):
-        self.done.set()
-        self.join()
 
 
 def _output_totals(out_dir):
@@ -254,11 +214,35 @@ def summarize(results, large_dupe):
     return summary
 
 
+def measure_two_workers(args, work_dir):
+    """--corpora=two_workers: a JSON line per round, then the summary; False on failure."""
+    corpus = args.two_workers_corpus
+    if not corpus:
+        corpus = os.path.join(work_dir, "two_workers_corpus.txt")
+        build_large_corpus(corpus, args.two_workers_mb, args.seed)
+    record = {"bench": BENCH, "case": "two_workers", "corpus_mb":
+              round(os.path.getsize(corpus) / 1e6, 2), "mode": "bert", "dupe_factor": 5}
+    rounds = two_worker_rounds.Rounds(
+        corpus, two_worker_rounds.base_command(VOCAB, "bert", 5, args.seed), work_dir, REPO,
+        args.baseline_repo)
+    records = []
+    try:
+        for number in range(args.rounds):
+            records.append(rounds.run_round(number))
+            _emit(dict(record, **records[-1]))
+    except RuntimeError as error:
+        _emit(dict(record, error=str(error)))
+        return False
+    _emit(dict(record, **two_worker_rounds.summarize(records, rounds.identical_outputs())))
+    return True
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpora", default="small,large",
                         help="comma-separated: small (CLUE sample), large (built), lcqmc "
-                             "(LCQMC train as documents, bert, dupe 5)")
+                             "(LCQMC train as documents, bert, dupe 5), two_workers (rounds "
+                             "against two processes on the halves)")
     parser.add_argument("--only", choices=("local", "beam"), help="only these runners")
     parser.add_argument("--large_mb", type=float, default=200, help="size of the built corpus")
     parser.add_argument("--large_corpus", help="use this file as the large corpus (kept)")
@@ -269,11 +253,19 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--runs", type=int, default=1, help="repeats of each measurement")
     parser.add_argument("--keep", action="store_true", help="keep the built large corpus")
+    parser.add_argument("--two_workers_mb", type=float, default=22,
+                        help="size of the corpus built for --corpora=two_workers")
+    parser.add_argument("--two_workers_corpus", help="use this file for --corpora=two_workers")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --corpora=two_workers")
+    parser.add_argument("--baseline_repo",
+                        help="another checkout (C extensions built) timed in every round too")
     args = parser.parse_args(argv)
     corpora = [name.strip() for name in args.corpora.split(",") if name.strip()]
     missing = [path for path in (VOCAB, SMALL_CORPUS) if not os.path.exists(path)]
-    if "large" in corpora and not args.large_corpus and not os.path.exists(LCQMC_TRAIN):
-        missing.append(LCQMC_TRAIN)
+    if (("large" in corpora and not args.large_corpus)
+            or ("two_workers" in corpora and not args.two_workers_corpus)):
+        if not os.path.exists(LCQMC_TRAIN):
+            missing.append(LCQMC_TRAIN)
     if missing:
         for path in missing:
             _emit({"bench": BENCH, "skipped": f"{path} not present"})
@@ -336,6 +328,8 @@ def main(argv=None):
                 _emit(record)
         if "large" in corpora:
             _emit(summarize(results, args.dupe_factor))
+        if "two_workers" in corpora:
+            failed |= not measure_two_workers(args, work_dir)
     finally:
         if keep_dir:
             _emit({"bench": BENCH, "kept": work_dir})
