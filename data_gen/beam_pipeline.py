@@ -8,7 +8,7 @@ r"""Corpus text -> pretraining TFRecords on Apache Beam: the CLI's files, on man
 
 Flags: every flag of data_gen.create_pretraining_data, same names and
 meanings (--num_workers is the local runner's and is not used: the Beam runner
-sizes its own workers), plus Beam's pipeline options (--runner,
+sizes its own workers; --profile_workers is refused), plus Beam's pipeline options (--runner,
 --direct_num_workers, --direct_running_mode, --temp_location, ...).
 
 The pipeline does what the local runner does, step for step, so for the same
@@ -265,6 +265,10 @@ def run(config, beam_args):
         # Local worker processes log to this terminal; a failure reaches the command anyway
         # (a user error as one line, any other with the worker's traceback).
         beam_args = list(beam_args) + ["--default_sdk_harness_log_level=CRITICAL"]
+    if config.profile_workers:
+        raise cli_options.UserError(
+            "--profile_workers profiles the local runner's worker processes; on Beam, the "
+            "runner's own monitoring (e.g. Dataflow's step times) says where time goes: drop it")
     options = PipelineOptions(beam_args)
     unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
                      - set(options.get_all_options()))

@@ -115,9 +115,13 @@ def test_beam_failures_are_one_line(corpus, tmp_path):
         ("utf8", module_command("data_gen.beam_pipeline", *[
             f"--{k}={v}" for k, v in _flags(vocab, str(bad), out / "u").items()],
             *DIRECT_2_PROCESSES)),
+        ("profile", module_command("data_gen.beam_pipeline", *[
+            f"--{k}={v}" for k, v in _flags(vocab, str(bad), out / "p").items()],
+            "--profile_workers")),
     ]
     results = run_parallel(commands, cwd=tmp_path, env=tool_env())
     for key, expected in (("typo", "unknown flag(s) --runnr"),
+                          ("profile", "--profile_workers profiles the local runner's"),
                           ("utf8", f"{bad}: byte offset 10: invalid UTF-8")):
         code, _, err, _ = results[key]
         assert code == 2, err[-2000:]
