@@ -84,7 +84,7 @@ def _reference(h, weights, biases, segments, blocked, config):
                     np.einsum("nd,nd->n", q[b, i] + biases["r_w_bias"], k[b, j])
                     + np.einsum("nd,nd->n", q[b, i] + biases["r_r_bias"], r_head)
                     + np.einsum("nd,nd->n", q[b, i] + biases["r_s_bias"],
-                                weights["seg_embed"][s]))
+                                biases["seg_embed"][s]))
     scores = scores / np.sqrt(config.d_head) - 1e30 * blocked[:, None]
     probabilities = np.exp(scores - scores.max(-1, keepdims=True))
     probabilities /= probabilities.sum(-1, keepdims=True)
@@ -103,11 +103,11 @@ def test_relative_self_attention_matches_the_reference():
     blocked[1, :, 4] = 1.0  # the second example's last token is padding
     projection = (config.d_model, config.n_head, config.d_head)
     weights = {name: rng.randn(*projection).astype(np.float32) * 0.3 for name in "qkvro"}
-    weights["seg_embed"] = rng.randn(2, config.n_head, config.d_head).astype(np.float32)
     weights["gamma"] = rng.uniform(0.5, 1.5, config.d_model).astype(np.float32)
     weights["beta"] = rng.randn(config.d_model).astype(np.float32) * 0.1
     biases = {name: rng.randn(config.n_head, config.d_head).astype(np.float32) * 0.5
               for name in ("r_w_bias", "r_r_bias", "r_s_bias")}
+    biases["seg_embed"] = rng.randn(2, config.n_head, config.d_head).astype(np.float32)
     with tf.Graph().as_default(), tf.Session() as session:
         with tf.variable_scope("layer_0/rel_attn"):
             output = rel.relative_self_attention(
@@ -118,8 +118,7 @@ def test_relative_self_attention_matches_the_reference():
                 attention_blocked=tf.constant(blocked))
         variables = {v.op.name: v for v in tf.global_variables()}
         names = {"layer_0/rel_attn/%s/kernel" % name: name for name in "qkvro"}
-        names.update({"layer_0/rel_attn/seg_embed": "seg_embed",
-                      "layer_0/rel_attn/LayerNorm/gamma": "gamma",
+        names.update({"layer_0/rel_attn/LayerNorm/gamma": "gamma",
                       "layer_0/rel_attn/LayerNorm/beta": "beta"})
         assert sorted(variables) == sorted(names)  # upstream's names, nothing else
         for name, key in names.items():

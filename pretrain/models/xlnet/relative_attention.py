@@ -3,10 +3,11 @@
 Batch-major here ([B, S, ...]); zihangdai/xlnet is time-major ([S, B, ...]) but
 names its variables the same way, which is what checkpoints see:
 
-  rel_attn/{q,k,v,r,o}/kernel  [d_model, n_head, d_head]
-  rel_attn/seg_embed           [2, n_head, d_head]  (0: same segment, 1: other)
-  rel_attn/LayerNorm/{gamma,beta}
-  r_w_bias, r_r_bias, r_s_bias [n_head, d_head] per layer (made by the caller)
+  layer_i/rel_attn/{q,k,v,r,o}/kernel  [d_model, n_head, d_head]
+  layer_i/rel_attn/LayerNorm/{gamma,beta}
+and, made by the caller at the transformer's scope and sliced per layer here:
+  r_w_bias, r_r_bias, r_s_bias  [n_layer, n_head, d_head] (untie_r) or [n_head, d_head]
+  seg_embed                     [n_layer, 2, n_head, d_head] (0: same segment, 1: other)
 
 The score of query i against key j adds three terms before the softmax:
 content (q_i + r_w_bias) . k_j, position (q_i + r_r_bias) . r(d_ij) with d_ij
@@ -102,8 +103,9 @@ def relative_self_attention(h, position_encoding, config, biases, other_segment=
     """One layer's content-stream attention (scope: the caller's `rel_attn`).
 
     h [B, S, d_model]; position_encoding [2S, d_model]
-    (relative_position_encoding(S, S, ...)); biases: dict of r_w_bias, r_r_bias,
-    r_s_bias [N, D]; other_segment, attention_blocked as in attention_core.
+    (relative_position_encoding(S, S, ...)); biases: this layer's r_w_bias,
+    r_r_bias, r_s_bias [N, D] and seg_embed [2, N, D] (the last two only with
+    other_segment); other_segment, attention_blocked as in attention_core.
     Returns [B, S, d_model].
     """
     initializer = initializer or layers.create_initializer(config.init_std)
@@ -113,11 +115,9 @@ def relative_self_attention(h, position_encoding, config, biases, other_segment=
     k_head = head_projection(h, config, "k", initializer)
     v_head = head_projection(h, config, "v", initializer)
     k_head_r = head_projection(position_encoding[None], config, "r", initializer)[0]
-    seg_embed = None
-    if other_segment is not None:
-        seg_embed = tf.get_variable("seg_embed", [2, config.n_head, config.d_head],
-                                    initializer=initializer, dtype=h.dtype)
+    with_segments = other_segment is not None
     vector = attention_core(q_head, k_head, v_head, k_head_r, biases["r_w_bias"],
-                            biases["r_r_bias"], seg_embed, other_segment, biases.get("r_s_bias"),
+                            biases["r_r_bias"], biases["seg_embed"] if with_segments else None,
+                            other_segment, biases["r_s_bias"] if with_segments else None,
                             attention_blocked, dropatt)
     return post_attention(h, vector, config, initializer, dropout)
