@@ -121,3 +121,39 @@ def relative_self_attention(h, position_encoding, config, biases, other_segment=
                             other_segment, biases["r_s_bias"] if with_segments else None,
                             attention_blocked, dropatt)
     return post_attention(h, vector, config, initializer, dropout)
+
+
+def two_stream_attention(h, g, position_encoding, config, biases, target_mapping,
+                         other_segment=None, blocked_h=None, blocked_g=None, is_training=False,
+                         initializer=None):
+    """One layer's content stream h and query stream g (scope: the caller's `rel_attn`).
+
+    h [B, S, d_model]; g [B, P, d_model], one row per prediction; target_mapping
+    [B, P, S] float, row p one-hot at the position prediction p is for. Both
+    streams use h's keys and values and the same kernels; the query stream
+    attends as its position would, under blocked_g [B, S, S] (1: may not see),
+    and the content stream under blocked_h (blocked_g with the diagonal open).
+    Returns (h' [B, S, d_model], g' [B, P, d_model]).
+    """
+    initializer = initializer or layers.create_initializer(config.init_std)
+    dropout = config.dropout if is_training else 0.0
+    dropatt = config.dropatt if is_training else 0.0
+    with_segments = other_segment is not None
+    segment_args = dict(seg_embed=biases["seg_embed"] if with_segments else None,
+                        other_segment=other_segment,
+                        r_s_bias=biases["r_s_bias"] if with_segments else None, dropatt=dropatt)
+    k_head = head_projection(h, config, "k", initializer)
+    v_head = head_projection(h, config, "v", initializer)
+    k_head_r = head_projection(position_encoding[None], config, "r", initializer)[0]
+    q_head_h = head_projection(h, config, "q", initializer)
+    vector_h = attention_core(q_head_h, k_head, v_head, k_head_r, biases["r_w_bias"],
+                              biases["r_r_bias"], attention_blocked=blocked_h, **segment_args)
+    output_h = post_attention(h, vector_h, config, initializer, dropout)
+    with tf.variable_scope(tf.get_variable_scope(), reuse=True):
+        q_head_g = head_projection(g, config, "q", initializer)  # [B, P, N, D]
+        at_positions = tf.einsum("bpnd,bps->bsnd", q_head_g, target_mapping)
+        vector = attention_core(at_positions, k_head, v_head, k_head_r, biases["r_w_bias"],
+                                biases["r_r_bias"], attention_blocked=blocked_g, **segment_args)
+        vector_g = tf.einsum("bsnd,bps->bpnd", vector, target_mapping)
+        output_g = post_attention(g, vector_g, config, initializer, dropout)
+    return output_h, output_g

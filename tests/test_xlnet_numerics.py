@@ -1,0 +1,87 @@
+"""Our XLNet encoder and LM head against transformers' XLNetLMHeadModel on the same weights.
+
+The fixture (tests/fixtures/hf_xlnet, written by transformers; make_fixtures.py regenerates
+it) holds a tiny perturbed model and its eval-mode outputs without and with a permutation:
+the content stream, the query stream at the targets, and the LM logits of each.
+"""
+import os
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+from safetensors.numpy import load_file
+
+from conftest import REPO_ROOT
+from pretrain.models.xlnet.config import XLNetConfig
+from pretrain.models.xlnet.modeling import XLNetModel, lm_logits
+
+FIXTURE = os.path.join(REPO_ROOT, "tests", "fixtures", "hf_xlnet")
+CONFIG = XLNetConfig(n_token=115, d_model=16, n_layer=2, n_head=2, d_head=8, d_inner=24,
+                     ff_activation="gelu", untie_r=True, dropout=0.0, dropatt=0.0)
+
+
+def _our_weights(hf):
+    """transformers' tensors under zihangdai/xlnet's names (stacking untie_r's per-layer ones)."""
+    ours = {"model/transformer/word_embedding/lookup_table":
+            hf["transformer.word_embedding.weight"],
+            "model/transformer/mask_emb/mask_emb": hf["transformer.mask_emb"],
+            "model/lm_loss/bias": hf["lm_loss.bias"]}
+    for name in ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed"):
+        ours["model/transformer/" + name] = np.stack(
+            [hf["transformer.layer.%d.rel_attn.%s" % (i, name)] for i in range(CONFIG.n_layer)])
+    for i in range(CONFIG.n_layer):
+        hf_layer, layer = "transformer.layer.%d." % i, "model/transformer/layer_%d/" % i
+        for head in "qkvro":
+            ours[layer + "rel_attn/%s/kernel" % head] = hf[hf_layer + "rel_attn." + head]
+        for block, scope in (("rel_attn", "rel_attn"), ("ff", "ff")):
+            ours[layer + scope + "/LayerNorm/gamma"] = hf[hf_layer + block + ".layer_norm.weight"]
+            ours[layer + scope + "/LayerNorm/beta"] = hf[hf_layer + block + ".layer_norm.bias"]
+        for dense in ("layer_1", "layer_2"):
+            ours[layer + "ff/%s/kernel" % dense] = hf[hf_layer + "ff.%s.weight" % dense].T
+            ours[layer + "ff/%s/bias" % dense] = hf[hf_layer + "ff.%s.bias" % dense]
+    return ours
+
+
+@pytest.fixture(scope="module")
+def results():
+    expected = dict(np.load(os.path.join(FIXTURE, "expected_outputs.npz")))
+    weights = _our_weights(load_file(os.path.join(FIXTURE, "lm_head", "model.safetensors")))
+    outputs = {}
+    with tf.Graph().as_default(), tf.Session() as session:
+        features = {key: tf.constant(expected[key]) for key in (
+            "input_ids", "attention_mask", "token_type_ids", "perm_mask", "target_mapping")}
+        permuted = XLNetModel(CONFIG, False, features["input_ids"], features["attention_mask"],
+                              features["token_type_ids"], perm_mask=features["perm_mask"],
+                              target_mapping=features["target_mapping"])
+        tensors = {"perm_sequence_output": permuted.get_sequence_output(),
+                   "perm_query_output": permuted.get_query_output(),
+                   "plm_logits": lm_logits(permuted.get_query_output(),
+                                           permuted.get_embedding_table(), CONFIG)}
+        with tf.variable_scope(tf.get_variable_scope(), reuse=True):  # the same variables
+            plain = XLNetModel(CONFIG, False, features["input_ids"],
+                               features["attention_mask"], features["token_type_ids"])
+            tensors["sequence_output"] = plain.get_sequence_output()
+            tensors["lm_logits"] = lm_logits(plain.get_sequence_output(),
+                                             plain.get_embedding_table(), CONFIG)
+        variables = {v.op.name: v for v in tf.global_variables()}
+        outputs["names"] = (sorted(variables), sorted(weights))
+        for name, variable in variables.items():
+            variable.load(weights[name], session)
+        outputs.update(session.run(tensors))
+    return expected, outputs
+
+
+def test_every_variable_has_upstreams_name_and_a_transformers_tensor(results):
+    ours, theirs = results[1]["names"]
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("key", ["sequence_output", "lm_logits", "perm_sequence_output",
+                                 "perm_query_output", "plm_logits"])
+def test_outputs_match_transformers(results, key):
+    expected, got = results
+    real = expected["attention_mask"].astype(bool)
+    if key in ("sequence_output", "lm_logits", "perm_sequence_output"):
+        np.testing.assert_allclose(got[key][real], expected[key][real], atol=1e-4, rtol=1e-4)
+    else:
+        np.testing.assert_allclose(got[key], expected[key], atol=1e-4, rtol=1e-4)
