@@ -4,6 +4,7 @@ The fixture (tests/fixtures/hf_xlnet, written by transformers; make_fixtures.py 
 it) holds a tiny perturbed model and its eval-mode outputs without and with a permutation:
 the content stream, the query stream at the targets, and the LM logits of each.
 """
+import json
 import os
 
 import numpy as np
@@ -85,3 +86,14 @@ def test_outputs_match_transformers(results, key):
         np.testing.assert_allclose(got[key][real], expected[key][real], atol=1e-4, rtol=1e-4)
     else:
         np.testing.assert_allclose(got[key], expected[key], atol=1e-4, rtol=1e-4)
+
+
+def test_transformers_loader_finds_every_name_it_maps_in_our_graph(results):
+    """load_tf_weights_in_xlnet skips a mapped name that a checkpoint lacks, silently: every
+    name its map lists for this model must be one of our variables, with its shape."""
+    with open(os.path.join(FIXTURE, "loader_names.json"), encoding="utf-8") as handle:
+        mapped = json.load(handle)["names"]
+    weights = _our_weights(load_file(os.path.join(FIXTURE, "lm_head", "model.safetensors")))
+    ours = {name: list(value.shape) for name, value in weights.items()}
+    assert set(mapped) <= set(results[1]["names"][0])  # names of the graph's variables
+    assert {name: ours[name] for name in mapped} == mapped
