@@ -87,6 +87,22 @@ class ConfigError(ValueError):
     """A model config that cannot describe a valid model."""
 
 
+def require_json_object(json_object):
+    """Raises ConfigError unless a parsed config is a JSON object (every family's from_dict)."""
+    if not isinstance(json_object, dict):
+        raise ConfigError("config must be a JSON object (dict), got %r"
+                          % type(json_object).__name__)
+
+
+def pop_model_type(values, model_type, class_name):
+    """Removes `model_type` from the dict `values` (absent: model_type); ConfigError when it
+    names another family than `model_type`, which `class_name` reads."""
+    found = values.pop("model_type", model_type)
+    if not isinstance(found, str) or found.lower() != model_type:
+        raise ConfigError("config field 'model_type' = %r: an %s needs \"%s\""
+                          % (found, class_name, model_type))
+
+
 def from_json_file(from_dict, json_file):
     """from_dict(the JSON object in json_file); every ConfigError (unreadable, not JSON, a
     field refused) names the file."""
@@ -104,6 +120,20 @@ def from_json_file(from_dict, json_file):
         message = str(err)
         raise ConfigError(message if str(json_file) in message
                           else "%s: %s" % (json_file, message)) from None
+
+
+class KeywordConfig(object):
+    """from_dict / from_json_file for a family's config class built as cls(**fields)."""
+
+    @classmethod
+    def from_dict(cls, json_object):
+        require_json_object(json_object)
+        return cls(**json_object)
+
+    @classmethod
+    def from_json_file(cls, json_file):
+        """Reads the config file; errors name the file."""
+        return from_json_file(cls.from_dict, json_file)
 
 
 class BertConfig(object):
@@ -143,9 +173,7 @@ class BertConfig(object):
     @classmethod
     def from_dict(cls, json_object):
         """Builds a config from a dict such as a parsed bert_config.json."""
-        if not isinstance(json_object, dict):
-            raise ConfigError("config must be a JSON object (dict), got %r"
-                              % type(json_object).__name__)
+        require_json_object(json_object)
         kwargs = dict(json_object)
         vocab_size = kwargs.pop("vocab_size", None)
         return cls(vocab_size=vocab_size, **kwargs)

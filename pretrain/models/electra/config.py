@@ -27,17 +27,14 @@ ELECTRA_DEFAULTS = {
 _REFUSED_BERT_FIELDS = ("num_hidden_groups", "inner_group_num", "sharing", "albert_layout")
 
 
-class ElectraConfig(object):
+class ElectraConfig(config_lib.KeywordConfig):
     """Configuration of an ELECTRA pretraining model (discriminator + generator)."""
 
     model_type = "electra"
 
     def __init__(self, **values):
         values = dict(values)
-        model_type = values.pop("model_type", "electra")
-        if not isinstance(model_type, str) or model_type.lower() != "electra":
-            raise ConfigError("config field 'model_type' = %r: an ElectraConfig needs "
-                              "\"electra\"" % (model_type,))
+        config_lib.pop_model_type(values, "electra", "ElectraConfig")
         for field in _REFUSED_BERT_FIELDS:
             if field in values:
                 raise ConfigError("config field %r = %r: ELECTRA's encoders are not shared "
@@ -47,19 +44,6 @@ class ElectraConfig(object):
         # The discriminator's own fields; its embedding width is ELECTRA's to decide.
         self._discriminator = BertConfig(model_type="bert", **values)
         self._validate()
-
-    # -- construction -----------------------------------------------------
-    @classmethod
-    def from_dict(cls, json_object):
-        if not isinstance(json_object, dict):
-            raise ConfigError("config must be a JSON object (dict), got %r"
-                              % type(json_object).__name__)
-        return cls(**json_object)
-
-    @classmethod
-    def from_json_file(cls, json_file):
-        """Reads an ELECTRA config file; errors name the file."""
-        return config_lib.from_json_file(cls.from_dict, json_file)
 
     def to_dict(self):
         out = {key: value for key, value in self._discriminator.to_dict().items()

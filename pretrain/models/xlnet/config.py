@@ -29,17 +29,17 @@ FF_ACTIVATIONS = ("relu", "gelu")
 INITS = ("normal", "uniform")
 
 
-class XLNetConfig(object):
-    """Configuration of an XLNet encoder (content and query streams) and its LM head."""
+class XLNetConfig(config_lib.KeywordConfig):
+    """Configuration of an XLNet encoder (content and query streams) and its LM head.
+
+    Read with from_json_file / from_dict (upstream's file, with or without model_type).
+    """
 
     model_type = "xlnet"
 
     def __init__(self, **values):
         values = dict(values)
-        model_type = values.pop("model_type", "xlnet")
-        if not isinstance(model_type, str) or model_type.lower() != "xlnet":
-            raise ConfigError("config field 'model_type' = %r: an XLNetConfig needs \"xlnet\""
-                              % (model_type,))
+        config_lib.pop_model_type(values, "xlnet", "XLNetConfig")
         missing = [field for field in XLNET_FIELDS if field not in values]
         if missing:
             raise ConfigError("config lacks field(s) %s (zihangdai/xlnet's xlnet_config.json "
@@ -54,21 +54,6 @@ class XLNetConfig(object):
         for field, default in XLNET_OPTIONS.items():
             setattr(self, field, values.get(field, default))
         self._validate()
-
-    @classmethod
-    def from_dict(cls, json_object):
-        if not isinstance(json_object, dict):
-            raise ConfigError("config must be a JSON object (dict), got %r"
-                              % type(json_object).__name__)
-        return cls(**json_object)
-
-    @classmethod
-    def from_json_file(cls, json_file):
-        """Reads an XLNet config file (upstream's, with or without model_type); errors name
-        the file."""
-        return config_lib.from_json_file(
-            lambda data: cls.from_dict(dict(data, model_type=data.get("model_type", "xlnet"))),
-            json_file)
 
     def to_dict(self):
         """upstream's fields, `model_type`, and the options that differ from their default."""
