@@ -63,12 +63,13 @@ def measure_chunks(config):
 def measure_parent(config):
     """The parent's CPU seconds per chunk in a 2-worker run (serial start left out)."""
     import dataclasses
+    from common.file_utils import SIDECAR_SUFFIX
     from data_gen.create_pretraining_data import run
     account = run(dataclasses.replace(config, num_workers=2, profile_workers=True))
     profile = account["profile"]
     for path in account["output_files"]:
         os.remove(path)
-        os.remove(path + ".meta.json")
+        os.remove(path + SIDECAR_SUFFIX)
     return max(profile["parent_cpu_seconds"] - profile["serial_start_seconds"], 0.0) / max(
         account["chunks"], 1)
 

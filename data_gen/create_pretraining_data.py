@@ -77,7 +77,7 @@ def run(config):
     message naming the flag, file or line at fault. On any exception or
     SIGTERM, partially written files are removed.
     """
-    profile = RunProfile()
+    profile = RunProfile()  # its clock times every run; chunks are added when profiling
     config.validate()
     vocab = load_vocab(config.vocab_file)
     check_special_tokens(vocab, config.vocab_file)
@@ -101,7 +101,8 @@ def run(config):
         with BackgroundSync(writers):
             outcomes = process_chunks(ChunkJob(config, layout, len(output_paths)), num_workers,
                                       [writer.temporary for writer in writers],
-                                      [writer.path for writer in writers], profile)
+                                      [writer.path for writer in writers],
+                                      profile if config.profile_workers else None)
             for outcome in outcomes:
                 for piece in outcome.pieces:
                     if piece.data is not None:  # else a worker has written it
@@ -110,7 +111,8 @@ def run(config):
                         profile.parent_writing += time.monotonic() - writing_started
                     totals.add(piece)
                 work_counts.update(outcome.counts)
-                profile.add(outcome.timing)
+                if config.profile_workers:
+                    profile.add(outcome.timing)
                 progress.update(outcome.end, totals.total("instances"))
         progress.update(layout.total, totals.total("instances"), force=True)
         progress.finish()

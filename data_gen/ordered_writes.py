@@ -21,7 +21,7 @@ import time
 import traceback
 
 QUEUED_CHUNKS = 4  # per worker: chunks made but not yet written
-_STATS = ("pid", "waiting", "writing", "chunks_written", "blocked")
+_STATS = ("pid", "waiting", "writing")  # per worker slot: its writer thread's seconds
 
 
 class OrderedOffsets:
@@ -63,9 +63,7 @@ class OrderedOffsets:
             return 0.0
         except queue.Full:
             local["queue"].put((index, pieces))
-            blocked = time.monotonic() - started
-            self._add_stat(local["slot"], "blocked", blocked)
-            return blocked
+            return time.monotonic() - started
 
     def _writer(self):
         local = self._local
@@ -95,7 +93,6 @@ class OrderedOffsets:
                 continue
             self._add_stat(local["slot"], "waiting", waiting)
             self._add_stat(local["slot"], "writing", writing)
-            self._add_stat(local["slot"], "chunks_written", 1)
             with self._condition:
                 self._written.value += 1
                 if 0 < self._awaited.value <= self._written.value:
@@ -159,7 +156,7 @@ class OrderedOffsets:
                     "written: a data_gen worker process ended early (killed, out of memory?)")
 
     def worker_stats(self):
-        """Per worker process that wrote: {pid, waiting, writing, chunks_written, blocked}."""
+        """Per worker process that wrote: {pid, waiting, writing} (its writer thread's seconds)."""
         width = len(_STATS)
         return [dict(zip(_STATS, self._stats[slot * width:(slot + 1) * width]))
                 for slot in range(self._slots.value)]

@@ -68,15 +68,12 @@ class RunProfile:
     def add(self, timing):
         if timing is None:
             return
-        worker = self.workers.setdefault(timing.pid, collections.Counter(
-            first_start=timing.started, last_finish=timing.finished))
+        worker = self.workers.setdefault(timing.pid, collections.Counter())
         worker["chunks"] += 1
         self.chunk_seconds.append(timing.busy)
         worker["busy"] += timing.busy
         worker["waiting"] += timing.waiting
         worker["longest_wait"] = max(worker["longest_wait"], timing.waiting)
-        worker["first_start"] = min(worker["first_start"], timing.started)
-        worker["last_finish"] = max(worker["last_finish"], timing.finished)
         self.first_start = min(self.first_start or timing.started, timing.started)
         self.last_finish = max(self.last_finish or timing.finished, timing.finished)
 
@@ -99,8 +96,8 @@ class RunProfile:
         if self.first_start is None:
             return {"wall_seconds": round(wall, 3), "workers": []}
         workers = []
+        span = self.last_finish - self.first_start  # the run's parallel part
         for number, worker in enumerate(self.workers.values()):
-            span = self.last_finish - self.first_start  # the run's parallel part
             accounted = worker["busy"] + worker["waiting"]
             workers.append({
                 "worker": number, "chunks": worker["chunks"],
