@@ -93,7 +93,7 @@ def _reference(h, weights, biases, segments, blocked, config):
     return _layer_norm(output, weights["gamma"], weights["beta"])
 
 
-def test_relative_self_attention_matches_the_reference():
+def test_content_stream_attention_matches_the_reference():
     config = XLNetConfig.from_dict(UPSTREAM)
     rng = np.random.RandomState(1)
     batch, length = 2, 5
@@ -110,12 +110,12 @@ def test_relative_self_attention_matches_the_reference():
     biases["seg_embed"] = rng.randn(2, config.n_head, config.d_head).astype(np.float32)
     with tf.Graph().as_default(), tf.Session() as session:
         with tf.variable_scope("layer_0/rel_attn"):
-            output = rel.relative_self_attention(
+            output = rel.relative_attention(
                 tf.constant(h), rel.relative_position_encoding(length, length, config.d_model),
                 config, {name: tf.constant(value) for name, value in biases.items()},
                 other_segment=tf.constant(
                     (segments[:, :, None] != segments[:, None, :]).astype(np.int32)),
-                attention_blocked=tf.constant(blocked))
+                blocked_h=tf.constant(blocked))
         variables = {v.op.name: v for v in tf.global_variables()}
         names = {"layer_0/rel_attn/%s/kernel" % name: name for name in "qkvro"}
         names.update({"layer_0/rel_attn/LayerNorm/gamma": "gamma",

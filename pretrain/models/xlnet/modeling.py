@@ -108,14 +108,10 @@ class XLNetModel(object):
                     biases.update(r_s_bias=per_layer(r_s_bias), seg_embed=seg_embed[index])
                 with tf.variable_scope("layer_%d" % index):
                     with tf.variable_scope("rel_attn"):
-                        if g is None:
-                            h = rel.relative_self_attention(
-                                h, position, config, biases, other_segment, blocked_h,
-                                is_training, initializer)
-                        else:
-                            h, g = rel.two_stream_attention(
-                                h, g, position, config, biases, target_mapping, other_segment,
-                                blocked_h, blocked_g, is_training, initializer)
+                        streams = rel.relative_attention(
+                            h, position, config, biases, other_segment, blocked_h, is_training,
+                            initializer, g, target_mapping, blocked_g)
+                        h, g = streams if g is not None else (streams, None)
                     with tf.variable_scope("ff"):
                         h = _feed_forward(h, config, dropout)
                     if g is not None:

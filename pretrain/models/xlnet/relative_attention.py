@@ -98,62 +98,42 @@ def post_attention(h, attention_vector, config, initializer, dropout=0.0):
     return layers.layer_norm(output + h, name="LayerNorm")
 
 
-def relative_self_attention(h, position_encoding, config, biases, other_segment=None,
-                            attention_blocked=None, is_training=False, initializer=None):
-    """One layer's content-stream attention (scope: the caller's `rel_attn`).
+def relative_attention(h, position_encoding, config, biases, other_segment=None,
+                       blocked_h=None, is_training=False, initializer=None, g=None,
+                       target_mapping=None, blocked_g=None):
+    """One layer's attention (scope: the caller's `rel_attn`): the content stream h, and
+    with g the query stream too.
 
     h [B, S, d_model]; position_encoding [2S, d_model]
-    (relative_position_encoding(S, S, ...)); biases: this layer's r_w_bias,
-    r_r_bias, r_s_bias [N, D] and seg_embed [2, N, D] (the last two only with
-    other_segment); other_segment, attention_blocked as in attention_core.
-    Returns [B, S, d_model].
+    (relative_position_encoding(S, S, ...)); biases: this layer's r_w_bias, r_r_bias,
+    r_s_bias [N, D] and seg_embed [2, N, D] (the last two only with other_segment);
+    other_segment, blocked_h as in attention_core. Query stream: g [B, P, d_model],
+    one row per prediction; target_mapping [B, P, S] float, row p one-hot at the
+    position prediction p is for; blocked_g [B, S, S]. It uses h's keys and values and
+    the same kernels, and attends as its position would under blocked_g; blocked_h is
+    blocked_g with the diagonal open. Returns h' [B, S, d_model], or (h', g'
+    [B, P, d_model]) with g.
     """
     initializer = initializer or layers.create_initializer(config.init_std)
     dropout = config.dropout if is_training else 0.0
-    dropatt = config.dropatt if is_training else 0.0
-    q_head = head_projection(h, config, "q", initializer)
-    k_head = head_projection(h, config, "k", initializer)
-    v_head = head_projection(h, config, "v", initializer)
-    k_head_r = head_projection(position_encoding[None], config, "r", initializer)[0]
     with_segments = other_segment is not None
-    vector = attention_core(q_head, k_head, v_head, k_head_r, biases["r_w_bias"],
-                            biases["r_r_bias"], biases["seg_embed"] if with_segments else None,
-                            other_segment, biases["r_s_bias"] if with_segments else None,
-                            attention_blocked, dropatt)
-    return post_attention(h, vector, config, initializer, dropout)
-
-
-def two_stream_attention(h, g, position_encoding, config, biases, target_mapping,
-                         other_segment=None, blocked_h=None, blocked_g=None, is_training=False,
-                         initializer=None):
-    """One layer's content stream h and query stream g (scope: the caller's `rel_attn`).
-
-    h [B, S, d_model]; g [B, P, d_model], one row per prediction; target_mapping
-    [B, P, S] float, row p one-hot at the position prediction p is for. Both
-    streams use h's keys and values and the same kernels; the query stream
-    attends as its position would, under blocked_g [B, S, S] (1: may not see),
-    and the content stream under blocked_h (blocked_g with the diagonal open).
-    Returns (h' [B, S, d_model], g' [B, P, d_model]).
-    """
-    initializer = initializer or layers.create_initializer(config.init_std)
-    dropout = config.dropout if is_training else 0.0
-    dropatt = config.dropatt if is_training else 0.0
-    with_segments = other_segment is not None
-    segment_args = dict(seg_embed=biases["seg_embed"] if with_segments else None,
-                        other_segment=other_segment,
-                        r_s_bias=biases["r_s_bias"] if with_segments else None, dropatt=dropatt)
-    k_head = head_projection(h, config, "k", initializer)
-    v_head = head_projection(h, config, "v", initializer)
-    k_head_r = head_projection(position_encoding[None], config, "r", initializer)[0]
-    q_head_h = head_projection(h, config, "q", initializer)
-    vector_h = attention_core(q_head_h, k_head, v_head, k_head_r, biases["r_w_bias"],
-                              biases["r_r_bias"], attention_blocked=blocked_h, **segment_args)
+    shared = dict(k_head=head_projection(h, config, "k", initializer),
+                  v_head=head_projection(h, config, "v", initializer),
+                  k_head_r=head_projection(position_encoding[None], config, "r", initializer)[0],
+                  r_w_bias=biases["r_w_bias"], r_r_bias=biases["r_r_bias"],
+                  seg_embed=biases["seg_embed"] if with_segments else None,
+                  other_segment=other_segment,
+                  r_s_bias=biases["r_s_bias"] if with_segments else None,
+                  dropatt=config.dropatt if is_training else 0.0)
+    vector_h = attention_core(head_projection(h, config, "q", initializer),
+                              attention_blocked=blocked_h, **shared)
     output_h = post_attention(h, vector_h, config, initializer, dropout)
+    if g is None:
+        return output_h
     with tf.variable_scope(tf.get_variable_scope(), reuse=True):
         q_head_g = head_projection(g, config, "q", initializer)  # [B, P, N, D]
         at_positions = tf.einsum("bpnd,bps->bsnd", q_head_g, target_mapping)
-        vector = attention_core(at_positions, k_head, v_head, k_head_r, biases["r_w_bias"],
-                                biases["r_r_bias"], attention_blocked=blocked_g, **segment_args)
+        vector = attention_core(at_positions, attention_blocked=blocked_g, **shared)
         vector_g = tf.einsum("bsnd,bps->bpnd", vector, target_mapping)
         output_g = post_attention(g, vector_g, config, initializer, dropout)
     return output_h, output_g
