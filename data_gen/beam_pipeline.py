@@ -46,12 +46,12 @@ from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
 from data_gen.create_pretraining_data import (USER_ERRORS, EmptyOutputError, format_account,
                                               make_account, why_empty)
-from common.file_utils import SIDECAR_SUFFIX, file_sha256
+from common.file_utils import SIDECAR_SUFFIX
 from data_gen.metadata import build_metadata
 from data_gen.parallel import ChunkJob, run_chunk
 from data_gen.shard_pieces import ShardTotals, piece_name
 from data_gen.tfrecord_writer import encode_framed
-from data_gen.tokenization import check_special_tokens, load_vocab
+from data_gen.vocabulary import load_run_vocabulary
 
 _MARK = "<<data_gen error>>"  # around a user error's message inside the runner's error
 _INDEX_BATCH = 1000  # chunk indices per element of the initial Create
@@ -119,7 +119,8 @@ class MakePieces(beam.DoFn if beam else object):
         _limit_malloc_arenas()
         local = dataclasses.replace(self.config, vocab_file=localize(self.config.vocab_file),
                                     jieba_user_dict=localize(self.config.jieba_user_dict),
-                                    similar_words_file=localize(self.config.similar_words_file))
+                                    similar_words_file=localize(self.config.similar_words_file),
+                                    spm_model_file=localize(self.config.spm_model_file))
         self.job = ChunkJob(local, self.layout, self.num_shards, opener=open_for_reading)
         self.processor = self.job.processor()
 
@@ -146,9 +147,9 @@ def _sum_counters(counters):
 class _WriteShard:
     """(shard, pieces) -> the shard file and its sidecar; returns (shard, ShardTotals row)."""
 
-    def __init__(self, config, output_paths, temp_dir, vocab_size, vocab_sha256):
+    def __init__(self, config, output_paths, temp_dir, vocabulary):
         self.config, self.output_paths, self.temp_dir = config, output_paths, temp_dir
-        self.vocab_size, self.vocab_sha256 = vocab_size, vocab_sha256
+        self.vocabulary = vocabulary
 
     def __call__(self, shard_and_pieces, run_summary):
         shard, pieces = shard_and_pieces
@@ -169,9 +170,10 @@ class _WriteShard:
             if not pieces and self.config.compression == "gzip":
                 target.write(encode_framed(b"", "gzip"))  # a valid empty stream
         FileSystems.rename([temporary], [path])
-        metadata = build_metadata(self.config, self.vocab_size, self.vocab_sha256,
+        vocabulary = self.vocabulary
+        metadata = build_metadata(self.config, vocabulary.size, vocabulary.sha256,
                                   totals.max_ids[shard], totals.file_counts(shard),
-                                  run_summary["run_counts"])
+                                  run_summary["run_counts"], vocabulary.sidecar)
         _write_atomically(path + SIDECAR_SUFFIX, (json.dumps(
             metadata, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
         return shard, totals
@@ -188,8 +190,7 @@ def _file_sizes(files):
     return [result.metadata_list[0].size_in_bytes for result in metadata]
 
 
-def build_pipeline(pipeline, config, layout, output_paths, temp_dir, vocab_size, vocab_sha256,
-                   started):
+def build_pipeline(pipeline, config, layout, output_paths, temp_dir, vocabulary, started):
     """Adds the generation steps to `pipeline`; the run's account goes to TEMP/account.json."""
     batches = [(low, min(low + _INDEX_BATCH, layout.num_chunks))
                for low in range(0, layout.num_chunks, _INDEX_BATCH)]
@@ -216,7 +217,7 @@ def build_pipeline(pipeline, config, layout, output_paths, temp_dir, vocab_size,
                | "Summary" >> beam.Map(_run_summary, beam.pvalue.AsSingleton(counts),
                                        layout.total, started))
     written = grouped | "WriteShard" >> beam.Map(
-        _WriteShard(config, output_paths, temp_dir, vocab_size, vocab_sha256),
+        _WriteShard(config, output_paths, temp_dir, vocabulary),
         beam.pvalue.AsSingleton(summary))
     _ = (summary | "WriteAccount" >> beam.Map(
         lambda run, done: _write_atomically(FileSystems.join(temp_dir, "account.json"),
@@ -276,12 +277,12 @@ def run(config, beam_args):
         raise cli_options.UserError(
             "unknown flag(s) " + ", ".join("--" + name for name in unknown) + ": neither a "
             "create_pretraining_data flag nor a Beam pipeline option; see --help")
-    local_vocab = localize(config.vocab_file)
-    dataclasses.replace(config, vocab_file=local_vocab,
+    local = {path: localize(path) for path in (config.vocab_file, config.spm_model_file)}
+    dataclasses.replace(config, vocab_file=local[config.vocab_file],
+                        spm_model_file=local[config.spm_model_file],
                         jieba_user_dict=localize(config.jieba_user_dict),
                         similar_words_file=localize(config.similar_words_file)).validate()
-    vocab = load_vocab(local_vocab)
-    check_special_tokens(vocab, config.vocab_file)
+    vocabulary = load_run_vocabulary(config, local.get)
     files = expand_input_patterns(config.input_file, glob_files=_glob_with_beam)
     layout = CorpusLayout(files, _file_sizes(files), config.chunk_bytes)
     output_paths = config.output_paths()
@@ -291,8 +292,8 @@ def run(config, beam_args):
     try:
         try:
             with quiet, beam.Pipeline(options=options) as pipeline:
-                build_pipeline(pipeline, config, layout, output_paths, temp_dir, len(vocab),
-                               file_sha256(local_vocab), started)
+                build_pipeline(pipeline, config, layout, output_paths, temp_dir, vocabulary,
+                               started)
         except Exception as error:  # pylint: disable=broad-except
             marked = str(error).split(_MARK)
             if len(marked) < 3:

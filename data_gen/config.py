@@ -23,10 +23,15 @@ class GenerationConfig:
                                "line, blank line between documents.")
     output_file: str = required("Output TFRecord file(s), comma-separated; or a prefix when "
                                 "--num_output_shards > 0.")
-    vocab_file: str = required("BERT vocab file (one token per line).")
+    vocab_file: str = option("", "BERT vocab file (one token per line). Required, except for "
+                             "--mode=xlnet with --spm_model_file.")
+    # --mode=xlnet ignores --masked_lm_prob, --masking, --ngram, --short_seq_prob and
+    # --pack_within_document: it predicts exactly --max_predictions_per_seq positions.
     mode: str = option("roberta", "roberta: full-sentence packing, no sentence task; albert: "
                        "sentence-order prediction + n-gram masking + token_boundary; bert: "
-                       "next-sentence prediction.", choices=MODES)
+                       "next-sentence prediction; xlnet: zihangdai/xlnet's permutation-LM "
+                       "records (reuse window, A, B; whole-word spans to predict).",
+                       choices=MODES)
     do_lower_case: bool = option(True, "Lower-case and strip accents (use with uncased/Chinese "
                                  "vocabs).")
     max_seq_length: int = option(128, "Maximum sequence length.")
@@ -77,6 +82,17 @@ class GenerationConfig:
     chunk_bytes: int = option(DEFAULT_CHUNK_BYTES, "Input bytes per work unit (the seed unit; "
                               "chunk k starts at the first blank line after byte k*chunk_bytes "
                               "of the inputs laid end to end). Changes the output.")
+    reuse_length: int = option(0, "xlnet mode: tokens of each record carried over from the "
+                               "token stream before its A segment (0 = max_seq_length // 2).")
+    mask_alpha: int = option(6, "xlnet mode: a span of n words to predict is placed in a context "
+                             "of mask_alpha * n / mask_beta tokens (zihangdai/xlnet's default 6).")
+    mask_beta: int = option(1, "xlnet mode: see --mask_alpha (zihangdai/xlnet's default 1).")
+    eod_token: str = option("[unused1]", "xlnet mode with --vocab_file: the vocab token written "
+                            "between documents (upstream's <eod>); never predicted.")
+    spm_model_file: str = option("", "xlnet mode: a sentencepiece model (e.g. the spiece.model of "
+                                 "hfl/chinese-xlnet-base) instead of --vocab_file; its pieces "
+                                 "<sep> <cls> <eod> <mask> <pad> <unk> are the special tokens. "
+                                 "Needs `pip install sentencepiece`.")
     progress: bool = option(True, "Print a progress line on stderr.")
     profile_workers: bool = option(False, "End with where the time went: each worker's busy, "
                                    "waiting-for-offsets, writing and idle seconds, and the "
@@ -118,17 +134,57 @@ class GenerationConfig:
             (0 <= self.random_seed < 2 ** 63, f"--random_seed={self.random_seed}: must be in [0, 2**63)"),
             (bool(self.input_file), "--input_file is required"),
             (bool(self.output_file), "--output_file is required"),
-            (bool(self.vocab_file), "--vocab_file is required"),
+            (bool(self.vocab_file) or bool(self.spm_model_file),
+             "--vocab_file is required" + (" (or --spm_model_file)" if self.mode == "xlnet"
+                                           else "")),
         ]
-        for ok, message in checks:
+        for ok, message in checks + self._xlnet_checks():
             if not ok:
                 raise ConfigError(message)
-        if not os.path.isfile(self.vocab_file):
+        if self.vocab_file and not os.path.isfile(self.vocab_file):
             raise ConfigError(f"--vocab_file={self.vocab_file}: file not found")
+        if self.spm_model_file and not os.path.isfile(self.spm_model_file):
+            raise ConfigError(f"--spm_model_file={self.spm_model_file}: file not found")
         if self.similar_words_file and not os.path.isfile(self.similar_words_file):
             raise ConfigError(f"--similar_words_file={self.similar_words_file}: file not found")
         if self.bert_config_file:
             self._check_against_model()
+
+    def _xlnet_checks(self):
+        """(ok, message) of the xlnet-only flags: in range in xlnet mode, unset otherwise."""
+        if self.mode != "xlnet":
+            return [(not self.spm_model_file,
+                     f"--spm_model_file is used by --mode=xlnet only (--mode={self.mode}); "
+                     "drop it or pass --vocab_file"),
+                    (self.reuse_length == 0,
+                     f"--reuse_length is used by --mode=xlnet only (--mode={self.mode})")]
+        seq, reuse = self.max_seq_length, self.xlnet_reuse_length()
+        predictions = self.max_predictions_per_seq
+        return [
+            (not (self.vocab_file and self.spm_model_file),
+             "--vocab_file and --spm_model_file: give one tokenizer, not both"),
+            (self.masking == "auto",
+             f"--masking={self.masking}: --mode=xlnet chooses whole-word spans as "
+             "zihangdai/xlnet does (--mask_alpha, --mask_beta); drop --masking"),
+            (not self.similar_words_file, "--similar_words_file is not used by --mode=xlnet"),
+            (self.mask_beta >= 1, f"--mask_beta={self.mask_beta}: must be >= 1"),
+            (self.mask_alpha >= self.mask_beta,
+             f"--mask_alpha={self.mask_alpha}: must be >= --mask_beta={self.mask_beta} (a span "
+             "of n words sits in a context of mask_alpha * n / mask_beta >= n tokens)"),
+            (1 <= reuse <= seq - 5,
+             f"--reuse_length={self.reuse_length}: must be in [1, max_seq_length - 5 = "
+             f"{seq - 5}]: a record holds the reused tokens, then A, <sep>, B, <sep>, <cls> "
+             "with at least one token in A and in B"),
+            (predictions - predictions // 2 <= reuse and predictions // 2 <= seq - reuse - 3,
+             f"--max_predictions_per_seq={predictions}: xlnet predicts "
+             f"{predictions - predictions // 2} of the {reuse} reused tokens (--reuse_length) "
+             f"and {predictions // 2} of the "
+             f"{seq - reuse - 3} tokens of A and B; lower it or change --reuse_length"),
+        ]
+
+    def xlnet_reuse_length(self):
+        """--reuse_length, 0 meaning half of --max_seq_length."""
+        return self.reuse_length or self.max_seq_length // 2
 
     def _check_against_model(self):
         """--max_seq_length fits the model of --bert_config_file (common.model_limits)."""
@@ -155,10 +211,10 @@ class GenerationConfig:
         return paths
 
     def masking_recipe(self):
-        """The masking recipe: --masking, or the mode's own when auto."""
+        """The masking recipe: --masking, or the mode's own when auto (xlnet: "xlnet_spans")."""
         if self.masking != "auto":
             return self.masking
-        return "ngram" if self.mode == "albert" else "wwm"
+        return {"albert": "ngram", "xlnet": "xlnet_spans"}.get(self.mode, "wwm")
 
     def ngram_for_masking(self):
         """--ngram applies to the ngram recipe (albert's default) only."""

@@ -1,4 +1,4 @@
-r"""Corpus text -> pretraining TFRecords (roberta / albert / bert), streaming and parallel.
+r"""Corpus text -> pretraining TFRecords (roberta / albert / bert / xlnet), streaming and parallel.
 
   python -m data_gen.create_pretraining_data \
     --input_file='corpus/*.txt' --output_file=out/train.tfrecord \
@@ -17,13 +17,14 @@ from common import cli_options
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
-from common.file_utils import BackgroundSync, file_sha256, input_size, remove_all_temporaries
+from common.file_utils import BackgroundSync, input_size, remove_all_temporaries
 from data_gen.metadata import build_metadata, metadata_path, write_metadata
 from data_gen.parallel import ChunkJob, process_chunks
 from data_gen.shard_pieces import ShardTotals
 from data_gen.segmentation import SegmenterError
 from data_gen.tfrecord_writer import TFRecordWriter
-from data_gen.tokenization import VocabError, load_vocab, check_special_tokens
+from data_gen.tokenization import VocabError
+from data_gen.vocabulary import load_run_vocabulary
 from data_gen.worker_profile import RunProfile, format_profile
 
 USER_ERRORS = (ConfigError, CorpusError, VocabError, SegmenterError, FileNotFoundError)
@@ -79,9 +80,7 @@ def run(config):
     """
     profile = RunProfile()  # its clock times every run; chunks are added when profiling
     config.validate()
-    vocab = load_vocab(config.vocab_file)
-    check_special_tokens(vocab, config.vocab_file)
-    vocab_sha256 = file_sha256(config.vocab_file)
+    vocabulary = load_run_vocabulary(config)
     files = expand_input_patterns(config.input_file)
     layout = CorpusLayout(files, [input_size(path) for path in files], config.chunk_bytes)
     output_paths = config.output_paths()
@@ -127,9 +126,9 @@ def run(config):
         run_counts = {key: value for key, value in account.items()
                       if isinstance(value, int)}
         for index, path in enumerate(output_paths):
-            write_metadata(path, build_metadata(config, len(vocab), vocab_sha256,
+            write_metadata(path, build_metadata(config, vocabulary.size, vocabulary.sha256,
                                                 totals.max_ids[index], totals.file_counts(index),
-                                                run_counts))
+                                                run_counts, vocabulary.sidecar))
         account["output_files"] = output_paths
         if config.profile_workers:
             profile.finish()
@@ -163,8 +162,9 @@ def why_empty(account, files):
     return (f"no instances were made from {len(files)} file(s) ({account.get('documents', 0)} "
             f"documents, {account.get('sentences', 0)} sentences); dropped: {dropped}. Check "
             "that --input_file holds one sentence per line with a blank line between documents "
-            "(bert/albert need documents of 2+ sentences) and that the text tokenizes with "
-            "--vocab_file; no output was written")
+            "(bert/albert need documents of 2+ sentences; xlnet a chunk's stream of at least "
+            "max_seq_length - 2 tokens) and that the text tokenizes with --vocab_file; no output "
+            "was written")
 
 
 def _skipped(account):
@@ -200,6 +200,17 @@ def _masking_line(account):
     return line
 
 
+def _xlnet_lines(account):
+    """--mode=xlnet: the token streams and what the records took of them."""
+    if "xlnet_stream_tokens" not in account:
+        return []
+    return ["[data_gen] xlnet: {tokens} stream tokens over all passes, {tail} after the last "
+            "window of a chunk's stream; labels: {real} B continues A, {random} B random".format(
+                tokens=account["xlnet_stream_tokens"],
+                tail=account.get("xlnet_stream_tokens_after_last_window", 0),
+                real=account.get("labels_1", 0), random=account.get("labels_0", 0))]
+
+
 def format_account(account):
     """Human-readable end-of-run report."""
     skipped = _skipped(account)
@@ -211,6 +222,7 @@ def format_account(account):
         "[data_gen] skipped/adjusted: " + (", ".join(f"{key}={value}" for key, value in
                                                    sorted(skipped.items())) or "nothing"),
         _masking_line(account),
+        *_xlnet_lines(account),
         "[data_gen] wrote: {instances} instances, {masked} masked tokens to {n} file(s)".format(
             instances=account.get("instances", 0), masked=account.get("masked_tokens", 0),
             n=len(account.get("output_files", []))),

@@ -148,3 +148,16 @@ def _feature_entry(name, list_tag, payload):
     entry_length = len(key_field) + 1 + len(feature_prefix) + feature_length
     return b"".join((b"\x0a", _varint(entry_length), key_field, b"\x12", feature_prefix,
                      list_tag, list_prefix, b"\x0a", inner_prefix, payload))
+
+
+def varint_table(size):
+    """[encode_varint(v) for v < size]: the packed varints of small values, looked up."""
+    return [encode_varint(value) for value in range(size)]
+
+
+def int64_example(packed):
+    """Example bytes of int64 features given as {name: packed varints}, in sorted key order
+    (as InstanceEncoder writes them)."""
+    body = b"".join([_feature_entry(name, _LIST_TAGS["int64"], packed[name])
+                     for name in sorted(packed)])
+    return b"".join((b"\x0a", _varint(len(body)), body))

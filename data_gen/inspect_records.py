@@ -10,6 +10,13 @@ masked position marked by its label:
 then the segment ids, the sentence label with its meaning for the mode
 (SOP / NSP), and token_boundary when the file has it (albert mode).
 
+XLNet records (the sidecar's mode, or the features `input` and `is_masked`) show
+the reuse window, then A <sep> B <sep> <cls> after a "|", each position to predict
+in braces ({北}), seg_id, the label and the predicted positions; each record is
+checked against record_schema.XLNET_FEATURES and the sidecar (lengths, exactly
+max_predictions_per_seq positions to predict, none on <sep>/<cls>/<eod>, seg_id
+ending 0.. 1.. 2), and a record that fails ends the run with an error after printing.
+
 The F.meta.json sidecar, when present, supplies the defaults for the vocab
 path, the compression and the mode. Plain and gzip files are read (without a
 sidecar, gzip is detected from the file's first bytes). The features and the
@@ -23,7 +30,8 @@ import re
 from common import cli_options
 from data_gen import metadata as metadata_lib
 from common.file_utils import expand_input_patterns, input_exists
-from data_gen.record_schema import SENTENCE_LABEL_MEANINGS, example_values, required_names
+from data_gen.record_schema import (SENTENCE_LABEL_MEANINGS, XLNET_LABEL_MEANING, XLNET_MODE,
+                                   example_values, required_names)
 from data_gen.tokenization import VocabError, load_vocab
 
 
@@ -64,11 +72,15 @@ def _short(message):
 
 
 class TokenNames:
-    """id -> token text through the vocab, or the bare id when there is no vocab."""
+    """id -> token text through the vocab (or a sentencepiece model), or the bare id."""
 
-    def __init__(self, vocab_file):
+    def __init__(self, vocab_file, sentencepiece=False):
         self.inv_vocab = None
-        if vocab_file:
+        if vocab_file and sentencepiece:
+            from data_gen.spm_tokenization import load_processor  # optional extra
+            processor = load_processor(vocab_file)
+            self.inv_vocab = {i: processor.IdToPiece(i) for i in range(processor.GetPieceSize())}
+        elif vocab_file:
             self.inv_vocab = {i: t for t, i in load_vocab(vocab_file).items()}
 
     def __call__(self, token_id):
@@ -117,6 +129,55 @@ def format_record(record, names, sentence_task=None):
     return lines
 
 
+def xlnet_problems(record, meta):
+    """What is wrong with an XLNet record (a list of strings, empty when none)."""
+    missing = [name for name in required_names(XLNET_MODE) if name not in record]
+    if missing:
+        return [f"lacks the feature(s) {', '.join(missing)}; features present: "
+                f"{', '.join(sorted(record))}"]
+    problems = []
+    length = len(record["input"])
+    lengths = {name: len(record[name]) for name in ("input", "target", "seg_id", "is_masked")}
+    if len(set(lengths.values())) != 1 or length != meta.get("max_seq_length", length):
+        problems.append(f"feature lengths {lengths}, expected max_seq_length="
+                        f"{meta.get('max_seq_length', length)} each")
+    count = sum(1 for flag in record["is_masked"] if flag)
+    if count != meta.get("max_predictions_per_seq", count):
+        problems.append(f"{count} positions to predict, not max_predictions_per_seq="
+                        f"{meta['max_predictions_per_seq']}")
+    special = {value for key, value in (meta.get("xlnet_special_ids") or {}).items()
+               if key in ("sep", "cls", "eod")}
+    bad = [position for position, (token, flag) in enumerate(zip(record["input"],
+                                                                 record["is_masked"]))
+           if flag and token in special]
+    if bad:
+        problems.append(f"<sep>/<cls>/<eod> to predict at position(s) {bad}")
+    seg_id = list(record["seg_id"])
+    if seg_id != sorted(seg_id) or seg_id[-1:] != [2] or seg_id.count(2) != 1 \
+            or set(seg_id) != {0, 1, 2}:
+        problems.append("seg_id is not 0.. 1.. then one 2")
+    return problems
+
+
+def format_xlnet_record(record, names, reuse_length):
+    """Human-readable lines for one XLNet record (see the module docstring)."""
+    shown = []
+    for position, (token_id, flag) in enumerate(zip(record["input"], record["is_masked"])):
+        token = names(token_id)
+        shown.append(("{" + token + "}") if flag else token)
+    if reuse_length:
+        shown.insert(reuse_length, "|")
+    predicted = [f"{p}:{names(t)}" for p, (t, f) in enumerate(zip(record["input"],
+                                                                 record["is_masked"])) if f]
+    return [
+        f"  tokens ({len(shown) - bool(reuse_length)}, {len(predicted)} to predict): "
+        + " ".join(shown),
+        "  seg_id: " + " ".join(str(s) for s in record["seg_id"]),
+        f"  label: {record['label'][0]}  ({XLNET_LABEL_MEANING})",
+        "  predicted: " + " ".join(predicted),
+    ]
+
+
 def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=print):
     """Prints the first `num_records` records of `path`; returns how many were printed."""
     try:
@@ -131,7 +192,7 @@ def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=pri
             vocab_file = None
     elif not os.path.isfile(vocab_file):
         raise InspectError(f"--vocab_file={vocab_file}: file not found")
-    names = TokenNames(vocab_file)
+    names = TokenNames(vocab_file, metadata.get("tokenizer") == "sentencepiece")
     if not input_exists(path):
         raise InspectError(f"{path}: file not found")
     try:
@@ -142,12 +203,26 @@ def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=pri
     mode = metadata.get("mode")
     out(f"{path}: compression={compression}, mode={mode or 'unknown (no .meta.json)'}, "
         f"vocab={vocab_file or 'none (ids shown)'}")
+    xlnet = mode == XLNET_MODE or (mode is None and records and "is_masked" in records[0])
+    failed = []
     for index, record in enumerate(records):
         out(f"record {index}:")
-        for line in format_record(record, names, metadata_lib.sentence_task(metadata)):
+        if xlnet:
+            problems = xlnet_problems(record, metadata)
+            lines = [f"  problem: {problem}" for problem in problems]
+            if not problems or "lacks" not in problems[0]:
+                lines = format_xlnet_record(record, names, metadata.get("reuse_length")) + lines
+            if problems:
+                failed.append(index)
+        else:
+            lines = format_record(record, names, metadata_lib.sentence_task(metadata))
+        for line in lines:
             out(line)
     if not records:
         out(f"{path}: no records")
+    if failed:
+        raise InspectError(f"{path}: record(s) {', '.join(map(str, failed))} are not valid XLNet "
+                           "records (see the problem lines above)")
     return len(records)
 
 

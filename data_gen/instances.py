@@ -7,13 +7,14 @@ A sentence is a pair (ids, starts) of equal-length lists (see masking.py for
   roberta  full-sentence packing, single segment, label 0.
   albert   sentence-order prediction: label 1 = A and B swapped.
   bert     next-sentence prediction: label 1 = B is random (google-research/bert).
+  xlnet    zihangdai/xlnet's records: built by data_gen.xlnet_instances, not here.
 """
 import collections
 import random as random_module
 
 from data_gen import native
 
-MODES = ("roberta", "albert", "bert")
+MODES = ("roberta", "albert", "bert", "xlnet")
 
 
 class SpecialIds:

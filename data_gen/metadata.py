@@ -27,9 +27,14 @@ def metadata_path(output_path):
     return output_path + SIDECAR_SUFFIX
 
 
-def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, run_counts):
-    """Returns the sidecar dict for one output file."""
-    return {
+def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, run_counts,
+                   extra=None):
+    """Returns the sidecar dict for one output file; `extra`: the fields of
+    data_gen.vocabulary.RunVocabulary.sidecar (xlnet mode's), added as they are.
+
+    With --spm_model_file, vocab_file / vocab_sha256 name the sentencepiece model."""
+    vocab_file = config.vocab_file or config.spm_model_file
+    meta = {
         "format_version": FORMAT_VERSION,
         "tool": TOOL,
         "mode": config.mode,
@@ -40,8 +45,7 @@ def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, 
         "masking": config.masking_recipe(),
         "has_span_boundaries": config.masking_recipe() == "span",
         "compression": config.compression,
-        "vocab_file": config.vocab_file if is_remote(config.vocab_file)
-        else os.path.abspath(config.vocab_file),
+        "vocab_file": vocab_file if is_remote(vocab_file) else os.path.abspath(vocab_file),
         "vocab_size": vocab_size,
         "vocab_sha256": vocab_sha256,
         "max_token_id": max_token_id,
@@ -49,6 +53,8 @@ def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, 
         "file_counts": dict(file_counts),
         "run_counts": dict(run_counts),
     }
+    meta.update(extra or {})
+    return meta
 
 
 def write_metadata(output_path, metadata):

@@ -24,6 +24,7 @@ from common.file_utils import open_binary_input
 from data_gen.ordered_writes import OrderedOffsets
 from data_gen.shard_pieces import ChunkOutcome, shard_pieces
 from data_gen.worker_profile import ChunkClock
+from data_gen.xlnet_processing import XLNetChunkProcessor
 
 
 @dataclasses.dataclass
@@ -40,6 +41,8 @@ class ChunkJob:
     opener: object = open_binary_input
 
     def processor(self):
+        if self.config.mode == "xlnet":
+            return XLNetChunkProcessor(self.config)
         return ChunkProcessor(self.config)
 
 

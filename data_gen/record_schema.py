@@ -5,7 +5,8 @@ The data_gen -> pretrain contract: data_gen's encoder writes these features
 (its C twin, data_gen._native_records, writes the same bytes; a test parses
 both against this table), pretrain.training.input_pipeline builds its tf.io parse spec
 from it, pretrain.training.data_checks and data_gen.inspect_records check records
-against it.
+against it. XLNet's records (--mode=xlnet) have their own table, XLNET_FEATURES;
+features_for_mode(sidecar mode) picks the table.
 
 It lives in data_gen, the lowest stage: the stage that writes the files owns
 their format, and pretrain may import it (pretrain -> data_gen, never back).
@@ -53,13 +54,43 @@ TOKEN_BOUNDARY = ("token_boundary",)
 SPAN_BOUNDARIES = ("masked_lm_span_left", "masked_lm_span_right")
 
 # What `next_sentence_labels` means, by data_gen --mode (also the sidecar's
-# "sentence_task" field).
-SENTENCE_TASK_BY_MODE = {"roberta": "none", "albert": "sop", "bert": "nsp"}
+# "sentence_task" field). XLNet's records have a `label` (XLNET_LABEL_MEANING) that
+# no head trains, hence "none".
+SENTENCE_TASK_BY_MODE = {"roberta": "none", "albert": "sop", "bert": "nsp", "xlnet": "none"}
 SENTENCE_LABEL_MEANINGS = {
     "sop": "SOP: 1 = segments swapped (B before A), 0 = original order",
     "nsp": "NSP: 1 = B is a random sentence, 0 = B follows A",
     "none": "no sentence task (always 0)",
 }
+
+
+# XLNet's pretraining records (data_gen --mode=xlnet), as zihangdai/xlnet's data_utils
+# writes them: R reused tokens, A, <sep>, B, <sep>, <cls> (R = the sidecar's
+# reuse_length); every feature is exactly as long as its table says (no padding).
+XLNET_MODE = "xlnet"
+XLNET_FEATURES = (
+    Feature("input", "int64", SEQ, "token ids: reuse window, A, <sep>, B, <sep>, <cls>"),
+    Feature("target", "int64", SEQ, "the stream's next token of each position (after A's "
+            "last token the stream's, at the first <sep> B's first; <cls> at the last two)"),
+    Feature("seg_id", "int64", SEQ, "0 for the reuse window, A and the first <sep>; 1 for B "
+            "and the second <sep>; 2 for <cls>"),
+    Feature("is_masked", "int64", SEQ, "1 at the positions to predict (exactly "
+            "max_predictions_per_seq, whole words, never <sep>/<cls>/<eod>)"),
+    Feature("label", "int64", 1, "1 = B continues A in the stream, 0 = B is random text "
+            "(not trained)"),
+)
+XLNET_LABEL_MEANING = "1 = B continues A, 0 = B is random text (no head trains it)"
+
+
+def xlnet_feature_lengths(max_seq_length):
+    """{name: (dtype, length)} of an XLNet record, in the table's order."""
+    sizes = {SEQ: max_seq_length, 1: 1}
+    return {feature.name: (feature.dtype, sizes[feature.length]) for feature in XLNET_FEATURES}
+
+
+def features_for_mode(mode):
+    """The feature table of records of data_gen --mode `mode` (a sidecar's "mode")."""
+    return XLNET_FEATURES if mode == XLNET_MODE else FEATURES
 
 
 # Fine-tuning records (finetune.features writes and reads them; feature caches of
@@ -108,9 +139,9 @@ def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False
             if not feature.optional or wanted(feature.name)}
 
 
-def required_names():
-    """Names of the features every pretraining record has."""
-    return [feature.name for feature in FEATURES if not feature.optional]
+def required_names(mode=None):
+    """Names of the features every pretraining record (of data_gen --mode `mode`) has."""
+    return [feature.name for feature in features_for_mode(mode) if not feature.optional]
 
 
 def length_flag(name):

@@ -91,7 +91,7 @@ CASES = [
       "--max_seq_length=long"], "--max_seq_length=long"),
     ("generate: unknown mode", "data_gen.create_pretraining_data",
      ["--input_file=corpus.txt", "--output_file=out/x.tfrecord", "--vocab_file=vocab.txt",
-      "--mode=gpt"], "--mode=gpt: value should be one of <roberta|albert|bert>"),
+      "--mode=gpt"], "--mode=gpt: value should be one of <roberta|albert|bert|xlnet>"),
     ("build_vocab: vocab too small", "data_gen.build_vocab",
      ["--input_file=corpus.txt", "--output_file=out/v.txt", "--vocab_size=10"],
      "Raise --vocab_size"),

@@ -80,7 +80,7 @@ def test_options_env_vars_and_passthrough(repo_root, tmp_path):
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
     bad = run_script([script(repo_root), "--mode", "gpt", "--vocab", str(vocab),
                       "--output_dir", str(tmp_path / "out")], tmp_path, env)
-    assert bad.returncode == 2 and "--mode=gpt: value should be one of <roberta|albert|bert>" \
+    assert bad.returncode == 2 and "--mode=gpt: value should be one of <roberta|albert|bert|xlnet>" \
         in bad.stderr, bad.stderr
     unknown = run_script([script(repo_root), "--frobnicate"], tmp_path, env)
     assert unknown.returncode == 2 and "unknown argument '--frobnicate'" in unknown.stderr

@@ -198,8 +198,9 @@ def test_bad_settings_name_what_is_wrong(setup):
     with pytest.raises(VocabError, match=r"lacks the special token\(s\) \[MASK\]"):
         run(_config(tmp_path, vocab, corpus))
     good_vocab = util.write_vocab(tmp_path)
-    with pytest.raises(ConfigError, match="--mode='xlnet'"):
-        run(_config(tmp_path, good_vocab, corpus, mode="xlnet"))
+    with pytest.raises(ConfigError, match="--mode='gpt': choose one of roberta, albert, bert, "
+                       "xlnet"):
+        run(_config(tmp_path, good_vocab, corpus, mode="gpt"))
     with pytest.raises(CorpusError, match="matches no file"):
         run(_config(tmp_path, good_vocab, str(tmp_path / "missing*.txt")))
     assert not glob.glob(str(tmp_path / "out.tfrecord*"))
