@@ -16,6 +16,8 @@ from common.file_utils import open_input
 DEFAULT_MAX_POSITION_EMBEDDINGS = 512
 # The alpha the messages suggest (bert4keras's and the issue's example).
 SUGGESTED_ALPHA = 0.4
+# Families whose positions are relative (sinusoids of distances): no trained table, no limit.
+RELATIVE_POSITION_MODEL_TYPES = ("xlnet",)
 
 
 def longest_input(config):
@@ -23,8 +25,11 @@ def longest_input(config):
 
     Args:
       config: dict with `max_position_embeddings` (n) and optionally
-        `hierarchical_position` (alpha, or None/absent when off).
+        `hierarchical_position` (alpha, or None/absent when off); an XLNet config
+        (model_type "xlnet", relative positions) has no limit: None.
     """
+    if config.get("model_type") in RELATIVE_POSITION_MODEL_TYPES:
+        return None
     n = config.get("max_position_embeddings", DEFAULT_MAX_POSITION_EMBEDDINGS)
     return n * n if config.get("hierarchical_position") else n
 
@@ -42,7 +47,7 @@ def length_error(length, config, source=None, name="--max_seq_length"):
         "the sequence length 600").
     """
     limit = longest_input(config)
-    if length <= limit:
+    if limit is None or length <= limit:
         return None
     n = config.get("max_position_embeddings", DEFAULT_MAX_POSITION_EMBEDDINGS)
     where = f" ({source})" if source else ""

@@ -93,6 +93,9 @@ class PretrainingOptions:
                                 choices=("auto", "true", "false"))
     span_boundary_objective: bool = option(False, "Add SpanBERT's span boundary objective (SBO) "
                                            "head; needs data made with --masking=span.")
+    perm_size: int = option(None, "XLNet: block of the local permutation, dividing the "
+                            "reuse window and the rest (default: the data's reuse_length, so "
+                            "the reuse window never sees the new part).")
     compression: str = option("auto", "Input TFRecord compression (auto: sidecar, else the "
                               "file's first bytes).", choices=("auto", "none", "gzip"))
     skip_corrupt_records: bool = option(False, "Read each input file up to its first truncated "
@@ -157,7 +160,7 @@ def run(values):
     opts = dataclasses.replace(opts, bert_config_file=assets.config_file,
                                init_checkpoint=assets.checkpoint)
     config = registry.read_config(opts.bert_config_file)
-    if config.layer_norm_cond_size is not None:
+    if getattr(config, "layer_norm_cond_size", None) is not None:
         raise UserError(f"--bert_config_file={opts.bert_config_file} sets layer_norm_cond_size "
                         "(conditional LayerNorm), but pretraining records carry no condition: "
                         "pretrain without it and add it to the config when fine-tuning")
@@ -223,6 +226,16 @@ def run(values):
         logging.info("sentence head %s (data sentence_task=%s)",
                      "on" if use_sentence_head else "off", task or "unknown")
 
+    permutation_input = None
+    if family.model_type == "xlnet":
+        permutation_input = data_checks.permutation_input(
+            sidecars, opts.perm_size, opts.max_seq_length, opts.max_predictions_per_seq)
+        logging.info("permutation LM: reuse_length=%d perm_size=%d num_predict=%d",
+                     permutation_input.reuse_length, permutation_input.perm_size,
+                     permutation_input.num_predict)
+    elif opts.perm_size is not None:
+        raise UserError(f"--perm_size is XLNet's; model_type {family.model_type!r} does not "
+                        "use it")
     vocab, no_vocab_reason = _output_vocab(opts, assets, sidecars)
     k = int(opts.gradient_accumulation_steps)
     try:
@@ -231,8 +244,10 @@ def run(values):
                                "w") as writer:
             writer.write(config.to_json_string())
         if vocab:
-            checkpoint_assets.write_assets(opts.output_dir, vocab_file=vocab)
-            logging.info("vocab.txt in --output_dir from %s", vocab)
+            name = _vocab_asset_name(sidecars)
+            checkpoint_assets.write_assets(opts.output_dir, **{
+                "spm_model_file" if name == checkpoint_assets.SPM_NAME else "vocab_file": vocab})
+            logging.info("%s in --output_dir from %s", name, vocab)
         else:
             logging.warning("no vocab.txt written to --output_dir=%s: %s", opts.output_dir,
                             no_vocab_reason)
@@ -267,7 +282,7 @@ def run(values):
             num_cpu_threads=opts.num_cpu_threads, compression=compression,
             shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed,
             skip_corrupt_records=opts.skip_corrupt_records,
-            span_boundaries=opts.span_boundary_objective)
+            span_boundaries=opts.span_boundary_objective, permutation_input=permutation_input)
 
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head,
@@ -312,28 +327,40 @@ def _data_vocab(sidecars):
     return found
 
 
-def _is_data_vocab(path, data):
-    """True when vocab `path` is the data's: its sha256, or the tokens of the data's
-    vocab_file when that file is here unchanged."""
+def _is_data_vocab(path, data, by_bytes=False):
+    """True when vocab `path` is the data's: its sha256, or (unless `by_bytes`, for a
+    sentencepiece model) the tokens of the data's vocab_file when that file is here
+    unchanged."""
     sha256, data_file, _ = data
     if checkpoint_assets.vocab_sha256(path) == sha256:
         return True
-    return bool(data_file) and input_exists(data_file) and \
+    return not by_bytes and bool(data_file) and input_exists(data_file) and \
         checkpoint_assets.vocab_sha256(data_file) == sha256 and \
         checkpoint_assets.same_vocab(path, data_file)[0]
 
 
+def _vocab_asset_name(sidecars):
+    """spiece.model for data made with --spm_model_file (XLNet), else vocab.txt."""
+    spm = any(meta and meta.get("tokenizer") == "sentencepiece" for _, meta in sidecars)
+    return checkpoint_assets.SPM_NAME if spm else checkpoint_assets.VOCAB_NAME
+
+
 def _output_vocab(opts, assets, sidecars):
     """(vocab file to copy to --output_dir or None, why there is none); refuses a
-    --vocab_file, --init_checkpoint vocab or resumed run that is not the data's vocab."""
+    --vocab_file, --init_checkpoint vocab or resumed run that is not the data's vocab.
+    A sentencepiece model (XLNet data made with --spm_model_file) is compared by bytes."""
     data = _data_vocab(sidecars)
+    asset_name = _vocab_asset_name(sidecars)
     own = assets.vocab_file if assets.vocab_source == "checkpoint" else None
+    if asset_name == checkpoint_assets.SPM_NAME:
+        own = getattr(assets, "spm_model_file", None)
     if data:
         described = f"the vocab the data was made with ({data[2]} names {data[1]})"
-        if opts.vocab_file and not _is_data_vocab(opts.vocab_file, data):
+        spm = asset_name == checkpoint_assets.SPM_NAME
+        if opts.vocab_file and not _is_data_vocab(opts.vocab_file, data, spm):
             raise UserError(f"--vocab_file={opts.vocab_file} is not {described}: their sha256 "
                             "differ; pass the data's vocab or drop --vocab_file")
-        if own and not _is_data_vocab(own, data):
+        if own and not _is_data_vocab(own, data, spm):
             raise UserError(f"--init_checkpoint={opts.init_checkpoint} was trained with {own}, "
                             f"which is not {described}; start from a checkpoint of that vocab "
                             f"or make the data with --vocab_file={own}")
@@ -351,12 +378,18 @@ def _output_vocab(opts, assets, sidecars):
     elif not vocab:
         reason = ("no --vocab_file, and the data's sidecars name no vocab; pass --vocab_file "
                   "so that later stages find it beside the checkpoints")
-    previous = os.path.join(opts.output_dir, checkpoint_assets.VOCAB_NAME)
+    previous = os.path.join(opts.output_dir, asset_name)
     if vocab and input_exists(previous) and tf.train.latest_checkpoint(opts.output_dir):
-        same, line = checkpoint_assets.same_vocab(vocab, previous)
+        if asset_name == checkpoint_assets.SPM_NAME:
+            same = checkpoint_assets.vocab_sha256(vocab) == checkpoint_assets.vocab_sha256(
+                previous)
+            where = "in its bytes"
+        else:
+            same, line = checkpoint_assets.same_vocab(vocab, previous)
+            where = f"at line {line}"
         if not same:
             raise UserError(f"--output_dir={opts.output_dir} holds checkpoints trained with "
-                            f"{previous}, which differs from {vocab} at line {line}: resuming "
+                            f"{previous}, which differs from {vocab} {where}: resuming "
                             "would go on with other token ids; use another --output_dir")
     return vocab, reason
 

@@ -109,12 +109,14 @@ def write_records(path, examples, compression="none", sidecar=True, mode="albert
     if sidecar:
         meta = {
             "format_version": 1, "tool": "tests", "mode": mode,
-            "sentence_task": {"roberta": "none", "albert": "sop", "bert": "nsp"}[mode],
-            "max_seq_length": len(examples[0]["input_ids"]),
-            "max_predictions_per_seq": len(examples[0]["masked_lm_ids"]),
+            "sentence_task": {"roberta": "none", "albert": "sop", "bert": "nsp",
+                              "xlnet": "none"}[mode],
+            "max_seq_length": len(examples[0].get("input_ids") or examples[0]["input"]),
+            "max_predictions_per_seq": len(examples[0]["masked_lm_ids"]) if mode != "xlnet"
+            else sum(examples[0]["is_masked"]),
             "has_token_boundary": False, "compression": compression,
             "vocab_size": vocab_size,
-            "max_token_id": int(max(max(e["input_ids"]) for e in examples)),
+            "max_token_id": int(max(max(e.get("input_ids") or e["input"]) for e in examples)),
             "file_counts": {"instances": len(examples)},
         }
         meta.update(meta_overrides)
@@ -179,3 +181,45 @@ def run_options(seq, preds, batch, **options):
     defaults.update(options)
     defaults["output_dir"] = str(defaults["output_dir"])
     return defaults
+
+
+# XLNet records (data_gen --mode=xlnet's layout): ids 1 <sep>, 2 <cls>, 3 <eod>; text 5..24.
+XLNET_SPECIAL_IDS = {"sep": 1, "cls": 2, "eod": 3, "mask": 4, "pad": 0}
+
+
+def make_xlnet_examples(count, max_seq_length=16, reuse_length=8, num_predict=4, seed=0):
+    """`count` records shaped like data_gen's xlnet mode: reuse window, A, <sep>, B, <sep>,
+    <cls>; the text counts up by one (mod 20) so a predicted token follows from its
+    neighbours; `num_predict` positions of A and B masked."""
+    rng = np.random.RandomState(seed)
+    sep, cls = XLNET_SPECIAL_IDS["sep"], XLNET_SPECIAL_IDS["cls"]
+    examples = []
+    for _ in range(count):
+        start = int(rng.randint(0, 20))
+        text = [5 + (start + i) % 20 for i in range(max_seq_length - 3)]
+        cut = int(rng.randint(reuse_length + 1, max_seq_length - 3))  # A is [reuse, cut)
+        ids = text[:cut] + [sep] + text[cut:] + [sep, cls]
+        seg = [0] * (cut + 1) + [1] * (max_seq_length - 2 - cut) + [2]
+        candidates = [i for i in range(reuse_length, max_seq_length) if ids[i] not in (sep, cls)]
+        masked = set(rng.choice(candidates, num_predict, replace=False).tolist())
+        examples.append({"input": ids, "target": ids[1:] + [cls],
+                         "seg_id": seg, "is_masked": [int(i in masked) for i in range(len(ids))],
+                         "label": [1]})
+    return examples
+
+
+def write_xlnet_records(path, examples, reuse_length=8, vocab_size=50, **meta_overrides):
+    """Writes XLNet `examples` to `path` with an xlnet-mode sidecar."""
+    return write_records(path, examples, mode="xlnet", vocab_size=vocab_size,
+                         reuse_length=reuse_length, xlnet_special_ids=XLNET_SPECIAL_IDS,
+                         tokenizer="wordpiece", **meta_overrides)
+
+
+def tiny_xlnet_config(path, n_token=50, d_model=32, layers=2, **extra):
+    cfg = {"model_type": "xlnet", "n_token": n_token, "d_model": d_model, "n_layer": layers,
+           "n_head": 2, "d_head": d_model // 2, "d_inner": d_model * 2,
+           "ff_activation": "gelu", "untie_r": True, "dropout": 0.0, "dropatt": 0.0}
+    cfg.update(extra)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    return str(path)

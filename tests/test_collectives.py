@@ -48,6 +48,9 @@ ELECTRA_CONFIG = dict(vocab_size=40, hidden_size=32, num_hidden_layers=1,
                       type_vocab_size=2, hidden_dropout_prob=0.0,
                       attention_probs_dropout_prob=0.0, **ARGMAX_ELECTRA)
 ELECTRA_SEQ, ELECTRA_PREDS, ELECTRA_UPDATES = 8, 2, 2
+# XLNet, 2 updates on the same batch shape: content and query streams, relative segments.
+XLNET_CONFIG = dict(model_type="xlnet", n_token=40, d_model=32, n_layer=1, n_head=2, d_head=16,
+                    d_inner=64, ff_activation="gelu", untie_r=True, dropout=0.0, dropatt=0.0)
 
 
 def case_name(case):
@@ -180,28 +183,53 @@ def _train(tf, strategy, case, session_factory, trace=False):
     return final, steps, traffic
 
 
-def _train_electra(tf, strategy, session_factory, trace=False):
-    """ELECTRA_UPDATES updates of ELECTRA_CONFIG on a fixed batch; returns (final weights,
-    {"num_params", "traffic": per update, when traced}). strategy None: one device."""
+def _family_batch(family):
+    """(config dict, fixed global batch {name: array}) of `family` ("electra", "xlnet").
+
+    Every token real and as many predictions in every example: each replica's loss (a
+    mean over its tokens or predictions, as upstream's per-core loss is) then averages
+    to the global batch's."""
+    rng = np.random.RandomState(3)
+    seq, preds = ELECTRA_SEQ, ELECTRA_PREDS
+    data = {"input_ids": rng.randint(5, 40, size=(GLOBAL_BATCH, seq)),
+            "input_mask": np.ones((GLOBAL_BATCH, seq), np.int32),
+            "segment_ids": np.zeros((GLOBAL_BATCH, seq), np.int32)}
+    if family == "electra":
+        data.update(masked_lm_positions=np.tile([2, 5], (GLOBAL_BATCH, 1)),
+                    masked_lm_ids=rng.randint(5, 40, size=(GLOBAL_BATCH, preds)),
+                    masked_lm_weights=np.ones((GLOBAL_BATCH, preds)))
+        return ELECTRA_CONFIG, data
+    # XLNet: a drawn order per example; positions 2 and 5 are predicted and cannot see
+    # themselves or what comes after them in the order; two segments.
+    data["segment_ids"][:, seq // 2:] = 1
+    rank = np.argsort(rng.rand(GLOBAL_BATCH, seq), axis=1)
+    perm_mask = (rank[:, None, :] > rank[:, :, None]).astype(np.float32)
+    targets = np.zeros(seq, bool)
+    targets[[2, 5]] = True
+    perm_mask[:, :, ~targets] = 0.0  # the others are seen by all
+    perm_mask[:, targets, targets] = 1.0
+    data.update(perm_mask=perm_mask,
+                target_mapping=np.tile(np.eye(seq, dtype=np.float32)[[2, 5]], (GLOBAL_BATCH, 1, 1)),
+                target_ids=data["input_ids"][:, [2, 5]], target_weights=np.ones((GLOBAL_BATCH, 2)))
+    return XLNET_CONFIG, data
+
+
+def _train_family(tf, strategy, session_factory, family, trace=False):
+    """ELECTRA_UPDATES updates of `family` ("electra": ELECTRA_CONFIG, "xlnet": XLNET_CONFIG)
+    on a fixed batch; returns (final weights, {"num_params", "traffic": per update, when
+    traced}). strategy None: one device."""
     from pretrain.models import registry  # pylint: disable=import-outside-toplevel
     from pretrain.training import optimization  # pylint: disable=import-outside-toplevel
-    config = registry.config_from_dict(ELECTRA_CONFIG)
-    rng = np.random.RandomState(3)
-    # Every token real: each replica's discriminator loss (a mean over its real tokens,
-    # as upstream's per-core loss is) then averages to the global batch's.
-    data = {"input_ids": rng.randint(5, 40, size=(GLOBAL_BATCH, ELECTRA_SEQ)),
-            "input_mask": np.ones((GLOBAL_BATCH, ELECTRA_SEQ)),
-            "segment_ids": np.zeros((GLOBAL_BATCH, ELECTRA_SEQ)),
-            "masked_lm_positions": np.tile([2, 5], (GLOBAL_BATCH, 1)),
-            "masked_lm_ids": rng.randint(5, 40, size=(GLOBAL_BATCH, ELECTRA_PREDS))}
+    config_dict, data = _family_batch(family)
+    config = registry.config_from_dict(dict(config_dict))
 
     def replica_fn():
         ctx = tf.distribute.get_replica_context()
         per_replica = GLOBAL_BATCH // ctx.num_replicas_in_sync
         rows = tf.range(per_replica) + tf.cast(ctx.replica_id_in_sync_group, tf.int32) * per_replica
-        features = {name: tf.gather(tf.constant(value, tf.int32), rows)
+        features = {name: tf.gather(tf.constant(value, tf.int32 if value.dtype.kind == "i"
+                                                 else tf.float32), rows)
                     for name, value in data.items()}
-        features["masked_lm_weights"] = tf.ones([per_replica, ELECTRA_PREDS])
         loss = registry.family_of(config).pretraining_losses(config, features, True)["loss"]
         return optimization.build_train_op(loss, LEARNING_RATE, 100, 0,
                                            log_scalars={"loss": loss}).train_op
@@ -282,11 +310,13 @@ def worker_main(mode, out_dir):
                          run_metadata=metadata)
         with open(os.path.join(out_dir, "calibration.json"), "w") as f:
             json.dump(_traffic(tf, metadata), f)
-        for setup, dist in (("mirrored", strategy), ("single", None)):
-            final, record = _train_electra(tf, dist, factory, trace=dist is not None)
-            np.savez(os.path.join(out_dir, f"{setup}-electra.npz"), **final)
-            with open(os.path.join(out_dir, f"{setup}-electra.json"), "w") as f:
-                json.dump(record, f)
+        for family in ("electra", "xlnet"):
+            for setup, dist in (("mirrored", strategy), ("single", None)):
+                final, record = _train_family(tf, dist, factory, family,
+                                              trace=dist is not None)
+                np.savez(os.path.join(out_dir, f"{setup}-{family}.npz"), **final)
+                with open(os.path.join(out_dir, f"{setup}-{family}.json"), "w") as f:
+                    json.dump(record, f)
     setups = [(tag, strategy, factory)]
     if mode == "mirrored":
         setups.append(("single", None, lambda: tf.Session(config=config)))
@@ -420,16 +450,21 @@ def test_one_gradient_sized_reduce_per_update_and_no_broadcast(runs, setup, k):
         assert step["broadcast"] + step["copy"] < 0.01 * NUM_PARAMS, (i, step)
 
 
-def test_electra_update_is_one_reduce_and_reaches_the_single_device_weights(runs):
-    """ELECTRA under mirrored: each update all-reduces every gradient of both networks
-    once (the shared embedding tables once, their two readers' gradients summed before
-    it; the logged loss in the same collective), broadcasts and copies nothing, and ends
-    at the single device's weights: generator, discriminator and both heads."""
-    got, record = runs("mirrored", "electra")
-    expected, _ = runs("single", "electra")
+@pytest.mark.parametrize("family, scopes", [
+    ("electra", {"electra", "generator", "generator_predictions", "discriminator_predictions"}),
+    ("xlnet", {"model"})])
+def test_family_update_is_one_reduce_and_reaches_the_single_device_weights(runs, family,
+                                                                           scopes):
+    """ELECTRA and XLNet under mirrored: each update all-reduces every gradient once
+    (ELECTRA: the shared embedding tables once, their two readers' gradients summed before
+    it; XLNet: the embedding table read by the input and the tied LM head, the
+    feed-forward and attention kernels read by both streams; the logged loss in the same
+    collective), broadcasts and copies nothing, and ends at the single device's weights."""
+    got, record = runs("mirrored", family)
+    expected, _ = runs("single", family)
     num_params = record["num_params"]
-    # Reducing each reader's embedding gradient apart would add the tables (40 x 16
-    # words alone) to the count.
+    # Reducing each reader's gradient apart would add the shared tables (40 x 16 or
+    # 40 x 32 words alone) to the count.
     assert num_params > 10000
     assert len(record["traffic"]) == ELECTRA_UPDATES
     for step in record["traffic"]:
@@ -437,8 +472,7 @@ def test_electra_update_is_one_reduce_and_reaches_the_single_device_weights(runs
         assert step["broadcast"] + step["copy"] < 0.01 * num_params, step
     assert sorted(got) == sorted(expected)
     names = [n for n in expected if not n.startswith("initial/")]
-    assert {n.split("/")[0] for n in names} == {
-        "electra", "generator", "generator_predictions", "discriminator_predictions"}
+    assert {n.split("/")[0] for n in names} == scopes
     moved = {}
     for name in names:
         np.testing.assert_array_equal(got["initial/" + name], expected["initial/" + name])

@@ -110,7 +110,7 @@ def test_the_command_exits_3_when_the_masked_lm_has_not_learned(tmp_path):
     other = write("other.txt", {"accuracy": 0.5})  # not a pretraining eval
     wrong = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
                             f"--eval_results={other}"], capture_output=True, text=True)
-    assert wrong.returncode == 2 and "no masked_lm_accuracy in it" in wrong.stderr
+    assert wrong.returncode == 2 and "no masked_lm_accuracy or plm_accuracy in it" in wrong.stderr
 
 
 def test_the_margin_grows_when_few_labels_were_scored():

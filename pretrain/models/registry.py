@@ -17,6 +17,7 @@ from typing import Callable, Tuple
 from pretrain.models import config as config_lib
 from pretrain.models.config import BertConfig, ConfigError
 from pretrain.models.electra.config import ElectraConfig
+from pretrain.models.xlnet.config import XLNetConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,8 @@ class ModelFamily:
     sentence_and_span_heads: whether the objective trains the SOP/NSP and SBO heads.
     training_flops: "module:attribute" of its compute per example (pretrain.models.flops):
       (config, seq_length, max_predictions, sentence_head=, span_boundary=) -> FLOPs.
+    input_layout: where fine-tuning puts the special tokens (finetune.tasks.layout):
+      "bert" ([CLS] a [SEP] b [SEP]) or "xlnet" (a [SEP] b [SEP] [CLS]).
 
     The graph-building code is named, not imported, so reading a config (compare, the
     exporters' checks) does not load TensorFlow.
@@ -52,6 +55,7 @@ class ModelFamily:
     description: str
     sentence_and_span_heads: bool = True
     training_flops: str = "pretrain.models.flops:masked_lm_training_flops"
+    input_layout: str = "bert"
 
     @property
     def encoder_class(self):
@@ -96,6 +100,13 @@ _FAMILIES = {family.model_type: family for family in (
                 "ELECTRA: generator MLM + replaced-token detection by the discriminator",
                 sentence_and_span_heads=False,
                 training_flops="pretrain.models.flops:electra_training_flops"),
+    ModelFamily("xlnet", (), XLNetConfig, "pretrain.models.xlnet.modeling:XLNetModel",
+                "pretrain.models.xlnet.pretraining:xlnet_pretraining_losses",
+                lambda config: "xlnet",
+                "XLNet: permutation LM with two-stream relative attention (mem_len 0)",
+                sentence_and_span_heads=False,
+                training_flops="pretrain.models.flops:xlnet_training_flops",
+                input_layout="xlnet"),
 )}
 _BY_NAME = {name: family for family in _FAMILIES.values()
             for name in (family.model_type,) + family.aliases}

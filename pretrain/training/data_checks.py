@@ -21,6 +21,7 @@ from common import model_limits
 from data_gen import record_schema
 from data_gen import tfrecord_scan
 from common.file_utils import SIDECAR_SUFFIX, expand_input_patterns
+from pretrain.models.xlnet.permutation import PermutationInput
 
 
 class DataCheckError(ValueError):
@@ -68,10 +69,21 @@ def expected_sentence_task(use_sentence_head):
     return "sop/nsp" if use_sentence_head else "none"
 
 
+XLNET_MODE = "xlnet"  # data_gen --mode of XLNet's records (record_schema's xlnet table)
+
+
 def _check_meta(path, meta, flags):
     """Sidecar fields vs flags; returns the list of problems (strings)."""
     problems = []
     where = metadata.metadata_path(path)
+    xlnet_model, xlnet_data = flags.get("model_type") == "xlnet", meta.get("mode") == XLNET_MODE
+    if xlnet_model != xlnet_data:
+        problems.append(
+            f"{where}: mode={meta.get('mode')} data " + (
+                "holds masked-LM records, but an XLNet model trains on permutation-LM "
+                "records; make them with data_gen --mode=xlnet" if xlnet_model else
+                "holds XLNet's permutation-LM records, but the model is "
+                f"{flags.get('model_type')}; use an XLNet config or roberta/albert/bert data"))
     for key in ("max_seq_length", "max_predictions_per_seq"):
         if key in meta and int(meta[key]) != int(flags[key]):
             problems.append(f"{where}: {key}={meta[key]} but --{key}={flags[key]}")
@@ -100,20 +112,29 @@ def _check_meta(path, meta, flags):
 def _check_record(path, record, flags):
     """First-record shapes and ids vs flags; returns the list of problems."""
     problems = []
-    lengths = record_schema.feature_lengths(flags["max_seq_length"],
-                                            flags["max_predictions_per_seq"], with_optional=True)
-    required = record_schema.required_names()
+    if flags.get("model_type") == "xlnet":
+        lengths = record_schema.xlnet_feature_lengths(flags["max_seq_length"])
+        required = list(lengths)
+
+        def length_flag(name):
+            return "--max_seq_length" if lengths[name][1] == flags["max_seq_length"] else None
+    else:
+        lengths = record_schema.feature_lengths(flags["max_seq_length"],
+                                                flags["max_predictions_per_seq"],
+                                                with_optional=True)
+        required = record_schema.required_names()
+        length_flag = record_schema.length_flag
     for name, (_, length) in lengths.items():
         if name not in record:
             if name in required:
                 problems.append(f"{path}: first record has no feature {name!r} (not "
                                 "pretraining data?)")
         elif record[name].size != length:
-            flag = record_schema.length_flag(name)
+            flag = length_flag(name)
             expected = f"{flag}={length}" if flag else f"the format's {length}"
             problems.append(f"{path}: feature {name} has length {record[name].size} but "
                             f"{expected}")
-    for name in ("input_ids", "masked_lm_ids"):
+    for name in ("input_ids", "masked_lm_ids", "input", "target"):
         if name in record and record[name].size and int(record[name].max()) >= flags["vocab_size"]:
             problems.append(f"{path}: first record has {name} up to {int(record[name].max())}, "
                             f"not below the model's vocab_size={flags['vocab_size']}")
@@ -205,7 +226,8 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
     files = expand_input_patterns(input_patterns, error=DataCheckError)
     flags = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                  vocab_size=bert_config.vocab_size, use_sentence_head=use_sentence_head,
-                 type_vocab_size=bert_config.type_vocab_size)
+                 type_vocab_size=bert_config.type_vocab_size,
+                 model_type=getattr(bert_config, "model_type", None))
     problems, metas, without_sidecar, span_gaps = [], [], [], []
     for path in files:
         try:
@@ -241,6 +263,41 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
         head = f"input data does not fit the flags/model config ({len(problems)} problem(s)):"
         raise DataCheckError("\n  ".join([head] + problems[:20]))
     return files, metas
+
+
+def permutation_input(sidecars, perm_size, max_seq_length, max_predictions_per_seq):
+    """XLNet's PermutationInput from its records' sidecars and --perm_size (None: the
+    reuse length); DataCheckError when the sidecars are missing or disagree, or the
+    permutation blocks do not tile the reuse window and the rest.
+
+    sidecars: (path, sidecar dict or None) of every input file.
+    """
+    found = {}
+    for path, meta in sidecars:
+        where = metadata.metadata_path(path)
+        if not meta:
+            raise DataCheckError(f"{path} has no {SIDECAR_SUFFIX} sidecar: XLNet training reads "
+                                 "the reuse length and the <sep>/<cls> ids from it; make the "
+                                 "data with data_gen --mode=xlnet")
+        special = meta.get("xlnet_special_ids") or {}
+        if "reuse_length" not in meta or not {"sep", "cls"} <= set(special):
+            raise DataCheckError(f"{where} lacks reuse_length or xlnet_special_ids sep/cls; "
+                                 "make the data with data_gen --mode=xlnet")
+        found.setdefault((int(meta["reuse_length"]), int(special["sep"]), int(special["cls"])),
+                         where)
+    if len(found) > 1:
+        (first, one), (second, other) = list(found.items())[:2]
+        raise DataCheckError(f"the input files disagree: {one} has reuse_length, sep, cls = "
+                             f"{first}, {other} has {second}; train on data of one setting")
+    (reuse_length, sep, cls), _ = found.popitem()
+    rest = max_seq_length - reuse_length
+    perm_size = (reuse_length or rest) if perm_size is None else int(perm_size)
+    if perm_size <= 0 or (reuse_length and reuse_length % perm_size) or rest % perm_size:
+        raise DataCheckError(
+            f"--perm_size={perm_size} must divide the data's reuse_length={reuse_length} "
+            f"and the rest of the sequence, {rest} (max_seq_length {max_seq_length}); choose a "
+            "common divisor (default: the reuse length)")
+    return PermutationInput(reuse_length, perm_size, max_predictions_per_seq, (sep, cls))
 
 
 def infer_sentence_task(metas):

@@ -5,7 +5,9 @@ input_mask, segment_ids [B, S]; masked_lm_positions, masked_lm_ids [B, P];
 masked_lm_weights [B, P] float32; next_sentence_labels [B, 1]. ALBERT's
 optional `token_boundary` is not in the parse spec, so it is ignored; the
 span boundaries (masked_lm_span_left/right [B, P]) are parsed only for the SBO
-head (span_boundaries=True), else ignored too. Globs
+head (span_boundaries=True), else ignored too. XLNet's records (input, seg_id,
+is_masked, ...) become input_ids, input_mask, segment_ids [B, S], perm_mask [B, S, S],
+target_mapping [B, P, S], target_ids, target_weights [B, P]. Globs
 and compression follow common.file_utils and data_gen.metadata, the same
 rules data_gen's own tools use (gs:// paths through tf.io.gfile).
 """
@@ -14,18 +16,25 @@ import tensorflow.compat.v1 as tf
 from data_gen import metadata
 from data_gen import record_schema
 from common.file_utils import expand_input_patterns
+from pretrain.models.xlnet import permutation
 from pretrain.training import strategy as strategy_lib
 
 _TF_DTYPES = {"int64": tf.int64, "float32": tf.float32}
 
 
-def feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries=False):
+def feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries=False,
+                 permutation_lm=False):
     """tf.io parse spec of one pretraining record: data_gen.record_schema's required
-    features, and with span_boundaries its SPAN_BOUNDARIES (required then)."""
-    optional = record_schema.SPAN_BOUNDARIES if span_boundaries else False
+    features, and with span_boundaries its SPAN_BOUNDARIES (required then); with
+    permutation_lm, XLNet's records (record_schema.xlnet_feature_lengths)."""
+    if permutation_lm:
+        lengths = record_schema.xlnet_feature_lengths(max_seq_length)
+    else:
+        optional = record_schema.SPAN_BOUNDARIES if span_boundaries else False
+        lengths = record_schema.feature_lengths(max_seq_length, max_predictions_per_seq,
+                                                with_optional=optional)
     return {name: tf.io.FixedLenFeature([length], _TF_DTYPES[dtype])
-            for name, (dtype, length) in record_schema.feature_lengths(
-                max_seq_length, max_predictions_per_seq, with_optional=optional).items()}
+            for name, (dtype, length) in lengths.items()}
 
 
 def compression_types(files, compression=None):
@@ -56,7 +65,7 @@ def _shard(dataset, files_count, input_context, by_file):
 def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_training,
                      num_cpu_threads=4, compression=None, batch_size=None,
                      shuffle_buffer=1000, seed=None, skip_corrupt_records=False,
-                     span_boundaries=False):
+                     span_boundaries=False, permutation_input=None):
     """Returns `input_fn(params, input_context=None)` for Estimator / TPUEstimator.
 
     Args:
@@ -69,6 +78,9 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
         instead of stopping the run (TensorFlow's reader cannot resume past it;
         data_gen.tfrecord_scan counts what is skipped).
       span_boundaries: also parse masked_lm_span_left/right (for the SBO head).
+      permutation_input: XLNet's records instead, each turned into the permutation LM's
+        features by pretrain.models.xlnet.permutation.record_features with these
+        options (a PermutationInput); a new order is drawn each time a record is read.
     Training: files sharded per input pipeline (or records, when there are
     fewer files than pipelines), shuffled, repeated, read by parallel
     interleave, records shuffled; eval reads files in order once. Both drop
@@ -105,9 +117,16 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
             records = pairs.flat_map(read)
             if not by_file:
                 records = _shard(records, len(files), input_context, by_file=False)
-        spec = feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries)
-        dataset = records.map(lambda r: decode_record(r, spec),
-                              num_parallel_calls=tf.data.AUTOTUNE)
+        spec = feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries,
+                            permutation_lm=permutation_input is not None)
+
+        def features(record):
+            decoded = decode_record(record, spec)
+            if permutation_input is None:
+                return decoded
+            return permutation.record_features(decoded, permutation_input, seed)
+
+        dataset = records.map(features, num_parallel_calls=tf.data.AUTOTUNE)
         dataset = dataset.batch(batch, drop_remainder=True)
         return dataset.prefetch(tf.data.AUTOTUNE)
 

@@ -15,7 +15,7 @@ pretrain.training.pretraining_model_fn.metric_fn):
                              cross-entropy of predicting that distribution
   <prefix>_num_targets       weighted number of labels scored
 
-(prefix `masked_lm`; for the sentence head the names are `sentence_chance_*`, for
+(prefix `masked_lm`, `plm` for XLNet's permutation LM; for the sentence head the names are `sentence_chance_*`, for
 ELECTRA's discriminator `disc_majority_accuracy`, `disc_label_entropy`, `disc_num_tokens`),
 and `not_learned_warnings` turns an eval result into one warning line per head
 whose accuracy is not clearly above its baseline.
@@ -54,6 +54,11 @@ HEADS = (
      "--adam_bias_correction or a longer warmup before a higher learning rate; check the "
      "masking of the data; and do not fine-tune from it yet: a checkpoint on this plateau is "
      "a worse start than random initialisation"),
+    ("plm_accuracy", "plm_loss", "plm_unigram_accuracy", "plm_unigram_loss", "plm_num_targets",
+     "the unigram baseline of its eval data (always predicting the targets' distribution)",
+     "train longer; XLNet's permutation LM leaves its plateau later than a masked LM "
+     "(its query stream sees fewer tokens), so try a longer warmup or "
+     "--adam_bias_correction; do not fine-tune from it yet"),
     ("sentence_accuracy", "sentence_loss", "sentence_chance_accuracy", "sentence_chance_loss",
      "sentence_num_examples", "chance (the majority share of its eval labels)",
      "the sentence task usually follows the masked LM off its plateau; train longer"),
@@ -109,10 +114,15 @@ def read_eval_results(path):
     return results
 
 
+LANGUAGE_MODEL_ACCURACIES = ("masked_lm_accuracy", "plm_accuracy")
+
+
 def masked_lm_not_learned(eval_results):
-    """True when the masked-LM head is measured and not clearly above its unigram baseline."""
-    return any(line.startswith(NOT_LEARNED + "masked_lm")
-               for line in not_learned_warnings(eval_results))
+    """True when the language-model head (masked LM, or XLNet's permutation LM) is
+    measured and not clearly above its unigram baseline."""
+    return any(line.startswith(NOT_LEARNED + name.replace("_accuracy", ""))
+               for line in not_learned_warnings(eval_results)
+               for name in LANGUAGE_MODEL_ACCURACIES)
 
 
 EXIT_NOT_LEARNED = 3
@@ -129,9 +139,10 @@ def _check(options):
         raise cli_options.UserError(f"--eval_results={options.eval_results}: no such file "
                                     "(run_pretraining --do_eval writes it in --output_dir)")
     results = read_eval_results(options.eval_results)
-    if "masked_lm_accuracy" not in results:
+    if not any(name in results for name in LANGUAGE_MODEL_ACCURACIES):
         raise cli_options.UserError(f"--eval_results={options.eval_results}: no "
-                                    "masked_lm_accuracy in it (is it run_pretraining's?)")
+                                    "masked_lm_accuracy or plm_accuracy in it (is it "
+                                    "run_pretraining's?)")
     lines = not_learned_warnings(results)
     for line in lines:
         print(f"{options.eval_results}: {line}")

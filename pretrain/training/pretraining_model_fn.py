@@ -51,8 +51,30 @@ def _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights=False
     return None
 
 
+def _eval_metrics(outputs, features, use_sentence_head):
+    """(metric function, its keyword arguments) of the objective's outputs (TPUEstimator
+    passes a dict as keywords too): permutation_lm_metrics for XLNet, else metric_fn."""
+    if "plm_log_probs" in outputs:  # XLNet (pretrain.models.xlnet.pretraining)
+        return permutation_lm_metrics, {name: outputs[name] for name in PLM_METRIC_INPUTS}
+    return metric_fn, _metric_args(outputs, features, use_sentence_head)
+
+
+PLM_METRIC_INPUTS = ("plm_example_loss", "plm_log_probs", "plm_ids", "plm_weights")
+
+
+def permutation_lm_metrics(plm_example_loss, plm_log_probs, plm_ids, plm_weights):
+    """XLNet's eval metrics ([B*P] inputs, log_probs [B*P, V]): plm_accuracy and plm_loss
+    over the real predictions, and their unigram baseline plm_unigram_accuracy /
+    plm_unigram_loss / plm_num_targets (pretrain.training.learning_check reads them)."""
+    metrics = _prediction_metrics("plm", plm_example_loss, plm_log_probs, plm_ids, plm_weights)
+    metrics.update(baseline_metrics.label_distribution_metrics(
+        plm_ids, plm_weights, int(plm_log_probs.shape[-1]), "plm_unigram_accuracy",
+        "plm_unigram_loss", "plm_num_targets"))
+    return metrics
+
+
 def _metric_args(outputs, features, use_sentence_head):
-    """metric_fn's keyword arguments (TPUEstimator passes a dict as keywords too)."""
+    """metric_fn's keyword arguments."""
     args = dict(masked_lm_example_loss=outputs["masked_lm_example_loss"],
                 masked_lm_log_probs=outputs["masked_lm_log_probs"],
                 masked_lm_ids=features["masked_lm_ids"],
@@ -160,7 +182,8 @@ pretraining_metrics = metric_fn
 def _logged_losses(outputs):
     """The losses the logs show; build_train_op averages them over replicas (and the
     micro-batches of a gradient-accumulation cycle) in the gradients' all-reduce."""
-    names = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss", "disc_loss")
+    names = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss", "disc_loss",
+             "plm_loss")
     return {name: outputs[name] for name in names if name in outputs}
 
 
@@ -245,13 +268,13 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                 train_op=train_op)
 
         if mode == tf.estimator.ModeKeys.EVAL:
-            metric_args = _metric_args(outputs, features, use_sentence_head)
+            metrics, metric_args = _eval_metrics(outputs, features, use_sentence_head)
             if on_tpu_estimator:
                 return tf.estimator.tpu.TPUEstimatorSpec(
                     mode=mode, loss=outputs["loss"], scaffold_fn=scaffold_fn,
-                    eval_metrics=(metric_fn, metric_args))
+                    eval_metrics=(metrics, metric_args))
             return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
-                                              eval_metric_ops=metric_fn(**metric_args))
+                                              eval_metric_ops=metrics(**metric_args))
         raise ValueError(f"pretraining model_fn supports TRAIN and EVAL, not {mode}")
 
     return model_fn

@@ -70,6 +70,19 @@ class XLNetConfig(config_lib.KeywordConfig):
         return "XLNetConfig(%s)" % ", ".join("%s=%r" % item for item in sorted(
             self.to_dict().items()))
 
+    # BERT's names for the fields the rest of the toolkit reads (checks, task heads).
+    vocab_size = property(lambda self: self.n_token)
+    hidden_size = property(lambda self: self.d_model)
+    num_hidden_layers = property(lambda self: self.n_layer)
+    num_attention_heads = property(lambda self: self.n_head)
+    intermediate_size = property(lambda self: self.d_inner)
+    initializer_range = property(lambda self: self.init_std)
+    hidden_dropout_prob = property(lambda self: self.dropout)
+    # Relative segment encoding only tells same from different: upstream's records use
+    # 0 (reuse window and A), 1 (B) and 2 (<cls>).
+    type_vocab_size = 3
+    layer_norm_cond_size = None  # no conditional LayerNorm
+
     @property
     def max_sequence_length(self):
         """None: relative positions put no limit on the input length."""

@@ -21,6 +21,8 @@ position order, zero rows after them), target_ids [P] int (the token at each) an
 target_weights [P] float32 (1 for a real prediction, 0 for padding), P =
 num_predict.
 """
+import dataclasses
+
 import tensorflow.compat.v1 as tf
 
 
@@ -83,3 +85,33 @@ def permutation_features(input_ids, is_masked, reuse_length, perm_size, num_pred
             "target_mapping": tf.reshape(target_mapping, [num_predict, length]),
             "target_ids": tf.reshape(target_ids, [num_predict]),
             "target_weights": tf.reshape(target_weights, [num_predict])}
+
+
+@dataclasses.dataclass(frozen=True)
+class PermutationInput:
+    """How run_pretraining turns XLNet records into model features (record_features).
+
+    reuse_length: the records' reuse window (their sidecar's reuse_length);
+    perm_size: the local permutation's block (run_pretraining --perm_size);
+    num_predict: P, the records' max_predictions_per_seq;
+    functional_ids: <sep>, <cls> ids (the sidecar's xlnet_special_ids), never targets.
+    """
+    reuse_length: int
+    perm_size: int
+    num_predict: int
+    functional_ids: tuple
+
+
+def record_features(record, options, seed=None):
+    """One parsed record of data_gen's xlnet mode (input, seg_id, is_masked [S], ...)
+    -> the objective's features: input_ids, input_mask (all real: records are full),
+    segment_ids [S] and permutation_features' perm_mask, target_mapping, target_ids,
+    target_weights. `target` and `label` are not read (upstream's pretraining does not
+    train on them either)."""
+    input_ids = record["input"]
+    features = permutation_features(input_ids, record["is_masked"], options.reuse_length,
+                                    options.perm_size, options.num_predict,
+                                    options.functional_ids, seed)
+    features.update(input_ids=input_ids, input_mask=tf.ones_like(input_ids),
+                    segment_ids=record["seg_id"])
+    return features

@@ -14,12 +14,21 @@ import tensorflow.compat.v1 as tf
 from pretrain.models.xlnet.modeling import XLNetModel, lm_logits
 
 
-def xlnet_pretraining_losses(config, features, is_training):
+def xlnet_pretraining_losses(config, features, is_training, use_sentence_head=False,
+                             use_one_hot_embeddings=False, compute_type=tf.float32,
+                             span_boundary_objective=False):
     """Returns loss (= plm_loss), plm_loss, plm_example_loss [B*P], plm_log_probs [B*P, V],
-    plm_ids [B*P] and plm_weights [B*P] (what the eval metrics read)."""
+    plm_ids [B*P] and plm_weights [B*P] (what the eval metrics read).
+
+    The registry's objective signature; XLNet has no sentence or span boundary head,
+    so asking for one is an error (run_pretraining turns them off for this family)."""
+    if use_sentence_head or span_boundary_objective:
+        raise ValueError("XLNet trains the permutation LM only: no sentence or span "
+                         "boundary head")
     model = XLNetModel(config, is_training, features["input_ids"], features.get("input_mask"),
                        features.get("segment_ids"), perm_mask=features["perm_mask"],
-                       target_mapping=features["target_mapping"])
+                       target_mapping=features["target_mapping"],
+                       use_one_hot_embeddings=use_one_hot_embeddings, compute_type=compute_type)
     logits = lm_logits(model.get_query_output(), model.get_embedding_table(), config)
     log_probs = tf.reshape(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1),
                            [-1, config.n_token])

@@ -1,0 +1,156 @@
+"""XLNet through run_pretraining: permutation features made at input time from data_gen's
+xlnet records, the permutation LM trained and reported as plm_loss / plm_accuracy beside
+their unigram baseline, zihangdai's variable names in the checkpoint, precision,
+accumulation, resume and TPUEstimator's plumbing, and the data or flags it refuses."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from common.cli_options import UserError
+from pretrain import run_pretraining
+from pretrain.models import registry
+from pretrain.models.xlnet.permutation import PermutationInput
+from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
+from pretrain.training import strategy as strategy_lib
+from pretrain_testdata import (XLNET_SPECIAL_IDS, make_examples, make_xlnet_examples,
+                               run_options, tiny_xlnet_config, write_records,
+                               write_xlnet_records)
+
+SEQ, REUSE, PREDS, BATCH = 16, 8, 4, 8
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("xlnet_data")
+    return {"cfg": tiny_xlnet_config(root / "xlnet.json"),
+            "records": write_xlnet_records(root / "xlnet.tfrecord",
+                                           make_xlnet_examples(BATCH, SEQ, REUSE, PREDS, seed=3),
+                                           reuse_length=REUSE),
+            "roberta": write_records(root / "roberta.tfrecord",
+                                     make_examples(BATCH, sentence_task="none"), mode="roberta")}
+
+
+def _opts(data, out, **kw):
+    return run_options(SEQ, PREDS, BATCH, **{
+        "bert_config_file": data["cfg"], "input_file": data["records"], "output_dir": out,
+        "do_eval": True, "learning_rate": 3e-3, "num_train_steps": 60, "log_every_n_steps": 20,
+        "max_seq_length": None, "max_predictions_per_seq": None, **kw})
+
+
+def _eval_results(out):
+    return {key: float(value) for key, value in (
+        line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())}
+
+
+def test_the_permutation_lm_trains_and_is_reported_beside_its_baseline(data, tmp_path):
+    out = tmp_path / "xlnet"
+    result = run_pretraining.run(_opts(data, out))
+    assert result["global_step"] == 60 and result["sentence_head"] is False
+    written = _eval_results(out)
+    # One eval batch of 8 records, 4 predictions each; lengths from the sidecar.
+    assert written["plm_num_targets"] == BATCH * PREDS
+    assert 0.0 < written["plm_unigram_accuracy"] < 0.5
+    assert written["plm_accuracy"] > written["plm_unigram_accuracy"] + 0.3, written
+    assert written["plm_loss"] < written["plm_unigram_loss"], written
+    assert "masked_lm_accuracy" not in written
+    assert result["not_learned"] == []
+    names = tf.train.load_checkpoint(str(out)).get_variable_to_shape_map()
+    for name, shape in (("model/transformer/word_embedding/lookup_table", [50, 32]),
+                        ("model/transformer/mask_emb/mask_emb", [1, 1, 32]),
+                        ("model/transformer/r_w_bias", [2, 2, 16]),
+                        ("model/transformer/seg_embed", [2, 2, 2, 16]),
+                        ("model/transformer/layer_1/rel_attn/r/kernel", [32, 2, 16]),
+                        ("model/transformer/layer_0/ff/layer_2/kernel", [64, 32]),
+                        ("model/lm_loss/bias", [50])):
+        assert names[name] == shape, name
+    assert not any(name.startswith(("bert/", "cls/", "model/sequnece_summary"))
+                   for name in names)
+    assert '"model_type": "xlnet"' in (out / "bert_config.json").read_text()
+
+
+def test_input_features_follow_the_records_and_their_sidecar(data):
+    files, metas = data_checks.check_input_data(
+        data["records"], SEQ, PREDS, registry.read_config(data["cfg"]))
+    options = data_checks.permutation_input(list(zip(files, metas)), None, SEQ, PREDS)
+    assert options == PermutationInput(REUSE, REUSE, PREDS, (XLNET_SPECIAL_IDS["sep"],
+                                                             XLNET_SPECIAL_IDS["cls"]))
+    input_fn = input_pipeline.input_fn_builder(files, SEQ, PREDS, False, batch_size=BATCH,
+                                               permutation_input=options, seed=2)
+    with tf.Graph().as_default():
+        batch = tf.data.make_one_shot_iterator(input_fn({})).get_next()
+        with tf.Session() as session:
+            got = session.run(batch)
+    records = make_xlnet_examples(BATCH, SEQ, REUSE, PREDS, seed=3)
+    np.testing.assert_array_equal(got["input_ids"], [r["input"] for r in records])
+    np.testing.assert_array_equal(got["segment_ids"], [r["seg_id"] for r in records])
+    assert got["input_mask"].min() == 1
+    assert got["perm_mask"].shape == (BATCH, SEQ, SEQ)
+    # Each record's targets are its masked positions, in order, with their tokens.
+    for row, record in enumerate(records):
+        positions = np.flatnonzero(record["is_masked"])
+        np.testing.assert_array_equal(got["target_mapping"][row].argmax(-1), positions)
+        np.testing.assert_array_equal(got["target_ids"][row],
+                                      np.asarray(record["input"])[positions])
+        assert got["target_weights"][row].tolist() == [1.0] * PREDS
+        # The reuse window never sees the new part; no target sees itself.
+        assert got["perm_mask"][row][:REUSE, REUSE:].min() == 1.0
+        assert all(got["perm_mask"][row][p, p] == 1.0 for p in positions)
+
+
+@pytest.mark.parametrize("precision, accumulation", [("fp16", 1), ("bf16", 2)])
+def test_mixed_precision_accumulation_and_resume(data, tmp_path, precision, accumulation):
+    out = tmp_path / precision
+    opts = _opts(data, out, num_train_steps=3, precision=precision,
+                 gradient_accumulation_steps=accumulation, do_eval=False)
+    assert run_pretraining.run(opts)["global_step"] == 3 * accumulation  # micro-steps
+    first = tf.train.load_checkpoint(str(out)).get_tensor("model/lm_loss/bias")
+    resumed = run_pretraining.run(dict(opts, num_train_steps=5, do_eval=True))
+    assert resumed["global_step"] == 5 * accumulation
+    reader = tf.train.load_checkpoint(str(out))
+    assert np.isfinite(resumed["eval_results"]["plm_loss"])
+    assert not np.array_equal(reader.get_tensor("model/lm_loss/bias"), first)
+    assert reader.get_tensor("model/transformer/r_r_bias").dtype == np.float32  # stored fp32
+
+
+def test_tpu_estimator_plumbing_on_cpu(data, tmp_path):
+    """TPUEstimator's CPU emulation: bf16, one-hot embeddings, the (metric_fn, tensors)
+    pair of the permutation LM's metrics."""
+    config = registry.read_config(data["cfg"])
+    run_config = tf.estimator.tpu.RunConfig(
+        model_dir=str(tmp_path), save_checkpoints_steps=100,
+        tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=2, num_shards=1))
+    model_fn = pretraining_model_fn.model_fn_builder(
+        config, learning_rate=3e-3, num_train_steps=4, precision="bf16",
+        use_one_hot_embeddings=True, use_sentence_head=False)
+    estimator = strategy_lib.build_estimator("tpu", model_fn, run_config, train_batch_size=8,
+                                             eval_batch_size=8, _tpu_estimator_on_cpu=True)
+    options = PermutationInput(REUSE, 4, PREDS, (1, 2))
+    estimator.train(input_pipeline.input_fn_builder(
+        data["records"], SEQ, PREDS, True, seed=1, permutation_input=options), max_steps=4)
+    results = estimator.evaluate(input_pipeline.input_fn_builder(
+        data["records"], SEQ, PREDS, False, permutation_input=options), steps=1)
+    assert results["global_step"] == 4 and results["plm_num_targets"] == 32.0
+    assert 0.0 <= results["plm_accuracy"] <= 1.0 and np.isfinite(results["plm_loss"])
+
+
+def test_refused_data_and_flags_are_named(data, tmp_path):
+    with pytest.raises(data_checks.DataCheckError,
+                       match=r"roberta.tfrecord.meta.json: mode=roberta data holds masked-LM "
+                             r"records, but an XLNet model .*data_gen --mode=xlnet"):
+        run_pretraining.run(_opts(data, tmp_path / "a", input_file=data["roberta"]))
+    bert = tmp_path / "bert.json"
+    bert.write_text('{"vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 1, '
+                    '"num_attention_heads": 2, "intermediate_size": 64}')
+    with pytest.raises(data_checks.DataCheckError,
+                       match=r"mode=xlnet data holds XLNet's permutation-LM records, but the "
+                             r"model is bert"):
+        run_pretraining.run(_opts(data, tmp_path / "b", bert_config_file=str(bert)))
+    with pytest.raises(data_checks.DataCheckError,
+                       match=r"--perm_size=3 must divide the data's reuse_length=8 and the "
+                             r"rest of the sequence, 8"):
+        run_pretraining.run(_opts(data, tmp_path / "c", perm_size=3))
+    with pytest.raises(UserError, match=r"--sentence_head: model_type 'xlnet'"):
+        run_pretraining.run(_opts(data, tmp_path / "d", sentence_head="true"))
+    with pytest.raises(UserError, match=r"--perm_size is XLNet's"):
+        run_pretraining.run(_opts(data, tmp_path / "e", bert_config_file=str(bert),
+                                  input_file=data["roberta"], perm_size=4))
