@@ -13,6 +13,7 @@ import tensorflow.compat.v1 as tf
 from safetensors.numpy import load_file
 
 from conftest import REPO_ROOT
+from pretrain.interop import hf_xlnet
 from pretrain.models.xlnet.config import XLNetConfig
 from pretrain.models.xlnet.modeling import XLNetModel, lm_logits
 
@@ -22,25 +23,9 @@ CONFIG = XLNetConfig(n_token=115, d_model=16, n_layer=2, n_head=2, d_head=8, d_i
 
 
 def _our_weights(hf):
-    """transformers' tensors under zihangdai/xlnet's names (stacking untie_r's per-layer ones)."""
-    ours = {"model/transformer/word_embedding/lookup_table":
-            hf["transformer.word_embedding.weight"],
-            "model/transformer/mask_emb/mask_emb": hf["transformer.mask_emb"],
-            "model/lm_loss/bias": hf["lm_loss.bias"]}
-    for name in ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed"):
-        ours["model/transformer/" + name] = np.stack(
-            [hf["transformer.layer.%d.rel_attn.%s" % (i, name)] for i in range(CONFIG.n_layer)])
-    for i in range(CONFIG.n_layer):
-        hf_layer, layer = "transformer.layer.%d." % i, "model/transformer/layer_%d/" % i
-        for head in "qkvro":
-            ours[layer + "rel_attn/%s/kernel" % head] = hf[hf_layer + "rel_attn." + head]
-        for block, scope in (("rel_attn", "rel_attn"), ("ff", "ff")):
-            ours[layer + scope + "/LayerNorm/gamma"] = hf[hf_layer + block + ".layer_norm.weight"]
-            ours[layer + scope + "/LayerNorm/beta"] = hf[hf_layer + block + ".layer_norm.bias"]
-        for dense in ("layer_1", "layer_2"):
-            ours[layer + "ff/%s/kernel" % dense] = hf[hf_layer + "ff.%s.weight" % dense].T
-            ours[layer + "ff/%s/bias" % dense] = hf[hf_layer + "ff.%s.bias" % dense]
-    return ours
+    """transformers' tensors under zihangdai/xlnet's names (pretrain.interop.hf_xlnet's table:
+    untie_r's per-layer biases stacked, ff kernels transposed)."""
+    return hf_xlnet.hf_to_ours(hf, CONFIG)[0]
 
 
 @pytest.fixture(scope="module")

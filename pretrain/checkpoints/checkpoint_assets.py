@@ -5,6 +5,8 @@ A directory this toolkit writes a model to holds, beside the checkpoints,
     bert_config.json   the model config (run_pretraining, import_hf, fine-tuning)
     vocab.txt          the vocab the model was trained with (its ids are the rows of
                        the embedding table)
+    spiece.model       instead of vocab.txt, a sentencepiece model (its pieces are the
+                       ids; an XLNet imported from transformers with XLNetTokenizer)
     task.json          fine-tuning output only: the task and its labels
     best/              fine-tuning output only: the best checkpoint, with the three
                        files above copied in
@@ -13,6 +15,7 @@ so later stages need only `--init_checkpoint`:
 
     assets = resolve("out/finetune")     # -> out/finetune/best/model.ckpt-300 ...
     assets.config_file, assets.vocab_file, assets.task["labels"]
+    assets.spm_model_file                # spiece.model beside it, or None
 
 A `--bert_config_file` given on the command line wins; a `--vocab_file` given
 must hold the same tokens as the checkpoint's vocab.txt (VocabMismatchError
@@ -29,6 +32,7 @@ from common.cli_options import UserError
 
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
+SPM_NAME = "spiece.model"
 TASK_NAME = "task.json"
 BEST_DIR = "best"
 TASK_FORMAT_VERSION = 1
@@ -55,6 +59,7 @@ class CheckpointAssets:
     config_source: str
     vocab_source: str
     task_file: str = None  # where task was read from
+    spm_model_file: str = None  # spiece.model beside the checkpoint, or None
 
     @property
     def labels(self):
@@ -264,7 +269,7 @@ def resolve(init_checkpoint=None, vocab_file=None, bert_config_file=None, *,
             config_flag="--bert_config_file"):
     """CheckpointAssets of a checkpoint and the flags that may name its files.
 
-    bert_config.json, vocab.txt and task.json are looked for beside the
+    bert_config.json, vocab.txt, task.json and spiece.model are looked for beside the
     resolved checkpoint, then in the directory `init_checkpoint` names. A
     given config flag wins; a given vocab flag must list the checkpoint's
     tokens (VocabMismatchError naming both files and the first differing line).
@@ -299,7 +304,7 @@ def resolve(init_checkpoint=None, vocab_file=None, bert_config_file=None, *,
     task_path = _find(directories, TASK_NAME)
     task = read_task(task_path) if task_path else None
     return CheckpointAssets(checkpoint, config_file, vocab_file, task, config_source,
-                            vocab_source, task_path)
+                            vocab_source, task_path, _find(directories, SPM_NAME))
 
 
 def missing_file_error(what, name, flag, init_checkpoint, checkpoint):
@@ -350,12 +355,13 @@ def _same_file(path_a, path_b):
         return False
 
 
-def write_assets(output_dir, config_file=None, vocab_file=None, task=None):
-    """Copies config_file -> OUT/bert_config.json and vocab_file -> OUT/vocab.txt
-    (bytes unchanged) and writes `task` -> OUT/task.json, each atomically.
-    Returns the paths written."""
+def write_assets(output_dir, config_file=None, vocab_file=None, task=None, spm_model_file=None):
+    """Copies config_file -> OUT/bert_config.json, vocab_file -> OUT/vocab.txt and
+    spm_model_file -> OUT/spiece.model (bytes unchanged) and writes `task` ->
+    OUT/task.json, each atomically. Returns the paths written."""
     written = []
-    for source, name in ((config_file, CONFIG_NAME), (vocab_file, VOCAB_NAME)):
+    for source, name in ((config_file, CONFIG_NAME), (vocab_file, VOCAB_NAME),
+                         (spm_model_file, SPM_NAME)):
         if source:
             target = _join(output_dir, name)
             if not _same_file(source, target):

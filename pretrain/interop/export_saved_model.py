@@ -20,13 +20,17 @@ Signature `serving_default` (plain tensors, no tf.Example parsing):
            classifier (NER): token_classifier/*, get_token_classifier_output)
 A model without a pooler (imported from a *ForMaskedLM) serves no pooled_output. An
 ELECTRA serves its discriminator (electra/*): sequence_output and, as pooled_output, the
-[CLS] token's final hidden state (ELECTRA has no pooler); its generator is left out.
+[CLS] token's final hidden state (ELECTRA has no pooler); its generator is left out. An
+XLNet serves its content stream [B, S, d_model] (no permutation, input_mask 1 = real
+token as for BERT) and, only when the checkpoint holds model/sequnece_summary/* (a
+fine-tuned or XLNetForSequenceClassification import; a pretraining checkpoint has none),
+pooled_output, the summary: tanh projection of the last real token.
 
 The labels are not an output (a [N] tensor has no batch dimension, which TF
 Serving's row format needs): `assets.extra/task.json` is the checkpoint's
 task.json (labels in id order; copied when the checkpoint has one), and
-`assets.extra/vocab.txt` the vocab (when known), for the server to name
-classes and tokenize.
+`assets.extra/vocab.txt` the vocab (when known; `spiece.model` for a sentencepiece
+XLNet), for the server to name classes and tokenize.
 
 The graph is the Estimator's PREDICT graph (`is_training=False`). Only the
 model's variables are saved; optimizer slots, global_step and MLM/SOP heads
@@ -55,6 +59,7 @@ from common.cli_options import UserError
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 POOLER_SCOPE = "bert/pooler/"
+POOLER_SCOPES = {"xlnet": "model/sequnece_summary/"}  # by model_type; else POOLER_SCOPE
 EXTRA_ASSETS = "assets.extra"
 
 
@@ -133,6 +138,8 @@ def _write_saved_model(checkpoint, config, export_dir, task=None, task_file=None
     """
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
     from pretrain.checkpoints import checkpoint_assets  # pylint: disable=import-outside-toplevel
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+    pooler_scope = POOLER_SCOPES.get(registry.family_of(config).model_type, POOLER_SCOPE)
     shapes = dict(tf.train.list_variables(checkpoint))
     head, num_labels = checkpoint_assets.head_of_checkpoint(task, shapes, checkpoint, task_file)
     with tf.Graph().as_default() as graph:
@@ -140,18 +147,18 @@ def _write_saved_model(checkpoint, config, export_dir, task=None, task_file=None
         # A model imported from a *ForMaskedLM has no pooler: serve sequence_output only.
         # ELECTRA's pooled_output is the [CLS] state, with no variables of its own.
         with_pooler = (head == "classifier"
-                       or any(name.startswith(POOLER_SCOPE) for name in shapes)
-                       or not any(v.op.name.startswith(POOLER_SCOPE)
+                       or any(name.startswith(pooler_scope) for name in shapes)
+                       or not any(v.op.name.startswith(pooler_scope)
                                   for v in tf.global_variables()))
         if not with_pooler:
             print("checkpoint %s has no pooler (%s*): the signature leaves pooled_output out"
-                  % (checkpoint, POOLER_SCOPE))
+                  % (checkpoint, pooler_scope))
             del outputs["pooled_output"]
         unused = [v for v in tf.global_variables()
-                  if not with_pooler and v.op.name.startswith(POOLER_SCOPE)]
+                  if not with_pooler and v.op.name.startswith(pooler_scope)]
         restore_map = _restore_map(checkpoint, shapes, [
             v for v in tf.global_variables()
-            if with_pooler or not v.op.name.startswith(POOLER_SCOPE)])
+            if with_pooler or not v.op.name.startswith(pooler_scope)])
         signature = tf.saved_model.signature_def_utils.predict_signature_def(inputs, outputs)
         with tf.Session(graph=graph) as session:
             session.run(tf.variables_initializer(unused))  # saved, but no output reads them
@@ -184,7 +191,7 @@ def export_saved_model(init_checkpoint, bert_config_file=None, output_dir=None, 
         config = registry.read_config(assets.config_file)
     except ConfigError as err:
         raise UserError("--bert_config_file: %s" % err) from None
-    if config.layer_norm_cond_size is not None:
+    if getattr(config, "layer_norm_cond_size", None) is not None:
         raise UserError("--bert_config_file: layer_norm_cond_size (conditional LayerNorm) is "
                         "not supported: the SavedModel's signature has no condition input")
     output_dir = os.path.abspath(os.path.expanduser(str(output_dir)))
@@ -194,9 +201,10 @@ def export_saved_model(init_checkpoint, bert_config_file=None, output_dir=None, 
     with hf_files.output_directory(output_dir, overwrite) as temporary:
         saved, head, num_labels = _write_saved_model(checkpoint, config, temporary, assets.task,
                                                      assets.task_file)
-        if assets.task or assets.vocab_file:
+        if assets.task or assets.vocab_file or assets.spm_model_file:
             checkpoint_assets.write_assets(os.path.join(temporary, EXTRA_ASSETS),
-                                           vocab_file=assets.vocab_file, task=assets.task)
+                                           vocab_file=assets.vocab_file, task=assets.task,
+                                           spm_model_file=assets.spm_model_file)
     print("wrote %s: %d variables from %s (config: %s, vocab: %s)%s" % (
         output_dir, len(saved), checkpoint, assets.config_source, assets.vocab_source,
         ", %s with %d labels %s" % ("token classifier" if head == "token_classifier"

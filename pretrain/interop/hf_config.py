@@ -62,11 +62,12 @@ CLASSIFIER_TASKS = ("sequence_classification", "token_classification")
 
 
 def hf_model_type(hf_config, source="config.json"):
-    """"bert", "albert" or "electra" from model_type (or architectures); else UserError."""
+    """"bert", "albert", "electra" or "xlnet" from model_type (or architectures); else
+    UserError. (An XLNet's config is read by pretrain.interop.hf_xlnet.)"""
     model_type = hf_config.get("model_type")
     architectures = hf_config.get("architectures") or []
     if model_type is None:
-        for prefix in ("Albert", "Bert", "Electra"):
+        for prefix in ("Albert", "Bert", "Electra", "XLNet"):
             if any(str(name).startswith(prefix) for name in architectures):
                 model_type = prefix.lower()
                 break
@@ -76,10 +77,10 @@ def hf_model_type(hf_config, source="config.json"):
             "offset by padding_idx), which this toolkit cannot represent. The Chinese "
             "RoBERTa-wwm checkpoints (e.g. hfl/chinese-roberta-wwm-ext) are published as BERT "
             "(model_type \"bert\") and import as they are." % source)
-    if model_type not in _HF_DEFAULTS:
+    if model_type not in _HF_DEFAULTS and model_type != "xlnet":
         raise UserError("%s: model_type %r (architectures %s) is not supported; import a "
-                        "BERT (model_type \"bert\"), ALBERT (\"albert\") or ELECTRA (\"electra\") "
-                        "model"
+                        "BERT (model_type \"bert\"), ALBERT (\"albert\"), ELECTRA (\"electra\") "
+                        "or XLNet (\"xlnet\") model"
                         % (source, model_type, architectures))
     return model_type
 
@@ -132,7 +133,9 @@ def exported_model_type(config):
     family = registry.family_of(config)
     if family.hf_model_type(config) is None:
         raise UserError("model_type %r cannot be exported to transformers yet; only BERT, "
-                        "ALBERT and ELECTRA models can" % family.model_type)
+                        "ALBERT, ELECTRA and XLNet models can" % family.model_type)
+    if family.model_type == "xlnet":  # its own checks: pretrain.interop.hf_xlnet
+        return family.hf_model_type(config)
     if config.layer_norm_position == "pre":
         raise UserError(
             "layer_norm_position \"pre\" (pre-LN) cannot be exported: transformers' BERT and "
@@ -168,8 +171,9 @@ def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):
     """
     model_type = exported_model_type(config)
     if (model_type, task) not in ARCHITECTURES:
-        raise UserError("a %s model exports as its own pair of transformers models "
-                        "(pretrain.interop.hf_electra), not as %s" % (model_type, task))
+        what = "its own pair of transformers models" if model_type == "electra" else "its own model"
+        raise UserError("a %s model exports as %s (pretrain.interop.hf_%s), not as %s"
+                        % (model_type, what, model_type, task))
     hf = hf_fields(config, model_type, ARCHITECTURES[(model_type, task)])
     if model_type == "albert":
         hf.update({field: getattr(config, field) for field in _ALBERT_FIELDS})

@@ -3,7 +3,8 @@
 Reading: `config.json`; the weights from `model.safetensors`, sharded
 safetensors (`model.safetensors.index.json`), or `pytorch_model.bin` (also
 sharded) when torch is importable; the vocab from `vocab.txt` or
-`tokenizer.json`. Safetensors files are parsed here (an 8-byte header
+`tokenizer.json` (an XLNet's also from `spiece.model`, whose pieces are read
+from its protobuf here, without sentencepiece). Safetensors files are parsed here (an 8-byte header
 length, a JSON header, raw little-endian data) because safetensors' numpy API
 cannot return bfloat16 tensors; those come back as `ml_dtypes.bfloat16`
 arrays (ml_dtypes ships with TensorFlow).
@@ -14,6 +15,7 @@ so `AutoTokenizer.from_pretrained` gives a WordPiece tokenizer for BERT and
 ALBERT configs alike. `output_directory()` makes a directory appear complete
 or not at all.
 """
+import collections
 import contextlib
 import importlib.util
 import json
@@ -35,6 +37,7 @@ TORCH_BIN = "pytorch_model.bin"
 TORCH_BIN_INDEX = "pytorch_model.bin.index.json"
 WEIGHT_FILES = (SAFETENSORS, SAFETENSORS_INDEX, TORCH_BIN, TORCH_BIN_INDEX)  # first found is read
 VOCAB = "vocab.txt"
+SPIECE = "spiece.model"  # a sentencepiece model (XLNetTokenizer)
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
@@ -154,19 +157,84 @@ def read_weights(model_dir):
     return _read_sharded(model_dir, name, _read_torch_bin), name
 
 
-def read_vocab(model_dir):
-    """(OrderedDict token -> id, source path) from vocab.txt, else tokenizer.json."""
+def read_vocab(model_dir, spm=False):
+    """(OrderedDict token -> id, source path) from vocab.txt, else (with spm) the pieces
+    of spiece.model, else tokenizer.json."""
     try:
         path = os.path.join(model_dir, VOCAB)
         if os.path.isfile(path):
             return load_vocab(path), path
+        path = os.path.join(model_dir, SPIECE)
+        if spm and os.path.isfile(path):
+            return read_spm_pieces(path), path
         path = os.path.join(model_dir, TOKENIZER_JSON)
         if os.path.isfile(path):
             return load_tokenizer_json_vocab(path), path
     except VocabError as err:
         raise UserError(str(err)) from None
     raise UserError("%s has neither %s nor %s; the vocab is needed to use the model"
-                    % (model_dir, VOCAB, TOKENIZER_JSON))
+                    % (model_dir, VOCAB + (", " + SPIECE if spm else ""), TOKENIZER_JSON))
+
+
+def _proto_fields(data, path):
+    """(field number, value) of a protobuf message's bytes: ints for varints and fixed
+    widths, bytes for length-delimited fields."""
+    position = 0
+
+    def varint():
+        nonlocal position
+        value, shift = 0, 0
+        while True:
+            if position >= len(data) or shift > 63:
+                raise UserError("%s is not a sentencepiece model (bad protobuf)" % path)
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+    while position < len(data):
+        key = varint()
+        wire, width = key & 7, {1: 8, 5: 4}.get(key & 7)
+        if wire == 0:
+            value = varint()
+        elif wire == 2:
+            width = varint()
+        elif width is None:
+            raise UserError("%s is not a sentencepiece model (protobuf wire type %d)"
+                            % (path, wire))
+        if wire != 0:
+            if position + width > len(data):
+                raise UserError("%s is not a sentencepiece model (truncated)" % path)
+            value = data[position:position + width]
+            position += width
+        yield key >> 3, value
+
+
+def read_spm_pieces(path):
+    """OrderedDict piece -> id of a sentencepiece model file (ModelProto field 1, the
+    pieces in id order, each with its piece string as field 1)."""
+    try:
+        with open(path, "rb") as reader:
+            data = reader.read()
+    except OSError as err:
+        raise UserError("cannot read %s: %s" % (path, err.strerror or err)) from None
+    pieces = collections.OrderedDict()
+    for field, value in _proto_fields(data, path):
+        if field == 1 and isinstance(value, bytes):
+            text = [part for number, part in _proto_fields(value, path)
+                    if number == 1 and isinstance(part, bytes)]
+            try:
+                piece = text[0].decode("utf-8") if text else ""
+            except UnicodeDecodeError:
+                raise UserError("%s is not a sentencepiece model (a piece is not UTF-8)"
+                                % path) from None
+            if piece in pieces:
+                raise UserError("%s lists the piece %r twice" % (path, piece))
+            pieces[piece] = len(pieces)
+    if not pieces:
+        raise UserError("%s is not a sentencepiece model: it lists no pieces" % path)
+    return pieces
 
 
 def read_do_lower_case(model_dir):

@@ -1,4 +1,4 @@
-"""Import a transformers BERT, ALBERT or ELECTRA model as a checkpoint of this toolkit.
+"""Import a transformers BERT, ALBERT, ELECTRA or XLNet model as a checkpoint of this toolkit.
 
     python -m pretrain.import_hf --model_dir=chinese-roberta-wwm-ext --output_dir=hfl_roberta
 
@@ -31,6 +31,12 @@ Without --generator_model_dir the generator is not written: one of the configure
 (bert_config.json's generator_hidden_size, generator_layers) starts fresh, and the
 printed table says so.
 
+An XLNet (XLNetLMHeadModel, XLNetModel, XLNetForSequenceClassification,
+XLNetForTokenClassification) is written under zihangdai/xlnet's names, bert_config.json
+holding the XLNetConfig (pretrain.interop.hf_xlnet: what is refused, and transformers'
+erf "gelu" imported as our tanh "gelu" with a warning), and its vocab as vocab.txt when the
+directory has one, else its sentencepiece model copied as OUT/spiece.model.
+
 OUT appears complete or not at all; a non-empty OUT needs --overwrite.
 """
 import dataclasses
@@ -50,9 +56,9 @@ class ImportReport:
     """What `import_model` wrote and from where."""
     output_dir: str
     checkpoint: str          # OUT/model.ckpt
-    config: object           # our BertConfig (ElectraConfig for an ELECTRA)
+    config: object           # our BertConfig (ElectraConfig, XLNetConfig for those)
     weights: str             # which weights file(s) were read
-    vocab_source: str        # vocab.txt or tokenizer.json path
+    vocab_source: str        # vocab.txt, spiece.model (XLNet) or tokenizer.json path
     do_lower_case: object    # from tokenizer_config.json, or None
     conversion: object       # hf_weights.Report
     task: dict = None        # task.json written for a classifier, else None
@@ -82,16 +88,22 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
     raw_config = hf_files.read_config(model_dir)
     config_path = os.path.join(model_dir, hf_files.CONFIG)
     model_type = hf_config.hf_model_type(raw_config, config_path)
-    if model_type == "electra":  # the ElectraConfig waits for the generator's config
-        vocab_size = hf_config.bert_fields_from_hf(raw_config, config_path)[1]["vocab_size"]
-    elif generator_model_dir:
+    head = classifier_head(raw_config.get("architectures"))
+    notes = []
+    if model_type == "xlnet":
+        from pretrain.interop import hf_xlnet  # pylint: disable=import-outside-toplevel
+        config, notes = hf_xlnet.xlnet_config(raw_config, config_path, head)
+        vocab_size = config.n_token
+    if generator_model_dir and model_type != "electra":
         raise cli_options.UserError("--generator_model_dir is for an ELECTRA discriminator; "
                                     "%s is a %s model" % (config_path, model_type))
-    else:
+    if model_type == "electra":  # the ElectraConfig waits for the generator's config
+        vocab_size = hf_config.bert_fields_from_hf(raw_config, config_path)[1]["vocab_size"]
+    elif model_type != "xlnet":
         config = hf_config.bert_config_from_hf(raw_config, config_path)
         vocab_size = config.vocab_size
     hf_files.find_weights(model_dir)  # fail fast, before reading the vocab
-    vocab, vocab_source = hf_files.read_vocab(model_dir)
+    vocab, vocab_source = hf_files.read_vocab(model_dir, spm=model_type == "xlnet")
     if len(vocab) > vocab_size:
         raise cli_options.UserError(
             "%s has %d tokens but config.json has vocab_size=%d"
@@ -105,8 +117,10 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
         config, tensors, conversion, weights = _import_electra(
             model_dir, raw_config, state_dict, weights, generator_model_dir)
         head = None
+    elif model_type == "xlnet":
+        tensors, conversion, config = hf_xlnet.hf_to_ours(state_dict, config, head)
+        notes += hf_xlnet.caveats(config, head)
     else:
-        head = classifier_head(raw_config.get("architectures"))
         tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, head)
     task = None
     if head and "%s/output_weights" % head in tensors:
@@ -121,6 +135,8 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
         vocab_path = os.path.join(temporary, checkpoint_assets.VOCAB_NAME)
         if os.path.basename(vocab_source) == hf_files.VOCAB:
             shutil.copyfile(vocab_source, vocab_path)
+        elif os.path.basename(vocab_source) == hf_files.SPIECE:
+            shutil.copyfile(vocab_source, os.path.join(temporary, checkpoint_assets.SPM_NAME))
         else:
             hf_files.write_vocab(vocab, vocab_path)
         checkpoint_assets.write_assets(temporary, task=task)
@@ -129,18 +145,28 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
     if log_fn is not None:
         log_fn(hf_weights.format_report(conversion, "Imported %s/%s (%s) -> %s" % (
             model_dir, weights, model_type, report.checkpoint)))
-        log_fn("wrote %s, bert_config.json (hidden_act %s), vocab.txt (%d tokens from %s)%s" % (
-            report.checkpoint, config.hidden_act, len(vocab), vocab_source,
+        log_fn("wrote %s, bert_config.json (%s), %s (%d tokens from %s)%s" % (
+            report.checkpoint, _activation(config), os.path.basename(vocab_path)
+            if os.path.basename(vocab_source) != hf_files.SPIECE
+            else checkpoint_assets.SPM_NAME, len(vocab), vocab_source,
             "" if report.do_lower_case is None
             else "; the tokenizer has do_lower_case=%s" % report.do_lower_case))
         if task:
             log_fn("wrote task.json: task %s, %d labels %s" % (
                 task["task"], len(task["labels"]), task["labels"][:8]))
+        for note in notes:
+            log_fn("WARNING: " + note)
         if generator_model_dir and model_type == "electra":
             from pretrain.interop import hf_electra  # pylint: disable=import-outside-toplevel
             for caveat in hf_electra.caveats(config):
                 log_fn("WARNING: " + caveat)
     return report
+
+
+def _activation(config):
+    if hasattr(config, "ff_activation"):  # XLNet
+        return "ff_activation %s" % config.ff_activation
+    return "hidden_act %s" % config.hidden_act
 
 
 def _import_electra(model_dir, raw_config, state_dict, weights, generator_model_dir):
@@ -196,7 +222,7 @@ def task_from_hf(raw_config, head, num_labels, config, do_lower_case):
     return {"format_version": checkpoint_assets.TASK_FORMAT_VERSION,
             "task": "ner" if token else "classification", "labels": labels,
             "tag_scheme": infer_tag_scheme(labels) if token else None,
-            "max_seq_length": config.max_position_embeddings,
+            "max_seq_length": getattr(config, "max_position_embeddings", 512),
             "do_lower_case": True if do_lower_case is None else bool(do_lower_case)}
 
 
