@@ -158,9 +158,13 @@ def _same_config(saved_path, path):
 
 
 def describe_model(config):
+    """"bert L2 H32 V50" of a config dict (BERT's field names, or XLNet's n_layer, d_model,
+    n_token)."""
     kind = config.get("model_type") or "bert"
-    return (f"{kind} L{config['num_hidden_layers']} H{config['hidden_size']} "
-            f"V{config['vocab_size']}")
+    layers = config.get("num_hidden_layers", config.get("n_layer"))
+    hidden = config.get("hidden_size", config.get("d_model"))
+    vocab = config.get("vocab_size", config.get("n_token"))
+    return f"{kind} L{layers} H{hidden} V{vocab}"
 
 
 def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn):

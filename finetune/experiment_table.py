@@ -26,13 +26,14 @@ from finetune import comparison_report
 from pretrain.models import registry
 from pretrain.training import learning_check
 
-RECIPE_ORDER = ("roberta", "albert", "span", "macbert", "electra")
+RECIPE_ORDER = ("roberta", "albert", "span", "macbert", "electra", "xlnet")
 RECIPE_LABELS = {
     "roberta": "RoBERTa: whole-word masking",
     "albert": "ALBERT: SOP + n-gram masking",
     "span": "SpanBERT: spans + SBO",
     "macbert": "MacBERT: similar-word n-grams",
     "electra": "ELECTRA: replaced-token detection",
+    "xlnet": "XLNet: permutation LM",
 }
 # With each head's baseline on the same eval data (pretrain.training.learning_check), so that a
 # model still on the unigram plateau or at chance shows as such.
@@ -44,7 +45,10 @@ PRETRAIN_METRICS = (("masked_lm_loss", "MLM loss", "{:.2f}"),
                     ("span_boundary_loss", "SBO loss", "{:.2f}"),
                     ("disc_auc", "RTD AUC", "{:.3f}"),
                     ("disc_accuracy", "RTD acc", "{:.1%}"),
-                    ("disc_majority_accuracy", "always original", "{:.1%}"))
+                    ("disc_majority_accuracy", "always original", "{:.1%}"),
+                    ("plm_loss", "PLM loss", "{:.2f}"),
+                    ("plm_accuracy", "PLM acc", "{:.1%}"),
+                    ("plm_unigram_accuracy", "unigram", "{:.1%}"))
 METRIC = "accuracy"
 MISSING = "—"
 COMPARISON = os.path.join("compare", "results.json")

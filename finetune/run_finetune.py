@@ -230,16 +230,19 @@ def _load_splits(task, files, settings, log_fn):
     return splits
 
 
-def _build_records(task, split, labels, tokenizer, settings, condition_size, cache_dir, log_fn):
+def _build_records(task, split, labels, tokenizer, settings, condition_size, cache_dir, log_fn,
+                   layout="bert"):
     """Writes (or reuses) the split's records. Dev and test are featurised every time, as
-    their plan maps predictions back to examples; training records come from the cache."""
+    their plan maps predictions back to examples; training records come from the cache.
+    layout: where the model family wants its special tokens (finetune.tasks.layout)."""
     lengths = records.record_lengths(task.record_kind, settings["max_seq_length"],
                                      condition_size)
 
     def featurize():
         features, plan, counts = task.featurize(split.examples, tokenizer,
                                                 settings["max_seq_length"], labels,
-                                                condition_size=condition_size, path=split.path)
+                                                condition_size=condition_size, path=split.path,
+                                                layout=layout)
         split.plan = plan
         return features, counts
 
@@ -248,7 +251,7 @@ def _build_records(task, split, labels, tokenizer, settings, condition_size, cac
         split.path, tokenizer.vocab_file, task=task.name, labels=labels,
         max_seq_length=settings["max_seq_length"], do_lower_case=settings["do_lower_case"],
         examples=len(split.examples), condition_size=condition_size,
-        input_format=settings["input_format"] or None, text_fields=settings["text_fields"] or None,
+        layout=None if layout == "bert" else layout, input_format=settings["input_format"] or None, text_fields=settings["text_fields"] or None,
         label_field=settings["label_field"] or None)
     split.record_path, info = records.cached_records(
         split.name, cache_dir, key, key_hash, lengths, (lambda: made) if made else featurize,
@@ -315,7 +318,7 @@ def run(settings, log_fn=print):
     lengths = None
     for split in splits.values():
         lengths = _build_records(task, split, labels, tokenizer, settings, condition_size,
-                                 cache_dir, log_fn)
+                                 cache_dir, log_fn, registry.family_of(bert_config).input_layout)
 
     num_train = splits["train"].counts["records"]
     num_train_steps = max(1, math.ceil(num_train * settings["num_train_epochs"]

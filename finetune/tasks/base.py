@@ -80,7 +80,9 @@ class Task:
     def check_labels(self, examples, labels, path, allow_unseen):
         raise NotImplementedError
 
-    def featurize(self, examples, tokenizer, max_seq_length, labels, condition_size=None):
+    def featurize(self, examples, tokenizer, max_seq_length, labels, condition_size=None,
+                  path=None, layout="bert"):
+        """(feature dicts, plan, counts); layout: the model family's (finetune.tasks.layout)."""
         raise NotImplementedError
 
     def build_model(self, config, is_training, features, label_tensor, num_labels):

@@ -6,7 +6,8 @@ order, comes from the training file (numbers by value, else sorted).
 
 Records (record_schema "sequence"), as google-research/bert's classifier
 builds them: `[CLS] a [SEP]` (segment 0) and for pairs `b [SEP]` (segment 1),
-the longer text truncated first. A conditional-LayerNorm model (config
+the longer text truncated first; for XLNet as zihangdai/xlnet's does, `a [SEP] b [SEP]
+[CLS]` (finetune.tasks.layout). A conditional-LayerNorm model (config
 `layer_norm_cond_size` = C) also needs a condition per example: the 4th field
 of an LCQMC line or a `condition` column, a class id in [0, C) (one-hot) or C
 comma-separated numbers (data_gen.lcqmc_format.parse_condition).
@@ -18,13 +19,16 @@ BERT's and ALBERT's pooled output is their pretrained pooler (dense + tanh over
 classifier reads it directly (dropout, then the one output layer), as
 google-research/electra's own classification tasks do, rather than through a new
 dense + tanh: that would be an untrained layer the checkpoint cannot supply, and
-upstream's recipe (and its published scores) has none.
+upstream's recipe (and its published scores) has none. XLNet's pooled output is
+upstream's sequence summary: dense + tanh over the last real token, [CLS]
+(`model/sequnece_summary/summary`, new when fine-tuning starts, as upstream's is).
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from data_gen import lcqmc_format
 from finetune import formats, metrics
+from finetune.tasks import layout as layout_lib
 from finetune.tasks.base import Task, TaskDataError, check_known_labels, sorted_labels
 from pretrain.models import registry, task_heads
 
@@ -42,9 +46,10 @@ def truncate_pair(tokens_a, tokens_b, max_tokens):
     return truncated
 
 
-def encode_texts(texts, tokenizer, max_seq_length):
-    """(input_ids, input_mask, segment_ids: lists of max_seq_length ints, truncated: bool)."""
-    special = 1 + len(texts)  # [CLS] and one [SEP] per text
+def encode_texts(texts, tokenizer, max_seq_length, layout="bert"):
+    """(input_ids, input_mask, segment_ids: lists of max_seq_length ints, truncated: bool),
+    special tokens placed as `layout` says (finetune.tasks.layout), padding on the right."""
+    special = layout_lib.special_token_count(len(texts))
     if max_seq_length < special + len(texts):
         raise TaskDataError(f"--max_seq_length={max_seq_length} leaves no room for "
                             f"{len(texts)} text(s) and {special} special tokens")
@@ -55,11 +60,7 @@ def encode_texts(texts, tokenizer, max_seq_length):
     else:
         truncated = len(tokens_a) > max_seq_length - special
         del tokens_a[max_seq_length - special:]
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if len(texts) > 1:
-        tokens += tokens_b + ["[SEP]"]
-        segment_ids += [1] * (len(tokens_b) + 1)
+    tokens, segment_ids = layout_lib.wrap([tokens_a, tokens_b][:len(texts)], layout)
     input_ids = tokenizer.convert_tokens_to_ids(tokens)
     padding = max_seq_length - len(input_ids)
     return (input_ids + [0] * padding, [1] * len(input_ids) + [0] * padding,
@@ -153,14 +154,15 @@ class ClassificationTask(Task):
                                   allow_unseen)
 
     def featurize(self, examples, tokenizer, max_seq_length, labels, condition_size=None,
-                  path=None):
-        """Returns (feature dicts, plan = None, counts); one record per example, in order."""
+                  path=None, layout="bert"):
+        """Returns (feature dicts, plan = None, counts); one record per example, in order,
+        laid out as the model family wants (finetune.tasks.layout)."""
         index = {label: i for i, label in enumerate(labels)}
         conditions = parse_conditions(examples, path, condition_size)
         features, truncated = [], 0
         for example, condition in zip(examples, conditions):
             input_ids, input_mask, segment_ids, cut = encode_texts(
-                example.texts, tokenizer, max_seq_length)
+                example.texts, tokenizer, max_seq_length, layout)
             truncated += cut
             record = {"input_ids": input_ids, "input_mask": input_mask,
                       "segment_ids": segment_ids, "label_ids": [index.get(example.label, 0)]}

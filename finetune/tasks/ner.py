@@ -10,8 +10,8 @@ Records (record_schema "token"): each input token is tokenised on its own;
 its first WordPiece carries its tag (a digit run or Latin word that WordPiece
 splits is labelled on its first piece, the other pieces are not scored). A
 sentence longer than max_seq_length - 2 pieces is cut into consecutive
-windows at token boundaries, `[CLS] window [SEP]` each, so no token is
-dropped; a token that tokenises to nothing (a space, a control character) is
+windows at token boundaries, `[CLS] window [SEP]` each (for XLNet `window [SEP]
+[CLS]`, finetune.tasks.layout), so no token is dropped; a token that tokenises to nothing (a space, a control character) is
 predicted "O" and counted.
 
 Head: the sequence output -> `token_classifier/output_weights` [N, H],
@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from finetune import formats, metrics, tag_schemes
+from finetune.tasks import layout as layout_lib
 from finetune.tasks.base import Task, TaskDataError, check_known_labels
 from pretrain.models import registry, task_heads
 
@@ -80,7 +81,7 @@ class NerTask(Task):
 
     # ---- records -------------------------------------------------------------------------
     def featurize(self, examples, tokenizer, max_seq_length, labels, condition_size=None,
-                  path=None):
+                  path=None, layout="bert"):
         """Returns (feature dicts, plan, counts).
 
         plan[r] = (example index, [(position, token index), ...]) of record r.
@@ -98,21 +99,26 @@ class NerTask(Task):
         counts = {"examples": len(examples), "records": 0, "tokens": 0,
                   "tokens_without_pieces": 0, "split_sentences": 0, "pieces_truncated": 0}
 
+        xlnet = layout == "xlnet"  # window [SEP] [CLS] (finetune.tasks.layout), else [CLS] first
+
         def emit(example_index, window, tags):
-            ids, label_ids, weights, positions = [cls_id], [0], [0.0], []
+            ids, label_ids, weights, positions = ([], [], [], []) if xlnet else (
+                [cls_id], [0], [0.0], [])
             for token_index, piece_ids in window:
                 positions.append((len(ids), token_index))
                 label_ids += [index.get(tags[token_index], 0) if tags else 0] + [0] * (
                     len(piece_ids) - 1)
                 weights += [1.0] + [0.0] * (len(piece_ids) - 1)
                 ids += piece_ids
-            ids.append(sep_id)
-            label_ids.append(0)
-            weights.append(0.0)
+            ends = [sep_id, cls_id] if xlnet else [sep_id]
+            ids += ends
+            label_ids += [0] * len(ends)
+            weights += [0.0] * len(ends)
+            segment_ids = [0] * (len(ids) - 1) + [layout_lib.XLNET_CLS_SEGMENT if xlnet else 0]
             padding = max_seq_length - len(ids)
             features.append({"input_ids": ids + [0] * padding,
                              "input_mask": [1] * len(ids) + [0] * padding,
-                             "segment_ids": [0] * max_seq_length,
+                             "segment_ids": segment_ids + [0] * padding,
                              "label_ids": label_ids + [0] * padding,
                              "label_weights": weights + [0.0] * padding})
             plan.append((example_index, positions))

@@ -1,0 +1,38 @@
+"""Where a model family wants its special tokens in a fine-tuning record, written once.
+
+    "bert"  (BERT, RoBERTa, ALBERT, ELECTRA): [CLS] a [SEP] (b [SEP]), segments 0 ... 1 ...
+    "xlnet" (zihangdai/xlnet's classifier_utils): a [SEP] (b [SEP]) [CLS], segments 0 ... 1 ...
+            and 2 for [CLS], whose final state is the summary the classifier reads.
+
+The layout is the model family's (pretrain.models.registry ModelFamily.input_layout).
+Padding goes on the right for both, with input_mask 1 on real tokens: upstream XLNet pads
+on the left and takes the last position, while this toolkit's XLNet takes the last real
+token (pretrain.models.xlnet.modeling.XLNetModel.get_pooled_output); relative positions do
+not move with padding and padded keys are blocked, so the two give the same summary.
+"""
+LAYOUTS = ("bert", "xlnet")
+XLNET_CLS_SEGMENT = 2
+
+
+def special_token_count(num_texts):
+    """[CLS] and one [SEP] per text, in either layout."""
+    return 1 + num_texts
+
+
+def wrap(texts_tokens, layout="bert"):
+    """texts_tokens: one or two token lists -> (tokens, segment_ids) in `layout`."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: use one of {', '.join(LAYOUTS)}")
+    tokens, segment_ids = ([], []) if layout == "xlnet" else (["[CLS]"], [0])
+    for segment, text_tokens in enumerate(texts_tokens):
+        tokens += list(text_tokens) + ["[SEP]"]
+        segment_ids += [segment] * (len(text_tokens) + 1)
+    if layout == "xlnet":
+        tokens.append("[CLS]")
+        segment_ids.append(XLNET_CLS_SEGMENT)
+    return tokens, segment_ids
+
+
+def first_text_position(layout="bert"):
+    """Position of the first text token: 1 after [CLS], or 0 in the XLNet layout."""
+    return 0 if layout == "xlnet" else 1
