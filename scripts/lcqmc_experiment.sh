@@ -10,7 +10,7 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
-RECIPES=(roberta albert span macbert electra)
+RECIPES=(roberta albert span macbert electra xlnet)
 
 SCRIPT_NAME="lcqmc_experiment.sh"
 # Old names, OLD:NEW: still read from the environment, with a warning.
@@ -112,6 +112,9 @@ RECIPE:
   macbert   MacBERT: n-grams replaced by similar words (SIMILAR_WORDS, or built from VECTORS)
   electra   ELECTRA: replaced-token detection on the roberta row's whole-word-masked data; its
             discriminator is the BERT model without a pooler, its generator a quarter as wide
+  xlnet     XLNet: permutation LM over jieba-word spans (data_gen --mode=xlnet: reuse window of
+            half the sequence, A <sep> B <sep> <cls>), two-stream relative attention, the
+            width and depth of the BERT model
 
 Settings (environment variables) [defaults]:
   LCQMC_DIR          train.txt, dev.txt, test.txt        [${LCQMC_DIR}]
@@ -233,6 +236,8 @@ case "${RECIPE}" in
     DATA_FLAGS+=(--masking=macbert --similar_words_file="${SIMILAR_WORDS}") ;;
   electra)  # the generator's MLM positions are the roberta row's whole-word masking
     CONFIG="${REPO_ROOT}/configs/lcqmc_small_electra.json" ;;
+  xlnet)  # its own records: reuse window, A/B, exactly MAX_PREDICTIONS word-span targets
+    CONFIG="${REPO_ROOT}/configs/lcqmc_small_xlnet.json"; DATA_FLAGS=(--mode=xlnet) ;;
 esac
 [[ -z "${MODEL_CONFIG}" ]] || CONFIG="${MODEL_CONFIG}"
 ROW="${RUNS}/${RECIPE}"

@@ -195,7 +195,8 @@ def test_lcqmc_dry_run_forwards_its_presets_and_what_was_set(repo_root, tmp_path
 
 
 @pytest.mark.parametrize("recipe, config", [("roberta", "bert"), ("span", "bert"),
-                                            ("albert", "albert"), ("electra", "electra")])
+                                            ("albert", "albert"), ("electra", "electra"),
+                                            ("xlnet", "xlnet")])
 def test_lcqmc_experiment_trains_the_recipes_model_unless_model_config_is_set(
         repo_root, tmp_path, recipe, config):
     make_inputs(tmp_path)
@@ -440,19 +441,19 @@ def test_the_experiment_forwards_its_pretraining_settings(repo_root, tmp_path):
     unset, each recipe's pretraining is what --help lists for it; set, the value wins."""
     make_inputs(tmp_path)
     defaults = recipe_defaults(repo_root)
-    assert list(defaults) == ["roberta", "albert", "span", "macbert", "electra"]
+    assert list(defaults) == ["roberta", "albert", "span", "macbert", "electra", "xlnet"]
     # BERT recipes: bias-corrected AdamW (without it RoBERTa's seed 1 stayed on the plateau).
     bert_recipe = {"PRETRAIN_OPTIMIZER": "adamw", "PRETRAIN_LEARNING_RATE": "5e-4",
                    "PRETRAIN_BIAS_CORRECTION": "1", "PRETRAIN_WARMUP_STEPS": "100"}
     # ALBERT: LAMB at google-research/albert's rate (AdamW 5e-4 left it on the plateau).
     assert defaults == {"roberta": bert_recipe, "span": bert_recipe, "macbert": bert_recipe,
-                        "electra": bert_recipe,
+                        "electra": bert_recipe, "xlnet": bert_recipe,
                         "albert": dict(bert_recipe, PRETRAIN_OPTIMIZER="lamb",
                                        PRETRAIN_LEARNING_RATE="0.00176",
                                        PRETRAIN_BIAS_CORRECTION="0")}
     ours = {"PRETRAIN_OPTIMIZER": "lamb", "PRETRAIN_LEARNING_RATE": "2e-3",
             "PRETRAIN_BIAS_CORRECTION": "1", "PRETRAIN_WARMUP_STEPS": "7"}
-    for recipe in ("roberta", "albert", "span", "electra"):  # macbert needs word vectors
+    for recipe in ("roberta", "albert", "span", "electra", "xlnet"):  # macbert: word vectors
         flags = _experiment_commands(repo_root, tmp_path, recipe)["pretrain.run_pretraining"]
         assert "--random_seed=1" in flags  # PRETRAIN_SEED's default
         for setting, default in defaults[recipe].items():
