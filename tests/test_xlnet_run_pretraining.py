@@ -154,3 +154,33 @@ def test_refused_data_and_flags_are_named(data, tmp_path):
     with pytest.raises(UserError, match=r"--perm_size is XLNet's"):
         run_pretraining.run(_opts(data, tmp_path / "e", bert_config_file=str(bert),
                                   input_file=data["roberta"], perm_size=4))
+
+
+def test_sentencepiece_data_leaves_its_model_beside_the_checkpoints(tmp_path):
+    """Data made with --spm_model_file (hfl/chinese-xlnet-base's kind): the output gets that
+    spiece.model, byte for byte, and no vocab.txt; resuming with another model is refused."""
+    pytest.importorskip("sentencepiece", reason="the spm extra (pip install sentencepiece)")
+    import datagen_testutil
+    import xlnet_testutil
+    from data_gen.config import GenerationConfig
+    from data_gen.create_pretraining_data import run as make_data
+    spm_model = xlnet_testutil.train_spm(tmp_path)
+    corpus = datagen_testutil.write_corpus(tmp_path / "corpus.txt",
+                                           datagen_testutil.documents(40, 3))
+    make_data(GenerationConfig(input_file=str(corpus), output_file=str(tmp_path / "d.tfrecord"),
+                               mode="xlnet", spm_model_file=str(spm_model), max_seq_length=SEQ,
+                               max_predictions_per_seq=PREDS, dupe_factor=1, num_workers=1,
+                               progress=False))
+    config = tiny_xlnet_config(tmp_path / "x.json", n_token=300)  # the model has ~240 pieces
+    out = tmp_path / "out"
+    opts = run_options(SEQ, PREDS, 4, bert_config_file=config,
+                       input_file=str(tmp_path / "d.tfrecord"), output_dir=out,
+                       num_train_steps=2, do_eval=False)
+    result = run_pretraining.run(opts)
+    assert result["global_step"] == 2
+    assert (out / "spiece.model").read_bytes() == spm_model.read_bytes()
+    assert not (out / "vocab.txt").exists()
+    (out / "spiece.model").write_bytes(spm_model.read_bytes() + b"\0")  # another model
+    with pytest.raises(UserError, match=r"holds checkpoints trained with .*spiece.model, which "
+                                        r"differs from .* in its bytes"):
+        run_pretraining.run(dict(opts, num_train_steps=3))

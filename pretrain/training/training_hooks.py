@@ -14,7 +14,7 @@ import time
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-SUMMARY_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss",
+SUMMARY_NAMES = ("loss", "masked_lm_loss", "sentence_loss", "span_boundary_loss", "plm_loss",
                  "learning_rate", "grad_norm", "loss_scale")
 
 
@@ -140,11 +140,15 @@ class PretrainingLoggingHook(tf.train.SessionRunHook):
         logged.update(examples_per_sec=examples_per_sec)
         self.history.append((step, logged))
         update = f" (update {step // self._k})" if self._k > 1 else ""
-        sbo = (f" sbo_loss={logged['span_boundary_loss']:.4f}"
-               if "span_boundary_loss" in logged else "")
+        if "plm_loss" in logged:  # XLNet: the permutation LM is its only head
+            heads = f" plm_loss={logged['plm_loss']:.4f}"
+        else:
+            heads = (f" mlm_loss={logged.get('masked_lm_loss', loss):.4f}"
+                     f" sentence_loss={logged.get('sentence_loss', 0.0):.4f}")
+            if "span_boundary_loss" in logged:
+                heads += f" sbo_loss={logged['span_boundary_loss']:.4f}"
         logging.info(
-            "step %d%s: loss=%.4f mlm_loss=%.4f sentence_loss=%.4f%s lr=%.3g grad_norm=%.3f "
-            "examples/sec=%.1f eta=%s", step, update, loss, logged.get("masked_lm_loss", loss),
-            logged.get("sentence_loss", 0.0), sbo, logged["learning_rate"],
-            logged.get("grad_norm", float("nan")), examples_per_sec, format_eta(eta))
+            "step %d%s: loss=%.4f%s lr=%.3g grad_norm=%.3f examples/sec=%.1f eta=%s", step,
+            update, loss, heads, logged["learning_rate"], logged.get("grad_norm", float("nan")),
+            examples_per_sec, format_eta(eta))
         self._mark_time, self._mark_step = now, self._step
