@@ -99,3 +99,26 @@ def read_eval_results(path):
         lines = f.read().splitlines()
     assert lines == sorted(lines), lines
     return dict(line.split(" = ", 1) for line in lines)
+
+
+def write_random_pretraining_checkpoint(folder, config_dict, features, vocab_file, seed=11):
+    """A pretraining checkpoint of the family `config_dict` names, as run_pretraining leaves
+    it: every variable of its pretraining graph (built on `features`, a dict of zero/one
+    tensors) drawn from N(0, 0.1), global_step 100, bert_config.json and vocab.txt beside
+    it. Returns {"dir", "weights": {name: value}}."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
+    from pretrain.checkpoints import checkpoint_io  # pylint: disable=import-outside-toplevel
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+    config = registry.config_from_dict(dict(config_dict))
+    with tf.Graph().as_default():
+        registry.family_of(config).pretraining_losses(config, features(), False)
+        shapes = {v.op.name: v.shape.as_list() for v in tf.global_variables()}
+    rng = np.random.RandomState(seed)
+    weights = {name: rng.normal(0.0, 0.1, size=shape).astype(np.float32)
+               for name, shape in shapes.items()}
+    checkpoint_io.write_checkpoint(dict(weights, global_step=np.array(100, np.int64)),
+                                   str(folder / "model.ckpt-100"), write_state=True)
+    (folder / "bert_config.json").write_text(json.dumps(config_dict), encoding="utf-8")
+    (folder / "vocab.txt").write_bytes(open(vocab_file, "rb").read())
+    return {"dir": folder, "weights": weights}

@@ -113,3 +113,43 @@ def random_checkpoint(config, prefix, seed=0, num_labels=None, skip=(), extra=No
         tensors[name] = value.astype(np.float32)
     checkpoint_io.write_checkpoint(dict(tensors, **(extra or {})), prefix, write_state=True)
     return tensors
+
+
+def run_main(module, *args):
+    """(exit code, stderr) of `python -m MODULE ARGS` (an absl CLI), run in this process."""
+    import contextlib  # pylint: disable=import-outside-toplevel
+    import io  # pylint: disable=import-outside-toplevel
+    from absl import flags  # pylint: disable=import-outside-toplevel
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            module.main([module.__name__] + list(args))
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    finally:
+        flags.FLAGS.unparse_flags()
+    return code, err.getvalue()
+
+
+def edit_model_dir(target, config=None, state=None):
+    """Changes a transformers model directory in place: config.json fields updated from
+    `config`; `state`, a function of the state dict returning {key: array, or None to
+    drop it}, applied to model.safetensors. Returns `target`."""
+    import json  # pylint: disable=import-outside-toplevel
+    import pathlib  # pylint: disable=import-outside-toplevel
+    from safetensors.numpy import load_file, save_file  # pylint: disable=import-outside-toplevel
+    target = pathlib.Path(target)
+    if config:
+        raw = json.loads((target / "config.json").read_text())
+        raw.update(config)
+        (target / "config.json").write_text(json.dumps(raw))
+    if state:
+        weights = load_file(str(target / "model.safetensors"))
+        for key, value in state(weights).items():
+            if value is None:
+                weights.pop(key, None)
+            else:
+                weights[key] = value
+        save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    return target

@@ -7,16 +7,14 @@ The checkpoint is a tiny ELECTRA written by building ELECTRA's pretraining graph
 networks, both heads) with random weights, with bert_config.json and vocab.txt beside it
 as run_pretraining leaves them; the runs use the shipped samples of test_run_finetune.
 """
-import json
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 from finetune import run_finetune
-from finetune_helpers import TINY_CONFIG, read_eval_results
-from pretrain.checkpoints import checkpoint_io
-from pretrain.models import registry
+from finetune_helpers import (TINY_CONFIG, read_eval_results,
+                              write_random_pretraining_checkpoint)
 from test_run_finetune import COMMON, SAMPLES, model  # noqa: F401  (the samples' vocab)
 
 ELECTRA = dict(TINY_CONFIG, model_type="electra", embedding_size=16, generator_hidden_size=0.5)
@@ -27,24 +25,15 @@ def electra_checkpoint(model, tmp_path_factory):  # noqa: F811
     """{"dir", "weights": {name: value}} of a tiny ELECTRA pretraining checkpoint."""
     folder = tmp_path_factory.mktemp("electra_pretrained")
     vocab_size = len(open(model["vocab_file"], encoding="utf-8").read().split())
-    config_dict = dict(ELECTRA, vocab_size=vocab_size)
-    config = registry.config_from_dict(config_dict)
-    with tf.Graph().as_default():
-        features = {name: tf.zeros([1, 8], tf.int32)
-                    for name in ("input_ids", "input_mask", "segment_ids")}
-        features.update(masked_lm_positions=tf.zeros([1, 2], tf.int32),
-                        masked_lm_ids=tf.zeros([1, 2], tf.int32),
-                        masked_lm_weights=tf.ones([1, 2]))
-        registry.family_of(config).pretraining_losses(config, features, False)
-        shapes = {v.op.name: v.shape.as_list() for v in tf.global_variables()}
-    rng = np.random.RandomState(11)
-    weights = {name: rng.normal(0.0, 0.1, size=shape).astype(np.float32)
-               for name, shape in shapes.items()}
-    checkpoint_io.write_checkpoint(dict(weights, global_step=np.array(100, np.int64)),
-                                   str(folder / "model.ckpt-100"), write_state=True)
-    (folder / "bert_config.json").write_text(json.dumps(config_dict), encoding="utf-8")
-    (folder / "vocab.txt").write_bytes(open(model["vocab_file"], "rb").read())
-    return {"dir": folder, "weights": weights}
+
+    def features():
+        made = {name: tf.zeros([1, 8], tf.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+        made.update(masked_lm_positions=tf.zeros([1, 2], tf.int32),
+                    masked_lm_ids=tf.zeros([1, 2], tf.int32), masked_lm_weights=tf.ones([1, 2]))
+        return made
+    return write_random_pretraining_checkpoint(folder, dict(ELECTRA, vocab_size=vocab_size),
+                                               features, model["vocab_file"])
 
 
 def finetune_from(checkpoint, out, **settings):

@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-from absl import flags
+import hf_testutil
 from safetensors.numpy import load_file, save_file
 
 from electra_hf_testutil import (FIXTURES, electra_outputs, load_fixture_arrays,
@@ -173,33 +173,14 @@ def test_discriminator_alone_imports_with_a_fresh_generator_and_exports_alone(tm
 
 def _main(*args):
     """(exit code, stderr) of `python -m pretrain.import_hf ARGS`, run in this process."""
-    import contextlib  # pylint: disable=import-outside-toplevel
-    import io  # pylint: disable=import-outside-toplevel
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            import_hf.main(["import_hf"] + list(args))
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    finally:
-        flags.FLAGS.unparse_flags()
-    return code, err.getvalue()
+    return hf_testutil.run_main(import_hf, *args)
 
 
 def _variant(tmp_path, name, source, config=None, state=None):
     """A copy of a fixture directory with config.json fields and state-dict tensors changed."""
     target = tmp_path / name
     shutil.copytree(source, target)
-    if config:
-        raw = json.loads((target / "config.json").read_text())
-        raw.update(config)
-        (target / "config.json").write_text(json.dumps(raw))
-    if state:
-        weights = load_file(str(target / "model.safetensors"))
-        weights.update(state(weights))
-        save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
-    return target
+    return hf_testutil.edit_model_dir(target, config, state)
 
 
 def test_bad_input_is_one_clear_message(tmp_path):

@@ -1,15 +1,13 @@
 """XLNet <-> transformers without torch: transformers' own fixture (tests/fixtures/hf_xlnet)
 imported and reproduced, exported back bit for bit, round trips, the sentencepiece model
 travelling with the checkpoint, clean refusals."""
-import contextlib
-import io
 import json
 import os
 import shutil
 
 import numpy as np
 import pytest
-from absl import flags
+import hf_testutil
 from safetensors.numpy import load_file
 
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io
@@ -225,16 +223,7 @@ def test_a_sequence_classifier_imports_with_its_task_and_exports_back(tmp_path):
 
 def _main(module, *args):
     """(exit code, stderr) of `python -m pretrain.MODULE ARGS`, run in this process."""
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            module.main([module.__name__] + list(args))
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    finally:
-        flags.FLAGS.unparse_flags()
-    return code, err.getvalue()
+    return hf_testutil.run_main(module, *args)
 
 
 def test_bad_input_is_one_clear_message(tmp_path):

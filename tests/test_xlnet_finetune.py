@@ -2,7 +2,6 @@
 b [SEP] [CLS], [CLS] in segment 2), padding on the right, the summary read at the last
 real token ([CLS]) and independent of where the padding is; a pretraining checkpoint's
 transformer loads by name, the summary and the heads start fresh."""
-import json
 
 import numpy as np
 import pytest
@@ -12,8 +11,7 @@ from data_gen.tokenization import FullTokenizer
 from finetune.tasks import layout
 from finetune.tasks.classification import encode_texts
 from finetune.tasks.ner import NerTask
-from finetune_helpers import read_eval_results
-from pretrain.checkpoints import checkpoint_io
+from finetune_helpers import read_eval_results, write_random_pretraining_checkpoint
 from pretrain.models import registry
 from pretrain.models.xlnet.modeling import XLNetModel
 from test_electra_finetune import finetune_from
@@ -93,23 +91,15 @@ def xlnet_checkpoint(model, tmp_path_factory):  # noqa: F811
     with bert_config.json and vocab.txt beside it, as run_pretraining leaves them."""
     folder = tmp_path_factory.mktemp("xlnet_pretrained")
     vocab_size = len(open(model["vocab_file"], encoding="utf-8").read().split())
-    config_dict = dict(XLNET, n_token=vocab_size)
-    config = registry.config_from_dict(dict(config_dict))
-    with tf.Graph().as_default():
-        features = {name: tf.zeros([1, 8], tf.int32)
-                    for name in ("input_ids", "input_mask", "segment_ids")}
-        features.update(perm_mask=tf.zeros([1, 8, 8]), target_mapping=tf.zeros([1, 2, 8]),
-                        target_ids=tf.zeros([1, 2], tf.int32), target_weights=tf.ones([1, 2]))
-        registry.family_of(config).pretraining_losses(config, features, False)
-        shapes = {v.op.name: v.shape.as_list() for v in tf.global_variables()}
-    rng = np.random.RandomState(11)
-    weights = {name: rng.normal(0.0, 0.1, size=shape).astype(np.float32)
-               for name, shape in shapes.items()}
-    checkpoint_io.write_checkpoint(dict(weights, global_step=np.array(100, np.int64)),
-                                   str(folder / "model.ckpt-100"), write_state=True)
-    (folder / "bert_config.json").write_text(json.dumps(config_dict), encoding="utf-8")
-    (folder / "vocab.txt").write_bytes(open(model["vocab_file"], "rb").read())
-    return {"dir": folder, "weights": weights}
+
+    def features():
+        made = {name: tf.zeros([1, 8], tf.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+        made.update(perm_mask=tf.zeros([1, 8, 8]), target_mapping=tf.zeros([1, 2, 8]),
+                    target_ids=tf.zeros([1, 2], tf.int32), target_weights=tf.ones([1, 2]))
+        return made
+    return write_random_pretraining_checkpoint(folder, dict(XLNET, n_token=vocab_size),
+                                               features, model["vocab_file"])
 
 
 @pytest.mark.parametrize("task, head", [("pair", "classifier"), ("ner", "token_classifier")])

@@ -113,24 +113,12 @@ def fixture_copy(target, vocab="vocab.txt", config=None, state=None):
     """A copy of the fixture's lm_head/ with a vocab.txt ("vocab.txt") or spiece.model
     ("spiece.model"), config.json fields changed and state-dict tensors replaced (a
     function of the state dict returning {key: array or None to drop})."""
-    import json  # pylint: disable=import-outside-toplevel
-    from safetensors.numpy import load_file, save_file  # pylint: disable=import-outside-toplevel
+    import hf_testutil  # pylint: disable=import-outside-toplevel
     target = pathlib.Path(target)
     shutil.copytree(LM_HEAD, target)
     if vocab == "vocab.txt":
         shutil.copyfile(WORDPIECE_VOCAB, target / "vocab.txt")
     elif vocab == "spiece.model":
         write_spm_model(target / "spiece.model")
-    if config:
-        raw = json.loads((target / "config.json").read_text())
-        raw.update(config)
-        (target / "config.json").write_text(json.dumps(raw))
-    if state:
-        weights = load_file(str(target / "model.safetensors"))
-        for key, value in state(weights).items():
-            if value is None:
-                weights.pop(key, None)
-            else:
-                weights[key] = value
-        save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    hf_testutil.edit_model_dir(target, config, state)
     return target

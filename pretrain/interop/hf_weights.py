@@ -177,9 +177,21 @@ def model_variable_shapes(config, num_labels=None, num_tags=None):
     return shapes
 
 
-def _head_size(tensors, head):
+def head_size(tensors, head):
+    """Number of labels of the `head` group's output layer in `tensors`, or None."""
     name = "%s/output_weights" % head
     return tensors[name].shape[0] if name in tensors else None
+
+
+def checkpoint_head(tensors):
+    """(head group or None, its number of labels or None) of a checkpoint's tensors; a
+    UserError when it holds both a sequence and a token classifier."""
+    heads = [group for group in HEAD_GROUPS if head_size(tensors, group)]
+    if len(heads) > 1:
+        raise UserError("checkpoint holds both classifier/* and token_classifier/*; a "
+                        "transformers model has one head: cannot export both")
+    head = heads[0] if heads else None
+    return head, head_size(tensors, head) if head else None
 
 
 def check_shapes(tensors, expected, what):
@@ -282,8 +294,8 @@ def hf_to_google(state_dict, config, model_type, head="classifier"):
                       if entry.group not in HEAD_GROUPS or entry.group == head}
     tensors, rows, skipped = convert_state_dict(state_dict, entries_by_key,
                                                 architecture.prefix, architecture.tied)
-    check_shapes(tensors, model_variable_shapes(config, _head_size(tensors, "classifier"),
-                                                 _head_size(tensors, "token_classifier")),
+    check_shapes(tensors, model_variable_shapes(config, head_size(tensors, "classifier"),
+                                                 head_size(tensors, "token_classifier")),
                   lambda name: next(row[0] for row in rows if row[1] == name))
     missing = [entry for entry in entries_by_key.values()
                if entry.ours not in tensors and entry.group not in HEAD_GROUPS]
@@ -339,12 +351,7 @@ def google_to_hf(tensors, config):
     Unknown names and missing encoder tensors are errors.
     """
     model_type = exported_model_type(config)
-    heads = [group for group in HEAD_GROUPS if _head_size(tensors, group)]
-    if len(heads) > 1:
-        raise UserError("checkpoint holds both classifier/* and token_classifier/*; a "
-                        "transformers model has one head: cannot export both")
-    head = heads[0] if heads else None
-    num_labels = _head_size(tensors, head) if head else None
+    head, num_labels = checkpoint_head(tensors)
     expected = model_variable_shapes(config, *((num_labels, None) if head == "classifier"
                                                else (None, num_labels)))
     check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)

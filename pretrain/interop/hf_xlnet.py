@@ -81,7 +81,7 @@ STACKED = ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed")
 _PER_LAYER = re.compile(r"^(?:transformer\.)?layer\.(\d+)\.rel_attn\.(%s)$" % "|".join(STACKED))
 TIED = {"lm_loss.weight": "word_embedding.weight"}
 PREFIXED_GROUPS = ("encoder", "mask_emb")
-HEAD_GROUPS = ("classifier", "token_classifier")
+HEAD_GROUPS = hf_weights.HEAD_GROUPS
 GROUPS = {None: ("encoder", "mask_emb", "lm_head"),
           "classifier": ("encoder", "mask_emb", "summary", "classifier"),
           "token_classifier": ("encoder", "mask_emb", "token_classifier")}
@@ -246,11 +246,6 @@ def variable_shapes(config, summary=False, num_labels=None, num_tags=None):
 _as_float32 = hf_weights._as_float32  # pylint: disable=protected-access
 
 
-def _head_size(tensors, head):
-    name = "%s/output_weights" % head
-    return tensors[name].shape[0] if name in tensors else None
-
-
 def _stack(per_layer, config, rows, skipped):
     """Our relative biases and segment embeddings from transformers' per-layer tensors:
     (tensors, untie_r, missing keys)."""
@@ -317,8 +312,8 @@ def hf_to_ours(state_dict, config, head=None):
     if untie_r != config.untie_r:
         config = XLNetConfig.from_dict(dict(config.to_dict(), untie_r=True))
     summary = any(name.startswith(SUMMARY_SCOPE) for name in tensors)
-    expected = variable_shapes(config, summary, _head_size(tensors, "classifier"),
-                               _head_size(tensors, "token_classifier"))
+    expected = variable_shapes(config, summary, hf_weights.head_size(tensors, "classifier"),
+                               hf_weights.head_size(tensors, "token_classifier"))
     hf_weights.check_shapes(tensors, expected,
                             lambda name: next(row[0] for row in rows if row[1] == name))
     groups = GROUPS[head] if head else ("mask_emb", "lm_head")
@@ -332,12 +327,7 @@ def export_parts(tensors, config, labels=None):
     tensors (training state removed): XLNetLMHeadModel, or the classifier the checkpoint
     holds. Unknown or misshapen tensors and a partial encoder are UserErrors."""
     check_exportable(config)
-    heads = [head for head in HEAD_GROUPS if _head_size(tensors, head)]
-    if len(heads) > 1:
-        raise UserError("checkpoint holds both classifier/* and token_classifier/*; a "
-                        "transformers model has one head: cannot export both")
-    head = heads[0] if heads else None
-    size = _head_size(tensors, head) if head else None
+    head, size = hf_weights.checkpoint_head(tensors)
     expected = variable_shapes(config, True, *((size, None) if head == "classifier"
                                                else (None, size)))
     hf_weights.check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)
