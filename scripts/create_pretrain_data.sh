@@ -57,7 +57,7 @@ default applies (see python -m data_gen.create_pretraining_data --help).
   --vocab_input GLOBS   VOCAB_INPUT     text the vocab is built from     [${VOCAB_INPUT}]
   --vocab_size N        VOCAB_SIZE      exact size of a built vocab (--vocab_size of build_vocab;
                                         the default vocab: ${DEMO_VOCAB_SIZE})
-  --mode M              MODE            roberta | albert | bert          (--mode)
+  --mode M              MODE            roberta | albert | bert | xlnet  (--mode)
   --max_seq_length N    MAX_SEQ_LENGTH  tokens per instance              (--max_seq_length)
   --max_predictions N   MAX_PREDICTIONS masked positions per instance    (--max_predictions_per_seq)
   --masked_lm_prob P    MASKED_LM_PROB  fraction of tokens masked        (--masked_lm_prob)
