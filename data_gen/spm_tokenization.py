@@ -1,4 +1,5 @@
-"""SentencePiece tokenization for --mode=xlnet --spm_model_file (an optional extra).
+"""SentencePiece tokenization for --mode=xlnet --spm_model_file (an optional extra), and
+for fine-tuning an XLNet whose vocab is a spiece.model (SpmFullTokenizer, at the end).
 
 The text is prepared as zihangdai/xlnet prepares it before its sentencepiece
 model (whitespace runs collapsed, `` and '' made ", NFKD without combining
@@ -128,3 +129,66 @@ class SpmTokenizer:
             starts.append(0 if word == previous else 1)
             previous = word
         return ids, starts
+
+
+# BERT's token names, which the fine-tuning task layer writes (finetune.tasks.layout),
+# -> the SPECIAL_PIECES they stand for in a sentencepiece model.
+TASK_TOKEN_PIECES = {"[CLS]": "cls", "[SEP]": "sep", "[PAD]": "pad", "[UNK]": "unk",
+                     "[MASK]": "mask"}
+
+
+class SpmFullTokenizer:
+    """data_gen.tokenization.FullTokenizer's interface over a sentencepiece model, for
+    fine-tuning (finetune.tasks) an XLNet whose vocab is a spiece.model.
+
+    tokenize(text): the pieces of the text prepared as upstream prepares it (prepare_text,
+      lower-cased with do_lower_case) and encoded alone, as zihangdai/xlnet's
+      classifier_utils encodes text_a and text_b, so with sentencepiece's "▁" before it.
+    tokenize_token(token): the pieces of one token of a longer text (NER: a CoNLL
+      character), as inside that text: without the "▁" sentencepiece puts before a text
+      (a bare "▁" piece is dropped; "▁x" becomes "x" when the model has that piece).
+      Otherwise every character would come as "▁", "x" and be tagged on the "▁".
+    convert_tokens_to_ids(tokens): pieces, and BERT's names [CLS] [SEP] [PAD] [UNK] [MASK]
+      as <cls> <sep> <pad> <unk> <mask>; any other token -> <unk>'s id.
+    convert_ids_to_tokens(ids): piece names. vocab: {piece: id} (every piece), inv_vocab.
+    vocab_file: the model file (the fine-tuning feature cache hashes it). pad_id: <pad>'s id.
+    """
+
+    def __init__(self, model_file, do_lower_case=True):
+        self.vocab_file = str(model_file)
+        self._encoder = SpmTokenizer(self.vocab_file, do_lower_case, whole_words=False)
+        processor = self._encoder.processor
+        self.inv_vocab = {index: processor.IdToPiece(index)
+                          for index in range(processor.GetPieceSize())}
+        self.vocab = {piece: index for index, piece in self.inv_vocab.items()}
+        special = self._encoder.special
+        self._named = {name: special[key] for name, key in TASK_TOKEN_PIECES.items()}
+        self.unk_id = special["unk"]
+        self.pad_id = special["pad"]
+
+    def tokenize(self, text):
+        ids, _ = self._encoder.tokenize(text, None)
+        return [self.inv_vocab[piece_id] for piece_id in ids]
+
+    def tokenize_token(self, token):
+        pieces = self.tokenize(token)
+        if pieces and pieces[0].startswith(_WORD_MARK):
+            rest = pieces[0][len(_WORD_MARK):]
+            if not rest:
+                pieces = pieces[1:] if len(pieces) > 1 else pieces
+            elif rest in self.vocab:
+                pieces[0] = rest
+        return pieces
+
+    def convert_tokens_to_ids(self, tokens):
+        return [self._named.get(token, self.vocab.get(token, self.unk_id)) for token in tokens]
+
+    def convert_ids_to_tokens(self, ids):
+        tokens = []
+        for piece_id in ids:
+            token = self.inv_vocab.get(int(piece_id))
+            if token is None:
+                raise KeyError(f"id {piece_id} is outside sentencepiece model {self.vocab_file} "
+                               f"({len(self.vocab)} pieces)")
+            tokens.append(token)
+        return tokens

@@ -15,7 +15,8 @@ earlier one reuses that run's fine-tunings, so identical starting points give
 identical numbers.
 
 Model config and vocab per run: the files beside its checkpoint, else
-`--bert_config_file` / `--vocab_file`. A random-init run takes those of the
+`--bert_config_file` / `--vocab_file` (or `--spm_model_file`: an XLNet's
+sentencepiece model, as run_finetune chooses it). A random-init run takes those of the
 first checkpoint run that has them, so both train the same architecture.
 
 Outputs: `OUTPUT_DIR/results.md` (finetune.comparison_report: mean ± sd over
@@ -80,8 +81,9 @@ def parse_seeds(text, default):
 
 
 def plan_runs(run_specs, common, out_dir):
-    """[{label, init_checkpoint, checkpoint, bert_config_file, vocab_file, run_dir,
-    same_as}] in the given order; same_as = index of an earlier run with the same start."""
+    """[{label, init_checkpoint, checkpoint, bert_config_file, vocab_file, spm_model_file,
+    run_dir, same_as}] in the given order (one of vocab_file, spm_model_file None); same_as
+    = index of an earlier run with the same start."""
     runs = [parse_run(spec) for spec in run_specs]
     if not runs:
         raise UserError("give at least one --run=LABEL=CHECKPOINT")
@@ -89,31 +91,44 @@ def plan_runs(run_specs, common, out_dir):
         raise UserError(f"run labels must differ: {[label for label, _ in runs]}")
     resolved = [checkpoint_assets.resolve(path) if path else None for _, path in runs]
     shared_config = next((a.config_file for a in resolved if a and a.config_file), None)
-    shared_vocab = next((a.vocab_file for a in resolved if a and a.vocab_file), None)
-    plans = []
+    configs, vocabs = [], {}
     for index, ((label, path), assets) in enumerate(zip(runs, resolved)):
-        config = (assets.config_file if assets else shared_config) or common.get(
-            "bert_config_file")
-        vocab = (assets.vocab_file if assets else shared_vocab) or common.get("vocab_file")
-        if common.get("vocab_file") and assets and assets.vocab_file:
-            checkpoint_assets.resolve(path, vocab_file=common["vocab_file"])  # refuses another
-        if not config:
+        configs.append((assets.config_file if assets else shared_config) or common.get(
+            "bert_config_file"))
+        if not configs[-1]:
             raise UserError(f"run {label!r}: no bert_config.json beside {path!r} and no "
                             "--bert_config_file given")
-        if not vocab:
-            raise UserError(f"run {label!r}: no vocab.txt beside {path!r} and no --vocab_file "
-                            "given")
+        if assets:  # the vocab run_finetune will choose (refuses flags the checkpoint contradicts)
+            _, chosen = run_finetune.resolve_model(dict(
+                common, init_checkpoint=path, bert_config_file=configs[-1]))
+            vocabs[index] = (chosen.vocab_file, chosen.spm_model_file)
+    # A random-init run tokenises as the first checkpoint run does, else with the flags.
+    shared_vocab = next(iter(vocabs.values()), (common.get("vocab_file"),
+                                                common.get("spm_model_file")))
+    plans = []
+    for index, ((label, path), assets) in enumerate(zip(runs, resolved)):
+        config = configs[index]
+        vocab, spm = vocabs.get(index, shared_vocab)
+        if not (vocab or spm):
+            raise UserError(f"run {label!r}: no vocab.txt or spiece.model beside {path!r} and "
+                            "no --vocab_file or --spm_model_file given")
         slug = re.sub(r"[^0-9A-Za-z\u4e00-\u9fff]+", "_", label).strip("_") or "run"
         plan = {"label": label, "init_checkpoint": path,
                 "checkpoint": assets.checkpoint if assets else None,
-                "bert_config_file": os.path.abspath(config), "vocab_file": os.path.abspath(vocab),
+                "bert_config_file": os.path.abspath(config),
+                "vocab_file": vocab and os.path.abspath(vocab),
+                "spm_model_file": spm and os.path.abspath(spm),
                 "run_dir": os.path.join(out_dir, "runs", f"{index + 1}-{slug}")}
-        start = (plan["checkpoint"], plan["bert_config_file"], plan["vocab_file"])
-        plan["same_as"] = next((i for i, earlier in enumerate(plans) if (
-            earlier["checkpoint"], earlier["bert_config_file"], earlier["vocab_file"]) == start),
+        start = _start(plan)
+        plan["same_as"] = next((i for i, earlier in enumerate(plans) if _start(earlier) == start),
                                None)
         plans.append(plan)
     return plans
+
+
+def _start(plan):
+    return tuple(plan[name] for name in ("checkpoint", "bert_config_file", "vocab_file",
+                                         "spm_model_file"))
 
 
 def reusable(run_dir, plan, settings):
@@ -179,7 +194,8 @@ def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn):
             run_dir = os.path.join(plan["run_dir"], f"seed{seed}")
             settings = dict(common, random_seed=seed, init_checkpoint=plan["init_checkpoint"],
                             bert_config_file=plan["bert_config_file"],
-                            vocab_file=plan["vocab_file"], output_dir=run_dir,
+                            vocab_file=plan["vocab_file"],
+                            spm_model_file=plan["spm_model_file"], output_dir=run_dir,
                             cache_dir=cache_dir, overwrite_output_dir=True)
             previous = None if rerun else reusable(run_dir, plan, settings)
             if previous is not None:

@@ -10,13 +10,16 @@ Tasks (finetune.tasks): `classification` (one text), `pair` (two texts),
 (finetune.formats; `--input_format` overrides). Labels are any strings; their
 set comes from the training file. The model config and vocab come from
 beside `--init_checkpoint` when not given (pretrain.checkpoints.checkpoint_assets), and a
-given vocab that differs from the checkpoint's is refused.
+given vocab that differs from the checkpoint's is refused. An XLNet whose vocab is a
+sentencepiece model (spiece.model beside it, or `--spm_model_file`; the optional spm
+extra) is tokenised with it (data_gen.spm_tokenization.SpmFullTokenizer);
+finetune.vocab_files says which of the two a run uses.
 
 Trains for `--num_train_epochs`, scores dev after every `--eval_every_steps`
 steps, keeps the best checkpoint by `--selection_metric` in OUTPUT_DIR/best/,
 scores test with it, and writes into OUTPUT_DIR: results.json, eval_results.txt
 (`key = value`), test_predictions.jsonl (one line per test example, input
-order) and bert_config.json, vocab.txt, task.json (also in best/), so that
+order) and bert_config.json, vocab.txt (or spiece.model), task.json (also in best/), so that
 export_hf / export_saved_model need only `--init_checkpoint=OUTPUT_DIR`.
 `run(settings)` is the plain-Python entry (a dict of FinetuneOptions' names).
 """
@@ -32,9 +35,8 @@ import tensorflow.compat.v1 as tf
 from common import cli_options, model_limits
 from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
-from data_gen.tokenization import FullTokenizer
 from finetune import features as records
-from finetune import metrics, tasks
+from finetune import metrics, tasks, vocab_files
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
@@ -70,6 +72,8 @@ class FinetuneSettings:
     selection_metric: str = option("", "Dev metric that picks the best checkpoint (default: "
                                        "accuracy; f1 for ner).")
     vocab_file: str = option(None, "Vocab; default: the vocab.txt beside --init_checkpoint.")
+    spm_model_file: str = option(None, "XLNet's sentencepiece model, instead of a vocab; "
+                                       "default: the spiece.model beside --init_checkpoint.")
     bert_config_file: str = option(None, "Model config JSON; default: the bert_config.json "
                                          "beside --init_checkpoint.")
     cache_dir: str = option(None, "Feature cache folder (default OUTPUT_DIR/feature_cache).")
@@ -137,21 +141,32 @@ def data_files(settings):
 
 
 def resolve_model(settings):
-    """(model config of its family, CheckpointAssets) from the flags and the files beside --init_checkpoint."""
-    assets = checkpoint_assets.resolve(settings["init_checkpoint"] or None,
-                                       vocab_file=settings["vocab_file"] or None,
-                                       bert_config_file=settings["bert_config_file"] or None)
+    """(model config of its family, CheckpointAssets) from the flags and the files beside
+    --init_checkpoint. Of the assets' vocab_file and spm_model_file exactly one is set: the
+    vocab the run tokenises with (finetune.vocab_files.choose_vocab)."""
+    init = settings["init_checkpoint"] or None
+    vocab_flag = settings["vocab_file"] or None
+    spm_flag = settings.get("spm_model_file") or None
+    if vocab_flag and spm_flag:
+        raise SettingsError(f"--vocab_file={vocab_flag} and --spm_model_file={spm_flag}: give "
+                            "one, the vocab the model was pretrained with (a WordPiece vocab.txt, "
+                            "or XLNet's sentencepiece model)")
+    # The checkpoint's own files first; a given --vocab_file must then list its vocab's tokens.
+    assets = checkpoint_assets.resolve(init, bert_config_file=settings["bert_config_file"] or None)
+    if vocab_flag:
+        checkpoint_assets.resolve(init, vocab_file=vocab_flag)  # refuses another vocab.txt
     if not assets.config_file:
         raise SettingsError("no model config: pass --bert_config_file (or put a bert_config.json "
                             f"beside --init_checkpoint={settings['init_checkpoint']!r})")
-    if not assets.vocab_file:
-        raise SettingsError("no vocab: pass --vocab_file, the vocab the model was pretrained "
-                            "with (or start from a checkpoint that has a vocab.txt beside it)")
     if assets.config_source == "flag" and not input_exists(assets.config_file):
         raise SettingsError(f"--bert_config_file={assets.config_file!r} does not exist")
     try:
-        return registry.read_config(assets.config_file), assets
+        config = registry.read_config(assets.config_file)
     except ConfigError as error:  # unreadable or invalid: one error line, not a traceback
+        raise SettingsError(str(error)) from None
+    try:
+        return config, vocab_files.choose_vocab(config, assets, vocab_flag, spm_flag, init)
+    except vocab_files.VocabChoiceError as error:
         raise SettingsError(str(error)) from None
 
 
@@ -159,9 +174,9 @@ def check_settings(settings, bert_config, tokenizer, assets):
     """Stops with a clear message when vocab or sequence length do not fit the model."""
     if len(tokenizer.vocab) > bert_config.vocab_size:
         raise SettingsError(
-            f"vocab {assets.vocab_file} has {len(tokenizer.vocab)} entries but the model config "
-            f"{assets.config_file} has vocab_size={bert_config.vocab_size}: use the vocab the "
-            "model was pretrained with")
+            f"vocab {tokenizer.vocab_file} has {len(tokenizer.vocab)} entries but the model "
+            f"config {assets.config_file} has vocab_size={bert_config.vocab_size}: use the "
+            "vocab the model was pretrained with")
     source = (f"--bert_config_file={assets.config_file}" if assets.config_source == "flag"
               else f"{assets.config_file}, beside --init_checkpoint")
     too_long = model_limits.length_error(settings["max_seq_length"], bert_config.to_dict(),
@@ -290,7 +305,10 @@ def run(settings, log_fn=print):
     task = tasks.get_task(settings["task"])
     files = data_files(settings)
     bert_config, assets = resolve_model(settings)
-    tokenizer = FullTokenizer(assets.vocab_file, do_lower_case=settings["do_lower_case"])
+    try:
+        tokenizer = vocab_files.make_tokenizer(assets, settings["do_lower_case"])
+    except vocab_files.VocabChoiceError as error:
+        raise SettingsError(str(error)) from None
     check_settings(settings, bert_config, tokenizer, assets)
     selection_metric = settings["selection_metric"] or metrics.DEFAULT_SELECTION_METRIC[
         task.metric_kind]
@@ -311,8 +329,9 @@ def run(settings, log_fn=print):
     prepare_output_dir(settings)
     output_dir = settings["output_dir"]
     description = task.description(labels, settings)
-    checkpoint_assets.write_assets(output_dir, config_file=assets.config_file,
-                                   vocab_file=assets.vocab_file, task=description)
+    model_files = checkpoint_assets.write_assets(  # also copied into best/ (the listener)
+        output_dir, config_file=assets.config_file, vocab_file=assets.vocab_file,
+        spm_model_file=assets.spm_model_file, task=description)
     cache_dir = settings["cache_dir"] or os.path.join(output_dir, "feature_cache")
     condition_size = bert_config.layer_norm_cond_size if task.record_kind == "sequence" else None
     lengths = None
@@ -349,9 +368,7 @@ def run(settings, log_fn=print):
 
     listener = DevEvaluationListener(
         estimator, evaluate_dev, output_dir, selection_metric=selection_metric, log_fn=log_fn,
-        extra_best_files=[os.path.join(output_dir, name) for name in (
-            checkpoint_assets.CONFIG_NAME, checkpoint_assets.VOCAB_NAME,
-            checkpoint_assets.TASK_NAME)])
+        extra_best_files=model_files)
     train_input_fn = records.input_fn_builder(splits["train"].record_path, lengths,
                                               settings["train_batch_size"], is_training=True,
                                               seed=settings["random_seed"])
@@ -384,7 +401,8 @@ def run(settings, log_fn=print):
         "wall_time_seconds": round(time.time() - started, 2),
         "dev_eval_seconds": round(listener.eval_seconds, 2),
         "bert_config_file": os.path.abspath(assets.config_file),
-        "vocab_file": os.path.abspath(assets.vocab_file),
+        "vocab_file": assets.vocab_file and os.path.abspath(assets.vocab_file),
+        "spm_model_file": assets.spm_model_file and os.path.abspath(assets.spm_model_file),
         "assets": {"config": assets.config_source, "vocab": assets.vocab_source},
         "bert_config": bert_config.to_dict(),
         "init": (dict(init_summary, fingerprint=checkpoint_assets.checkpoint_fingerprint(

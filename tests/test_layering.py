@@ -22,7 +22,8 @@ ALLOWED = {
     "pretrain": {"pretrain", "common", "data_gen.record_schema", "data_gen.metadata",
                  "data_gen.tfrecord_scan", "data_gen.tokenization"},
     "finetune": {"finetune", "pretrain", "common", "data_gen.tokenization",
-                 "data_gen.lcqmc_format", "data_gen.record_schema"},
+                 "data_gen.spm_tokenization", "data_gen.lcqmc_format",
+                 "data_gen.record_schema"},
 }
 
 # pretrain's rooms: which of pretrain's modules each may import (its own room always).

@@ -48,7 +48,9 @@ def truncate_pair(tokens_a, tokens_b, max_tokens):
 
 def encode_texts(texts, tokenizer, max_seq_length, layout="bert"):
     """(input_ids, input_mask, segment_ids: lists of max_seq_length ints, truncated: bool),
-    special tokens placed as `layout` says (finetune.tasks.layout), padding on the right."""
+    special tokens placed as `layout` says (finetune.tasks.layout), padding on the right
+    (the tokenizer's pad id, layout.pad_id). Each text is tokenised alone, as upstream's
+    classifiers do (a sentencepiece model puts its "▁" before each)."""
     special = layout_lib.special_token_count(len(texts))
     if max_seq_length < special + len(texts):
         raise TaskDataError(f"--max_seq_length={max_seq_length} leaves no room for "
@@ -63,7 +65,8 @@ def encode_texts(texts, tokenizer, max_seq_length, layout="bert"):
     tokens, segment_ids = layout_lib.wrap([tokens_a, tokens_b][:len(texts)], layout)
     input_ids = tokenizer.convert_tokens_to_ids(tokens)
     padding = max_seq_length - len(input_ids)
-    return (input_ids + [0] * padding, [1] * len(input_ids) + [0] * padding,
+    return (input_ids + [layout_lib.pad_id(tokenizer)] * padding,
+            [1] * len(input_ids) + [0] * padding,
             segment_ids + [0] * padding, truncated)
 
 

@@ -9,6 +9,9 @@ Padding goes on the right for both, with input_mask 1 on real tokens: upstream X
 on the left and takes the last position, while this toolkit's XLNet takes the last real
 token (pretrain.models.xlnet.modeling.XLNetModel.get_pooled_output); relative positions do
 not move with padding and padded keys are blocked, so the two give the same summary.
+Padding positions hold the tokenizer's `pad_id` (a sentencepiece model's <pad>, as
+transformers' XLNetTokenizer pads; zihangdai/xlnet pads with 0, its <unk>), else id 0 as
+google-research/bert pads; under input_mask 0 the id changes no real token's output.
 """
 LAYOUTS = ("bert", "xlnet")
 XLNET_CLS_SEGMENT = 2
@@ -31,6 +34,12 @@ def wrap(texts_tokens, layout="bert"):
         tokens.append("[CLS]")
         segment_ids.append(XLNET_CLS_SEGMENT)
     return tokens, segment_ids
+
+
+def pad_id(tokenizer):
+    """The id padding positions hold: the tokenizer's `pad_id` (data_gen.spm_tokenization.
+    SpmFullTokenizer: <pad>), else 0 (a WordPiece vocab's [PAD], BERT's padding)."""
+    return getattr(tokenizer, "pad_id", 0)
 
 
 def first_text_position(layout="bert"):

@@ -12,7 +12,9 @@ splits is labelled on its first piece, the other pieces are not scored). A
 sentence longer than max_seq_length - 2 pieces is cut into consecutive
 windows at token boundaries, `[CLS] window [SEP]` each (for XLNet `window [SEP]
 [CLS]`, finetune.tasks.layout), so no token is dropped; a token that tokenises to nothing (a space, a control character) is
-predicted "O" and counted.
+predicted "O" and counted. With a sentencepiece model (XLNet's spiece.model) a token's
+pieces are those it has inside its sentence: without the "▁" sentencepiece puts before
+a text (data_gen.spm_tokenization.SpmFullTokenizer.tokenize_token).
 
 Head: the sequence output -> `token_classifier/output_weights` [N, H],
 `token_classifier/output_bias` [N] (pretrain.models.task_heads) -> softmax
@@ -95,6 +97,10 @@ class NerTask(Task):
         budget = max_seq_length - 2
         pieces_of = {}
         cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
+        pad_id = layout_lib.pad_id(tokenizer)
+        # A token's pieces as inside its sentence (a sentencepiece model's tokenize_token
+        # leaves out the "▁" it puts before a text); WordPiece: tokenize.
+        split = getattr(tokenizer, "tokenize_token", tokenizer.tokenize)
         features, plan = [], []
         counts = {"examples": len(examples), "records": 0, "tokens": 0,
                   "tokens_without_pieces": 0, "split_sentences": 0, "pieces_truncated": 0}
@@ -116,7 +122,7 @@ class NerTask(Task):
             weights += [0.0] * len(ends)
             segment_ids = [0] * (len(ids) - 1) + [layout_lib.XLNET_CLS_SEGMENT if xlnet else 0]
             padding = max_seq_length - len(ids)
-            features.append({"input_ids": ids + [0] * padding,
+            features.append({"input_ids": ids + [pad_id] * padding,
                              "input_mask": [1] * len(ids) + [0] * padding,
                              "segment_ids": segment_ids + [0] * padding,
                              "label_ids": label_ids + [0] * padding,
@@ -128,7 +134,7 @@ class NerTask(Task):
             for token_index, token in enumerate(example.chars):
                 counts["tokens"] += 1
                 if token not in pieces_of:
-                    pieces_of[token] = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(token))
+                    pieces_of[token] = tokenizer.convert_tokens_to_ids(split(token))
                 piece_ids = pieces_of[token]
                 if not piece_ids:
                     counts["tokens_without_pieces"] += 1

@@ -384,12 +384,12 @@ def write_tokenizer_files(directory, assets, do_lower_case, hf):
 
     assets: checkpoint_assets.CheckpointAssets. Its spiece.model (unless --vocab_file
     was given) -> XLNetTokenizer files; else its vocab.txt -> BertTokenizer files.
-    do_lower_case: None for the tokenizer's default (XLNetTokenizer false; BertTokenizer
-    task.json's do_lower_case, else true)."""
+    do_lower_case: None for what fine-tuning used (task.json's do_lower_case), else the
+    tokenizer's default (XLNetTokenizer false, BertTokenizer true)."""
     use_spm = assets.spm_model_file and (assets.vocab_source != "flag" or not assets.vocab_file)
+    if do_lower_case is None:
+        do_lower_case = (assets.task or {}).get("do_lower_case", not use_spm)
     if not use_spm:
-        if do_lower_case is None:
-            do_lower_case = (assets.task or {}).get("do_lower_case", True)
         vocab = hf_files.write_tokenizer_files(directory, assets.vocab_file, do_lower_case,
                                                VERY_LARGE_INTEGER)
         _check_size(vocab, assets.vocab_file, hf)
