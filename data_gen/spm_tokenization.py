@@ -16,7 +16,7 @@ not the previous piece's; so a masked unit is always whole pieces.
 """
 import unicodedata
 
-from data_gen.tokenization import VocabError
+from data_gen.tokenization import VocabError, ids_to_tokens
 
 SPECIAL_PIECES = {"sep": "<sep>", "cls": "<cls>", "eod": "<eod>", "mask": "<mask>",
                   "pad": "<pad>", "unk": "<unk>"}
@@ -184,11 +184,5 @@ class SpmFullTokenizer:
         return [self._named.get(token, self.vocab.get(token, self.unk_id)) for token in tokens]
 
     def convert_ids_to_tokens(self, ids):
-        tokens = []
-        for piece_id in ids:
-            token = self.inv_vocab.get(int(piece_id))
-            if token is None:
-                raise KeyError(f"id {piece_id} is outside sentencepiece model {self.vocab_file} "
-                               f"({len(self.vocab)} pieces)")
-            tokens.append(token)
-        return tokens
+        return ids_to_tokens(self.inv_vocab, ids, f"sentencepiece model {self.vocab_file} "
+                                                  f"({len(self.vocab)} pieces)")

@@ -338,11 +338,16 @@ class FullTokenizer:
 
     def convert_ids_to_tokens(self, ids):
         """Maps ids back to tokens; raises KeyError naming an out-of-range id."""
-        tokens = []
-        for token_id in ids:
-            token = self.inv_vocab.get(int(token_id))
-            if token is None:
-                raise KeyError(f"id {token_id} is outside vocab {self.vocab_file} "
-                               f"(size {len(self.vocab)})")
-            tokens.append(token)
-        return tokens
+        return ids_to_tokens(self.inv_vocab, ids, f"vocab {self.vocab_file} "
+                                                  f"(size {len(self.vocab)})")
+
+
+def ids_to_tokens(inv_vocab, ids, what):
+    """[tokens] of `ids` through {id: token}; KeyError naming an id outside `what`."""
+    tokens = []
+    for token_id in ids:
+        token = inv_vocab.get(int(token_id))
+        if token is None:
+            raise KeyError(f"id {token_id} is outside {what}")
+        tokens.append(token)
+    return tokens

@@ -122,3 +122,14 @@ def write_random_pretraining_checkpoint(folder, config_dict, features, vocab_fil
     (folder / "bert_config.json").write_text(json.dumps(config_dict), encoding="utf-8")
     (folder / "vocab.txt").write_bytes(open(vocab_file, "rb").read())
     return {"dir": folder, "weights": weights}
+
+
+def xlnet_pretraining_features():
+    """Zero features of XLNet's pretraining graph (batch 1, 8 tokens, 2 predictions), for
+    write_random_pretraining_checkpoint."""
+    import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
+    made = {name: tf.zeros([1, 8], tf.int32) for name in ("input_ids", "input_mask",
+                                                          "segment_ids")}
+    made.update(perm_mask=tf.zeros([1, 8, 8]), target_mapping=tf.zeros([1, 2, 8]),
+                target_ids=tf.zeros([1, 2], tf.int32), target_weights=tf.ones([1, 2]))
+    return made

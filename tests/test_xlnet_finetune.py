@@ -11,7 +11,8 @@ from data_gen.tokenization import FullTokenizer
 from finetune.tasks import layout
 from finetune.tasks.classification import encode_texts
 from finetune.tasks.ner import NerTask
-from finetune_helpers import read_eval_results, write_random_pretraining_checkpoint
+from finetune_helpers import (read_eval_results, write_random_pretraining_checkpoint,
+                              xlnet_pretraining_features)
 from pretrain.models import registry
 from pretrain.models.xlnet.modeling import XLNetModel
 from test_electra_finetune import finetune_from
@@ -92,14 +93,8 @@ def xlnet_checkpoint(model, tmp_path_factory):  # noqa: F811
     folder = tmp_path_factory.mktemp("xlnet_pretrained")
     vocab_size = len(open(model["vocab_file"], encoding="utf-8").read().split())
 
-    def features():
-        made = {name: tf.zeros([1, 8], tf.int32)
-                for name in ("input_ids", "input_mask", "segment_ids")}
-        made.update(perm_mask=tf.zeros([1, 8, 8]), target_mapping=tf.zeros([1, 2, 8]),
-                    target_ids=tf.zeros([1, 2], tf.int32), target_weights=tf.ones([1, 2]))
-        return made
     return write_random_pretraining_checkpoint(folder, dict(XLNET, n_token=vocab_size),
-                                               features, model["vocab_file"])
+                                               xlnet_pretraining_features, model["vocab_file"])
 
 
 @pytest.mark.parametrize("task, head", [("pair", "classifier"), ("ner", "token_classifier")])

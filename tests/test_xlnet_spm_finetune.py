@@ -15,7 +15,8 @@ import tensorflow.compat.v1 as tf
 
 from data_gen.spm_tokenization import INSTALL_HINT, SpmFullTokenizer, prepare_text
 from finetune import compare, run_finetune
-from finetune_helpers import TINY_CONFIG, write_random_pretraining_checkpoint
+from finetune_helpers import (TINY_CONFIG, write_random_pretraining_checkpoint,
+                              xlnet_pretraining_features)
 from test_run_finetune import COMMON, SAMPLES
 from test_xlnet_finetune import XLNET
 from xlnet_testutil import CONTROL_PIECES, USER_PIECES
@@ -53,14 +54,8 @@ def spm_checkpoint(tmp_path_factory):
     processor = sentencepiece.SentencePieceProcessor()
     processor.Load(str(folder / "spiece.model"))
 
-    def features():
-        made = {name: tf.zeros([1, 8], tf.int32)
-                for name in ("input_ids", "input_mask", "segment_ids")}
-        made.update(perm_mask=tf.zeros([1, 8, 8]), target_mapping=tf.zeros([1, 2, 8]),
-                    target_ids=tf.zeros([1, 2], tf.int32), target_weights=tf.ones([1, 2]))
-        return made
     weights = write_random_pretraining_checkpoint(
-        folder, dict(XLNET, n_token=processor.GetPieceSize()), features,
+        folder, dict(XLNET, n_token=processor.GetPieceSize()), xlnet_pretraining_features,
         folder / "spiece.model", seed=5)["weights"]
     (folder / "vocab.txt").unlink()  # the helper's copy: an spm checkpoint has no vocab.txt
     return {"dir": folder, "spm": folder / "spiece.model", "weights": weights,
