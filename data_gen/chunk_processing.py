@@ -73,21 +73,10 @@ class ChunkProcessor:
     """
 
     def __init__(self, config, use_native=None):
-        self.config = config
-        self.tokenizer = FullTokenizer(config.vocab_file, config.do_lower_case,
-                                       config.full_width_to_half)
+        self._setup_reading(config, use_native)
         vocab = self.tokenizer.vocab
-        self.unk_id = vocab[UNK_TOKEN]
         self.special = instance_lib.SpecialIds(vocab["[CLS]"], vocab["[SEP]"])
-        self.segmenter = None
-        if config.do_whole_word_mask:
-            self.segmenter = make_segmenter(config.segmenter, config.jieba_user_dict or None,
-                                            config.jieba_hmm, use_native=use_native)
-        self._word_entries = {}
-        self._use_native = use_native
-        self._native = self._native_tokenizer(use_native)
         recipe = config.masking_recipe()
-        self.similar_words_counts = {}
         similar = None
         if recipe == "macbert":
             vocab_stat = os.stat(config.vocab_file)
@@ -112,6 +101,24 @@ class ChunkProcessor:
         self._precompute_units = records_module(use_native) is None
         # The tokenizer and the masking + encoding ran in C (the bulk of the work).
         self.uses_c_accelerators = self._native is not None and not self._precompute_units
+
+    def _setup_reading(self, config, use_native, wordpiece=True):
+        """What every mode's processor shares: the segmenter, the word caches and, with
+        `wordpiece`, the WordPiece tokenizer (C when built); without it, _native is None."""
+        self.config = config
+        self.segmenter = None
+        if config.do_whole_word_mask:
+            self.segmenter = make_segmenter(config.segmenter, config.jieba_user_dict or None,
+                                            config.jieba_hmm, use_native=use_native)
+        self._word_entries = {}
+        self._use_native = use_native
+        self.similar_words_counts = {}
+        self._native = None
+        if wordpiece:
+            self.tokenizer = FullTokenizer(config.vocab_file, config.do_lower_case,
+                                           config.full_width_to_half)
+            self.unk_id = self.tokenizer.vocab[UNK_TOKEN]
+            self._native = self._native_tokenizer(use_native)
 
     def _native_tokenizer(self, use_native):
         """The C tokenizer over this processor's caches, or None for the Python path."""

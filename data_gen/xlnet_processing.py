@@ -10,8 +10,6 @@ import collections
 
 from data_gen.chunk_processing import ChunkProcessor, ChunkResult, chunk_rng
 from data_gen.example_proto import int64_example, varint_table
-from data_gen.segmentation import make_segmenter
-from data_gen.tokenization import UNK_TOKEN, FullTokenizer
 from data_gen.vocabulary import xlnet_wordpiece_ids
 from data_gen.xlnet_instances import XLNetRecipe, chunk_instances
 
@@ -42,15 +40,9 @@ class XLNetChunkProcessor(ChunkProcessor):
     """ChunkProcessor's reading and tokenizing, XLNet's records (see the module doc)."""
 
     def __init__(self, config, use_native=None):  # pylint: disable=super-init-not-called
-        self.config = config
-        self.segmenter = None
-        if config.do_whole_word_mask:
-            self.segmenter = make_segmenter(config.segmenter, config.jieba_user_dict or None,
-                                            config.jieba_hmm, use_native=use_native)
-        self.similar_words_counts = {}
+        # The reading side only: XLNet's records need none of the masked-LM state.
+        self._setup_reading(config, use_native, wordpiece=not config.spm_model_file)
         self.uses_c_accelerators = False  # the records are made in Python
-        self._word_entries = {}
-        self._use_native = use_native
         self.spm = None
         if config.spm_model_file:
             from data_gen.spm_tokenization import SpmTokenizer  # an optional extra
@@ -58,15 +50,10 @@ class XLNetChunkProcessor(ChunkProcessor):
                                     config.do_whole_word_mask)
             special = self.spm.special
             vocab_size = self.spm.processor.GetPieceSize()
-            self._native = None
         else:
-            self.tokenizer = FullTokenizer(config.vocab_file, config.do_lower_case,
-                                           config.full_width_to_half)
             vocab = self.tokenizer.vocab
-            self.unk_id = vocab[UNK_TOKEN]
             special = xlnet_wordpiece_ids(vocab, config.eod_token, config.vocab_file)
             vocab_size = len(vocab)
-            self._native = self._native_tokenizer(use_native)
         self.recipe = XLNetRecipe(config.max_seq_length, config.xlnet_reuse_length(),
                                   config.max_predictions_per_seq, special, config.mask_alpha,
                                   config.mask_beta)
