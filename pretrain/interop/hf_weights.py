@@ -177,6 +177,15 @@ def model_variable_shapes(config, num_labels=None, num_tags=None):
     return shapes
 
 
+def export_tensor(tensors, entry, key, state_dict, rows):
+    """state_dict[key] = our tensor of name-table `entry` as float32 (transposed when the
+    entry says so); appends its (key, our name, shape, note) row to the export table."""
+    value = np.asarray(tensors[entry.ours], dtype=np.float32)
+    state_dict[key] = np.ascontiguousarray(value.T if entry.transpose else value)
+    rows.append((key, entry.ours, tuple(state_dict[key].shape),
+                 "transposed" if entry.transpose else ""))
+
+
 def head_size(tensors, head):
     """Number of labels of the `head` group's output layer in `tensors`, or None."""
     name = "%s/output_weights" % head
@@ -378,11 +387,8 @@ def google_to_hf(tensors, config):
         if entry.ours not in tensors:
             missing.add(entry.group)
             continue
-        key = prefix + entry.hf if entry.group in PREFIXED_GROUPS else entry.hf
-        value = np.asarray(tensors[entry.ours], dtype=np.float32)
-        state_dict[key] = np.ascontiguousarray(value.T if entry.transpose else value)
-        rows.append((key, entry.ours, tuple(state_dict[key].shape),
-                     "transposed" if entry.transpose else ""))
+        export_tensor(tensors, entry, prefix + entry.hf if entry.group in PREFIXED_GROUPS
+                      else entry.hf, state_dict, rows)
     exported = {row[1] for row in rows}
     skipped = [(name, "SpanBERT span boundary head; transformers has no such head"
                 if span_boundary.is_span_boundary_variable(name)

@@ -347,11 +347,9 @@ def export_parts(tensors, config, labels=None):
             if FRESH[entry.group] not in fresh:
                 fresh.append(FRESH[entry.group])
             continue
-        key = PREFIX + entry.hf if entry.group in PREFIXED_GROUPS else entry.hf
-        value = np.asarray(tensors[entry.ours], dtype=np.float32)
-        state_dict[key] = np.ascontiguousarray(value.T if entry.transpose else value)
-        rows.append((key, entry.ours, tuple(state_dict[key].shape),
-                     "transposed" if entry.transpose else ""))
+        hf_weights.export_tensor(tensors, entry, PREFIX + entry.hf
+                                 if entry.group in PREFIXED_GROUPS else entry.hf,
+                                 state_dict, rows)
     for name in STACKED:
         ours = "model/transformer/" + name
         value = np.asarray(tensors[ours], dtype=np.float32)
