@@ -87,6 +87,15 @@ def trained_run(tmp_path_factory):
     return _TRAINED_RUN["run"]
 
 
+def probabilities_sum_tolerance(num_labels):
+    """How far the rounded probabilities of one prediction may sum from 1: each is written
+    rounded to 6 decimals (5e-7), after a float32 softmax whose normalisation is within
+    summation_ulps(num_labels) + ELEMENTWISE_ULPS + 2 ulps of 1 (tests/float32_bounds.py)."""
+    from tests.float32_bounds import ELEMENTWISE_ULPS, summation_ulps, tolerance  # pylint: disable=import-outside-toplevel
+    softmax = tolerance(summation_ulps(num_labels) + ELEMENTWISE_ULPS + 2, 1.0)
+    return num_labels * (5e-7 + softmax)
+
+
 def read_jsonl(path):
     """The objects of a JSON-lines file (e.g. test_predictions.jsonl), in file order."""
     with open(path, encoding="utf-8") as f:

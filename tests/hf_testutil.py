@@ -7,14 +7,125 @@ Builds the graph in a fresh tf.Graph with is_training=False and restores
 every model variable from the checkpoint. Only the pooler may be missing
 (transformers' *ForMaskedLM has none): pooled_output is None then. Any other
 missing variable is an error, so a comparison never runs on random weights.
+
+The bounds of those comparisons (tests/float32_bounds.py) are here too: `bert_chain` (and
+electra_hf_testutil / xlnet_hf_testutil's) counts the roundings and elementwise functions
+on the longest chain of an output; `interop_ulps` turns them into the bound of our graph
+against transformers', `worst_case_ulps` into the bound of two TensorFlow graphs.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from pretrain.models import heads, registry
 from pretrain.models.config import BertConfig
+from tests.float32_bounds import (ELEMENTWISE_ULPS, assert_close, encoder_ulps, magnitude,
+                                  random_rounding_ulps)
 
 POOLER = "bert/pooler/"
+
+
+# ---- bounds (tests/float32_bounds.py) -------------------------------------------------------
+
+def encoder_chain(hidden, intermediate, seq_length, num_heads, layers, extra_widths=(),
+                  extra_elementwise=0):
+    """(roundings, elementwise functions) on the longest chain float32_bounds.encoder_ulps
+    describes: the roundings of its sums (summation_ulps of their widths, i.e. encoder_ulps
+    without its 2 elementwise functions per layer), and those 2 per layer (GELU, exp) plus
+    `extra_elementwise`."""
+    roundings = encoder_ulps(hidden, intermediate, seq_length, num_heads, layers,
+                             extra_widths) - 2 * layers * ELEMENTWISE_ULPS
+    return roundings, 2 * layers + extra_elementwise
+
+
+def worst_case_ulps(chain):
+    """float32_bounds case 2 as encoder_ulps states it, for two TensorFlow evaluations of
+    `chain` ((roundings, elementwise)) by other graphs, shapes or kernels: every rounding
+    at its first-order worst case, ELEMENTWISE_ULPS per elementwise function."""
+    roundings, elementwise = chain
+    return roundings + elementwise * ELEMENTWISE_ULPS
+
+
+def interop_ulps(chain):
+    """Bound, in ulps of the compared magnitude, on our float32 graph against another
+    library's float32 evaluation of the same outputs (transformers' torch models or the
+    fixtures they wrote): float32_bounds case 2, with `chain` = (roundings, elementwise).
+
+    The worst case (worst_case_ulps: 280-1500 ulps for the models of these tests) is within
+    1.1x-4.6x of what a wrong GELU does to these outputs (700-4300 ulps of the same scale,
+    tests/fixtures/*/README.md), and above it for a 2-class sentence head's log-probs, which
+    the pooler's tanh shields; catching that is what these comparisons are for. So the
+    roundings are bounded as case 3 bounds a reduced format's (Higham and Mary 2019): the
+    2 * roundings of the two evaluations are independent with mean zero, their sum within
+    random_rounding_ulps of them at 6 sigmas (fails with p < 2e-8 per output). The
+    elementwise functions, which two libraries compute by different formulas (a systematic
+    difference), keep their worst case, ELEMENTWISE_ULPS each. Measured: within 9 ulps,
+    5% of this bound, on every CPU kernel path (tests/kernel_paths.py)."""
+    roundings, elementwise = chain
+    return random_rounding_ulps(2 * roundings) + elementwise * ELEMENTWISE_ULPS
+
+
+def bert_chain(config, seq_length, output="sequence", num_labels=2):
+    """(roundings, elementwise) of an output of our BERT/ALBERT (BertConfig or path) on
+    [B, seq_length] inputs: the encoder (ALBERT adds the embedding projection, E wide) and
+    - "sequence": nothing more;
+    - "pooled": the pooler (H) and its tanh;
+    - "mlm": the MLM transform (H) and its activation, its LayerNorm (mean and variance
+      over its width T: E for Google's ALBERT, else H), brightmart's projection back to E
+      (H), the decoder (E) and the log-softmax (V: max-shifted sum of exps, exp and log);
+    - "sentence" / "classifier": the pooled output, the classifier (H) and the softmax over
+      num_labels (2 for the sentence head; exp, and log for log-probs);
+    - "token_classifier": the classifier (H) on the sequence output and the softmax."""
+    if not isinstance(config, BertConfig):
+        config = BertConfig.from_json_file(config)
+    hidden, width = config.hidden_size, config.word_embedding_width
+    extra = [width] if config.is_albert else []
+    elementwise = 0
+    if output in ("pooled", "sentence", "classifier"):
+        extra += [hidden]
+        elementwise += 1
+    if output == "mlm":
+        transform = width if config.is_albert and config.albert_layout == "google" else hidden
+        extra += [hidden, transform, transform]
+        extra += [hidden] if config.is_albert and config.albert_layout == "brightmart" else []
+        extra += [width, config.vocab_size]
+        elementwise += 3
+    elif output in ("sentence", "classifier", "token_classifier"):
+        extra += [hidden, 2 if output == "sentence" else num_labels]
+        elementwise += 2
+    return encoder_chain(hidden, config.intermediate_size, seq_length,
+                         config.num_attention_heads, config.num_hidden_layers, extra,
+                         elementwise)
+
+
+def log_softmax_bound(ulps, log_probs, logits):
+    """(ulps, scale) of the bound on log-probs whose chain has the bound `ulps`: the chain's
+    sums end in the logits, so their rounding is in ulps of the logits' magnitude (at least
+    1: the log-sum-exp's own rounding is relative to 1); the log-softmax's last two
+    subtractions (z - max, then - log of the sum) round relative to the log-probs' own
+    magnitude, which adds 2 of their ulps."""
+    scale = max(magnitude(logits), 1.0)
+    return ulps + 2 * magnitude(log_probs) / scale, scale
+
+
+def assert_log_probs_close(actual, expected, logits, ulps, err_msg=""):
+    """assert_close of log-probs (their logits: `logits`, either side's) to the bound of
+    their chain, `ulps` (log_softmax_bound)."""
+    ulps, scale = log_softmax_bound(ulps, expected, logits)
+    assert_close(actual, expected, ulps, scale=scale, err_msg=err_msg)
+
+
+def dense_scale(input_scale, kernel, bias):
+    """The largest sum of |terms| of a dense layer (x @ kernel + bias, kernel [in, out]) on
+    inputs within input_scale: the magnitude its rounding (and the inputs' error, times the
+    kernel's largest column 1-norm) refers to. Past a pooler or classifier whose weights are
+    not small it exceeds their outputs, which tanh or softmax bounds by 1."""
+    return input_scale * np.abs(kernel).sum(0).max() + np.abs(bias).max()
+
+
+def logits_of(log_probs):
+    """The logits tensor a tf.nn.log_softmax `log_probs` was computed from."""
+    assert log_probs.op.type == "LogSoftmax", log_probs.op.type
+    return log_probs.op.inputs[0]
 
 
 def model_outputs(config, checkpoint, input_ids, attention_mask=None, token_type_ids=None):
@@ -25,9 +136,9 @@ def model_outputs(config, checkpoint, input_ids, attention_mask=None, token_type
       checkpoint: checkpoint prefix holding the encoder, pooler and MLM head.
       input_ids, attention_mask, token_type_ids: int arrays [B, S].
     Returns:
-      dict with mlm_log_probs [B, S, V] (MLM head at every position),
-      sequence_output [B, S, H] and pooled_output [B, H] (None without a
-      pooler), float32 numpy.
+      dict with mlm_log_probs [B, S, V] (MLM head at every position), mlm_logits [B, S, V]
+      (the logits they come from: the scale of their bound), sequence_output [B, S, H] and
+      pooled_output [B, H] (None without a pooler), float32 numpy.
     """
     if not isinstance(config, BertConfig):
         config = BertConfig.from_json_file(config)
@@ -51,7 +162,8 @@ def model_outputs(config, checkpoint, input_ids, attention_mask=None, token_type
         missing = sorted(set(variables) - in_checkpoint)
         if any(not name.startswith(POOLER) for name in missing):
             raise ValueError("checkpoint %s lacks %s" % (checkpoint, missing))
-        fetches = {"mlm_log_probs": log_probs, "sequence_output": model.get_sequence_output()}
+        fetches = {"mlm_log_probs": log_probs, "mlm_logits": logits_of(log_probs),
+                   "sequence_output": model.get_sequence_output()}
         if not missing:
             fetches["pooled_output"] = model.get_pooled_output()
         saver = tf.train.Saver({name: variables[name] for name in variables
@@ -60,6 +172,7 @@ def model_outputs(config, checkpoint, input_ids, attention_mask=None, token_type
             saver.restore(session, checkpoint)
             values = session.run(fetches)
     values["mlm_log_probs"] = values["mlm_log_probs"].reshape(batch, seq, -1)
+    values["mlm_logits"] = values["mlm_logits"].reshape(batch, seq, -1)
     values.setdefault("pooled_output", None)
     return values
 

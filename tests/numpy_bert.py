@@ -174,15 +174,21 @@ def span_boundary_log_probs(w, sequence, table, positions, left, right, act=gelu
     return logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
 
 
-def assert_weighted_prediction_loss(got, ref_log_probs, labels, weights):
+def assert_weighted_prediction_loss(got, ref_log_probs, labels, weights, ulps):
     """got = (loss, per_example [N], log_probs [N, V]) of a prediction head match
     ref_log_probs [N, V] with labels / weights [B, P] (the weighted mean of
-    pretrain.models.heads)."""
+    pretrain.models.heads), within `ulps` (tests/float32_bounds.py) of the log-probs'
+    magnitude: the head's chain of sums up to and including the log-softmax over V."""
+    from tests.float32_bounds import assert_close, summation_ulps  # pylint: disable=import-outside-toplevel
     got_loss, got_per_example, got_log_probs = got
     count = ref_log_probs.shape[0]
     ref_per_example = -ref_log_probs[np.arange(count), labels.reshape(-1)]
     ref_loss = (ref_per_example * weights.reshape(-1)).sum() / (weights.sum() + 1e-5)
     assert got_log_probs.shape == ref_log_probs.shape and got_log_probs.dtype == np.float32
-    np.testing.assert_allclose(got_log_probs, ref_log_probs, atol=1e-4)
-    np.testing.assert_allclose(got_per_example, ref_per_example, atol=1e-4)
-    np.testing.assert_allclose(got_loss, ref_loss, rtol=1e-5)
+    assert_close(got_log_probs, ref_log_probs, ulps, err_msg="log_probs")
+    # a gathered log-prob carries the log-probs' error, at their magnitude
+    assert_close(got_per_example, ref_per_example, ulps, scale=np.abs(ref_log_probs).max(),
+                 err_msg="per_example")
+    # the weighted mean adds one sum over the N predictions
+    assert_close(got_loss, ref_loss, ulps + summation_ulps(count),
+                 scale=np.abs(ref_log_probs).max(), err_msg="loss")

@@ -6,6 +6,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from float32_bounds import EPS32, assert_close, encoder_ulps, magnitude, summation_ulps, tolerance
+
 
 def make_examples(count, max_seq_length=16, max_predictions_per_seq=4, vocab_size=50,
                   sentence_task="sop", seed=0):
@@ -223,3 +225,103 @@ def tiny_xlnet_config(path, n_token=50, d_model=32, layers=2, **extra):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f)
     return str(path)
+
+
+# ---- bounds for comparing two trainings (tests/float32_bounds.py, case 2, through Adam) ----
+ADAM_BETAS = (0.9, 0.999)
+# One Adam / LAMB update's own roundings, in ulps of the step: m (two products and a sum), v
+# (three), the sqrt, + epsilon, the divide, the bias corrections (three), the decay's product
+# and sum, x lr, LAMB's trust-ratio product, the subtraction; and float32's 1 - 0.9, 2 ulps
+# off 0.1 (the fused kernel's 1 - beta_1).
+UPDATE_ROUNDINGS = 16
+
+
+def adam_step_max(update, bias_correction=False):
+    """The largest |m| / sqrt(v) of Adam's `update`-th update (1-based), whatever the
+    gradients: Cauchy-Schwarz on the sums over past gradients that m and v are gives
+    (1 - b1) / sqrt(1 - b2) * sqrt(sum_{k < t} (b1^2 / b2)^k), 3.16 at the first update and
+    below 7.27 ever (sign-like: a single gradient's step is +-3.16 whatever its size; epsilon
+    only shrinks it); bias correction multiplies it by sqrt(1 - b2^t) / (1 - b1^t)."""
+    beta_1, beta_2 = ADAM_BETAS
+    ratio = (1 - beta_1) / np.sqrt(1 - beta_2) * np.sqrt(
+        sum((beta_1 ** 2 / beta_2) ** k for k in range(update)))
+    if bias_correction:
+        ratio *= np.sqrt(1 - beta_2 ** update) / (1 - beta_1 ** update)
+    return float(ratio)
+
+
+def norm_ulps(width):
+    """A float32 2-norm of `width` terms: its sum of squares (half its bound after the sqrt),
+    the squares and the sqrt."""
+    return summation_ulps(width) / 2 + 2 if width else 0.0
+
+
+def weight_drift(learning_rates, gradient_ulps, weight_scale, *, clip_width=0, lamb_norm=0.0,
+                 lamb_width=0, weight_decay=0.0, bias_correction=False):
+    """Bound on |w_a - w_b| (absolute, any weight) after one update per learning rate of two
+    float32 trainings from the same weights whose gradients differ by rounding only, by at
+    most `gradient_ulps` ulps of the gradients' magnitude (float32_bounds case 2, first order).
+
+    Update t moves a weight by at most lr_t * (adam_step_max(t) + weight_decay * |w|), or
+    lr_t * `lamb_norm` (the largest ||w|| of a LAMB-adapted tensor: its trust ratio scales the
+    step to it). The step's relative error is at most 2 * gradient_ulps (once through m, once
+    through sqrt(v); a common factor cancels), twice the global norm's of `clip_width`
+    gradients when it clips them, LAMB's two norms of `lamb_width` terms and their ratio's
+    divide, and the update's own UPDATE_ROUNDINGS. The weights' drift so far enters the next
+    gradients too: the loss's curvature times |w| is of the order of |g| in these
+    O(1)-scaled problems, so a drift of d moves the gradients by about d / `weight_scale`
+    (the largest |w|) relatively. Each update also rounds the weight itself (1 ulp of
+    `weight_scale`). Where the weights may move further than this bound (a gradient that
+    cancels to noise, whose sign Adam follows), epsilon = 1e-6 keeps the step m / epsilon
+    small: such noise is far below it here.
+    """
+    drift = 0.0
+    for update, lr in enumerate(learning_rates, start=1):
+        step = adam_step_max(update, bias_correction) + weight_decay * weight_scale
+        movement = lr * max(step, lamb_norm)
+        relative = (2 * (gradient_ulps + norm_ulps(clip_width) + drift / tolerance(1, weight_scale))
+                    + (2 * norm_ulps(lamb_width) + 1 if lamb_width else 0) + UPDATE_ROUNDINGS)
+        drift += tolerance(1, weight_scale) + movement * relative * EPS32
+    return drift
+
+
+def moment_ulps(gradient_ulps, drift, weight_scale, clip_width=0):
+    """Bound, in ulps of Adam's m (twice it for v, a sum of squares), on two trainings whose
+    weights differ by at most `drift`: m is an average of the clipped gradients (three
+    roundings per update), each off by gradient_ulps, the clip norm's error and the
+    drift's (as in weight_drift). For m this takes the gradients to keep their sign over
+    the few updates compared (else |m| understates its terms)."""
+    return gradient_ulps + norm_ulps(clip_width) + drift / tolerance(1, weight_scale) + 3
+
+
+def encoder_gradient_ulps(hidden, intermediate, seq_length, heads, layers, tokens,
+                          extra_widths=()):
+    """gradient_ulps of a transformer's weights (float32_bounds case 2): back through the
+    forward's longest chain (encoder_ulps, with `extra_widths` for the heads and
+    embedding projections), whose transposed matmuls and the elementwise functions'
+    derivatives sum and round as many terms again, then a weight's sum over the `tokens`
+    of the batch (dW = X^T dY; an embedding row's segment sum)."""
+    forward = encoder_ulps(hidden, intermediate, seq_length, heads, layers, extra_widths)
+    return 2 * forward + summation_ulps(tokens)
+
+
+def assert_trained_alike(got, want, names, drift, m_ulps):
+    """Checkpoint readers `got` and `want` of two trainings: each weight in `names` within
+    `drift` (weight_drift), each Adam m within `m_ulps` (moment_ulps) and v within twice
+    that (squares). A slot's ulps are those of the largest slot of its kind: a gradient's
+    rounding is relative to its terms, of the order of the model's largest gradient, and
+    some gradients cancel to rounding noise (the attention keys' bias: softmax ignores a
+    constant per query)."""
+    slot_scale = {}
+    for suffix in ("/adam_m", "/adam_v"):
+        slots = [magnitude(want.get_tensor(n)) for n in names if n.endswith(suffix)]
+        slot_scale[suffix] = max(slots) if slots else None
+    for name in names:
+        expected = want.get_tensor(name)
+        if name.endswith("/adam_m"):
+            ulps, scale = m_ulps, slot_scale["/adam_m"]
+        elif name.endswith("/adam_v"):
+            ulps, scale = 2 * m_ulps, slot_scale["/adam_v"]
+        else:
+            ulps, scale = drift / tolerance(1, magnitude(expected)), None
+        assert_close(got.get_tensor(name), expected, ulps, scale=scale, err_msg=name)

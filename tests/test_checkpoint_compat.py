@@ -46,6 +46,7 @@ def test_legacy_saver_restores_old_names_and_saves_new_ones(tmp_path):
         saver.build()
         with tf.Session() as sess:
             saver.restore(sess, old_prefix)
+            # restored as stored: exact
             np.testing.assert_array_equal(sess.run([w, m, v]), list(values.values()))
             saver.save(sess, new_prefix, write_meta_graph=False)
     assert sorted(n for n, _ in tf.train.list_variables(new_prefix)) == [

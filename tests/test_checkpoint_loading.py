@@ -7,6 +7,7 @@ from pretrain.checkpoints import checkpoint_loading
 from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError, init_from_checkpoint
 from pretrain.models import heads, modeling, registry
 
+from tests.float32_bounds import assert_close, encoder_ulps, magnitude, summation_ulps
 from tests.modeling_helpers import (expected_variables, input_batch, random_tensors,
                                     random_weights, tiny_config, upstream_electra_case,
                                     with_upstream_optimizer_state, write_checkpoint)
@@ -15,6 +16,15 @@ from tests.numpy_bert import NumpyEncoder
 BERT = tiny_config(model_type="bert")
 GOOGLE = tiny_config(model_type="albert", albert_layout="google", embedding_size=8)
 BRIGHTMART = tiny_config(model_type="albert", albert_layout="brightmart", embedding_size=8)
+
+
+def _sequence_ulps(config):
+    """Bound on two float32 evaluations of `config`'s sequence output on input_batch()'s
+    [2, 8] (float32_bounds case 2): the encoder's longest chain of sums, and the ALBERT
+    embedding projection where there is one."""
+    extra = [config["embedding_size"]] if "embedding_size" in config else []
+    return encoder_ulps(config["hidden_size"], config["intermediate_size"], 8,
+                        config["num_attention_heads"], config["num_hidden_layers"], extra)
 
 
 def build_with_heads(config_dict, ids=None, scope=None):
@@ -60,10 +70,11 @@ def test_released_layout_loads_completely_and_matches_numpy(config, tmp_path):
     assert sorted(report.training_state) == sorted(optimizer_state + ["global_step"])
     assert len(report.loaded) == len(expected_variables(config))
     for name, value in values.items():
-        np.testing.assert_array_equal(value, weights[name])
+        np.testing.assert_array_equal(value, weights[name])  # loaded as stored: exact
     ids, mask, types = input_batch()
     ref, _, _ = NumpyEncoder(config, weights).forward(ids, np.ones_like(mask), np.zeros_like(types))
-    np.testing.assert_allclose(sequence, ref, atol=1e-5, rtol=0)
+    # float32 graph against float64 NumPy: the graph's own rounding, bounded as two orders
+    assert_close(sequence, ref, _sequence_ulps(config), err_msg="sequence")
     assert np.isfinite(mlm_loss)
 
 
@@ -136,12 +147,14 @@ def test_outer_scope_and_module_prefix_and_directory_are_resolved(tmp_path):
     assert report.checkpoint.endswith("model.ckpt-7")
     assert ("classifier/bert/pooler/dense/kernel", "module/bert/pooler/dense/kernel",
             [16, 16]) in report.loaded
-    np.testing.assert_array_equal(pooler, weights["bert/pooler/dense/kernel"])
+    np.testing.assert_array_equal(pooler, weights["bert/pooler/dense/kernel"])  # as stored
     with pytest.raises(FileNotFoundError, match="no checkpoint found"):
         checkpoint_loading.resolve_checkpoint(str(tmp_path / "nothing"))
 
 
 def test_keep_tokens_gives_full_model_outputs_on_kept_ids(tmp_path):
+    """The encoder's outputs bit for bit; the MLM log-probabilities up to a per-row constant,
+    to a bound (kernel-path sensitive: their output matmuls have other widths)."""
     weights = random_weights(BERT, seed=6)
     prefix = write_checkpoint(tmp_path / "full.ckpt", weights)
     keep = [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 40, 41]
@@ -166,11 +179,18 @@ def test_keep_tokens_gives_full_model_outputs_on_kept_ids(tmp_path):
     _, (full_sequence, full_log_probs) = run(BERT, ids)
     report, (small_sequence, small_log_probs) = run(dict(BERT, vocab_size=len(keep)), new_ids,
                                                     keep_tokens=keep)
-    np.testing.assert_allclose(small_sequence, full_sequence, atol=1e-6, rtol=0)
+    # The gathers read bit-identical rows (the kept ones), and the encoder runs the same
+    # ops on the same shapes after them: bit-identical.
+    np.testing.assert_array_equal(small_sequence, full_sequence)
     full_logits_kept = full_log_probs[:, keep]
-    # log-softmax over a subset differs by a per-row constant only
+    # log-softmax over a subset differs by a per-row constant only. Each log-prob is its
+    # logit (a dot of 16 terms, in a matmul of another width: another order maybe) minus
+    # the row's max and log-sum-exp (per-row constants, whatever their error), with two
+    # roundings; shift[:, j] - shift[:, 0] takes four of them.
     shift = full_logits_kept - small_log_probs
-    np.testing.assert_allclose(shift, shift[:, :1] * np.ones_like(shift), atol=1e-5)
+    assert_close(shift, shift[:, :1] * np.ones_like(shift), 4 * (summation_ulps(16) + 2),
+                 scale=magnitude([magnitude(full_logits_kept), magnitude(small_log_probs)]),
+                 err_msg="log-prob shift")
     assert set(report.surgery) == {"bert/embeddings/word_embeddings",
                                    "cls/predictions/output_bias"}
 
@@ -184,12 +204,18 @@ def test_compound_tokens_append_mean_rows(tmp_path):
                                 compound_tokens=compound)
     table = values["bert/embeddings/word_embeddings"]
     source = weights["bert/embeddings/word_embeddings"]
-    np.testing.assert_array_equal(table[:48], source[:48])
-    np.testing.assert_allclose(table[48], (source[3] + source[4]) / 2, atol=1e-6)
-    np.testing.assert_allclose(table[49], (source[5] + source[6] + 2 * source[7]) / 4, atol=1e-6)
+    np.testing.assert_array_equal(table[:48], source[:48])  # copied rows: exact
+    # A compound row is NumPy's (weighted) mean in float32 or float64, cast to float32:
+    # its sum's two orders, the weights' products, the divide and the cast, against the
+    # float64 mean here.
+    source = source.astype(np.float64)
+    plain = (source[3] + source[4]) / 2
+    weighted = (source[5] + source[6] + 2 * source[7]) / 4
+    assert_close(table[48], plain, summation_ulps(2) + 2, err_msg="mean of 3, 4")
+    assert_close(table[49], weighted, summation_ulps(3) + 3, err_msg="weighted mean of 5, 6, 7")
     bias = values["cls/predictions/output_bias"]
-    np.testing.assert_allclose(bias[48], weights["cls/predictions/output_bias"][[3, 4]].mean(),
-                               atol=1e-6)
+    assert_close(bias[48], weights["cls/predictions/output_bias"][[3, 4]].astype(np.float64).mean(),
+                 summation_ulps(2) + 2, err_msg="bias mean of 3, 4")
 
 
 def test_surgery_with_wrong_row_count_is_a_shape_error(tmp_path):

@@ -1,5 +1,8 @@
 """finetune/comparison_report.py: the results table (mean ± std over seeds, best seed),
-the differences table (Δ, CI, verdict), the footnotes and valid Markdown."""
+the differences table (Δ, CI, verdict), the footnotes and valid Markdown.
+
+Tolerances: means and standard deviations are float64 NumPy arithmetic, so pytest.approx's
+default (relative 1e-6) is far above their rounding and below any digit the table shows."""
 import copy
 import re
 

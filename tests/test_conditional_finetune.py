@@ -139,6 +139,7 @@ def test_conditional_cache_and_input_fn_carry_the_condition(tmp_path):
         assert batch["condition"].shape.as_list() == [None, 2]
         with tf.Session() as session:
             batch, labels = session.run((batch, labels))
+    # written and read back as float32, exactly representable: bit for bit
     np.testing.assert_array_equal(batch["condition"], [[0, 1], [0.25, -2], [1, 0]])
     assert list(labels) == [1, 0, 0]
     assert list(batch["input_ids"][1]) == encode_texts(("丙", "丁地"), tokenizer, 8)[0]

@@ -1,5 +1,9 @@
 """finetune/dev_curve_plot.py: mean line and min..max band over seeds, legend, axes, the
-PNG written atomically, and PlotUnavailable without matplotlib."""
+PNG written atomically, and PlotUnavailable without matplotlib.
+
+Tolerances: plotted values are float64 means of the given curves (pytest.approx's default,
+relative 1e-6, is far above their rounding); colours are compared within 2 of 255 levels,
+the anti-aliasing of a line's edge."""
 import importlib.util
 import os
 import re

@@ -1,5 +1,8 @@
 """finetune.experiment_table: one row per recipe from scripts/lcqmc_experiment.sh's
-RUNS/RECIPE/compare/results.json (finetune.compare's results) and pretraining eval."""
+RUNS/RECIPE/compare/results.json (finetune.compare's results) and pretraining eval.
+
+Tolerances: float64 means and differences of the results given, so pytest.approx's default
+(relative 1e-6) is far above their rounding."""
 import json
 import subprocess
 import sys

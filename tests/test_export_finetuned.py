@@ -25,6 +25,8 @@ from safetensors import safe_open
 
 from cli_testutil import run_main_in_process
 from data_gen.tokenization import FullTokenizer
+from hf_testutil import (assert_log_probs_close, bert_chain, dense_scale, interop_ulps,
+                         worst_case_ulps)
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.export_saved_model import export_saved_model
@@ -32,11 +34,11 @@ from pretrain.interop.import_hf import import_model
 from pretrain.models import registry, task_heads
 from pretrain.models.config import BertConfig
 from pretrain_testdata import tiny_config
+from tests.float32_bounds import assert_close, summation_ulps
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 VOCAB = REPO / "tests" / "fixtures" / "hf" / "vocab"  # 115 tokens
 TINY = dict(vocab_size=115, num_attention_heads=4, intermediate_size=37, initializer_range=0.2)
-TOL = 1e-4
 TEXT = "我是中国人，他说OK！bert10好的。这里没有书"
 
 
@@ -104,7 +106,8 @@ def make_finetune_dir(root, kind):
 
 
 def our_outputs(model, ids, mask, segments):
-    """Our graph on a batch: sequence_output, pooled_output and the head's probabilities."""
+    """Our graph on a batch: sequence_output, pooled_output, the head's probabilities
+    (probabilities or tag_probabilities) and the logits they come from (logits)."""
     config = BertConfig.from_json_file(model.config_file)
     num_labels = len(model.task["labels"])
     with tf.Graph().as_default():
@@ -114,14 +117,29 @@ def our_outputs(model, ids, mask, segments):
         fetches = {"sequence_output": encoder.get_sequence_output(),
                    "pooled_output": encoder.get_pooled_output()}
         if model.head == "token_classifier":
-            _, fetches["tag_probabilities"] = task_heads.get_token_classifier_output(
-                config, encoder.get_sequence_output(), num_labels, is_training=False)
+            fetches["logits"], fetches["tag_probabilities"] = \
+                task_heads.get_token_classifier_output(config, encoder.get_sequence_output(),
+                                                       num_labels, is_training=False)
         else:
-            _, fetches["probabilities"] = task_heads.get_classifier_output(
+            fetches["logits"], fetches["probabilities"] = task_heads.get_classifier_output(
                 config, encoder.get_pooled_output(), num_labels, is_training=False)
         with tf.Session() as session:
             tf.train.Saver().restore(session, model.best)
             return session.run(fetches)
+
+
+def head_ulps(model, seq_length, bound=interop_ulps):
+    """The bound (hf_testutil: interop_ulps against transformers, worst_case_ulps between
+    two TF graphs) of the log-probabilities of model's head on [B, seq_length] inputs."""
+    return bound(bert_chain(model.config_file, seq_length, model.head,
+                            len(model.task["labels"])))
+
+
+def assert_log_probabilities_close(actual, expected, logits, ulps, what=""):
+    """Probabilities compared as their logs (hf_testutil.assert_log_probs_close: the bound of
+    log-probs, whose chain is the probabilities'), so that one near 0 keeps its relative
+    precision."""
+    assert_log_probs_close(np.log(actual), np.log(expected), logits, ulps, what)
 
 
 def sample_batch(seed=0, batch=3, seq=10):
@@ -170,6 +188,7 @@ def test_hf_export_has_the_labels_and_the_best_checkpoints_head(finetuned, kind)
     prefix = "albert." if "albert" in kind else "bert."
     with safe_open(str(model.hf / "model.safetensors"), "numpy") as weights:
         keys = set(weights.keys())
+        # the head's tensors copied into the safetensors file: bit for bit
         np.testing.assert_array_equal(weights.get_tensor("classifier.weight"),
                                       model.tensors[model.head + "/output_weights"])
         np.testing.assert_array_equal(weights.get_tensor("classifier.bias"),
@@ -194,7 +213,8 @@ def test_import_hf_round_trips_the_head_and_writes_task_json(finetuned, tmp_path
     kept = {name: value for name, value in model.tensors.items()
             if not (kind == "ner" and name.startswith("bert/pooler/"))}
     assert sorted(back) == sorted(kept)
-    assert all(np.array_equal(back[name], value) for name, value in kept.items())
+    assert all(np.array_equal(back[name], value)  # copied both ways: bit for bit
+               for name, value in kept.items())
     heads = ["MLM head (cls/predictions/*)", "sentence head (cls/seq_relationship/*)"]
     assert report.conversion.fresh == (["pooler (bert/pooler/dense)"] if kind == "ner"
                                        else []) + heads
@@ -216,6 +236,8 @@ def load_and_serve(export_dir, ids, mask, segments):
                                               ("ner_albert", "tag_probabilities")])
 def test_saved_model_serves_our_probabilities_and_carries_the_labels(finetuned, tmp_path, kind,
                                                                      head_output):
+    """Kernel-path sensitive: the SavedModel's graph (placeholders, the serving signature)
+    is not our_outputs' graph, so the two agree to the bound of two summation orders."""
     model = finetuned(kind)
     export_dir = export_saved_model(str(model.dir), output_dir=str(tmp_path / "export"))
     extra = pathlib.Path(export_dir) / "assets.extra"
@@ -228,9 +250,30 @@ def test_saved_model_serves_our_probabilities_and_carries_the_labels(finetuned, 
     num_labels = len(model.task["labels"])
     expected_shape = (3, num_labels) if head_output == "probabilities" else (3, 10, num_labels)
     assert served[head_output].shape == expected_shape
-    for name, value in served.items():
-        np.testing.assert_allclose(value, ours[name], rtol=0, atol=1e-5, err_msg=name)
-    np.testing.assert_allclose(served[head_output].sum(-1), 1.0, atol=1e-5)
+    length = batch[0].shape[1]
+    # two TF graphs (case 2, at its worst): the encoder's outputs, and the head's
+    # probabilities as their logs (which move as the logits do). Past the pooler and the
+    # head, in ulps of their sums of |terms| (hf_testutil.dense_scale: the N(0, 0.2)
+    # weights, 32 wide, multiply their inputs' errors by ~5)
+    sequence = np.abs(ours["sequence_output"]).max()
+    assert_close(served["sequence_output"], ours["sequence_output"],
+                 worst_case_ulps(bert_chain(model.config_file, length)), err_msg="sequence")
+    pooler = dense_scale(sequence, model.tensors["bert/pooler/dense/kernel"],
+                         model.tensors["bert/pooler/dense/bias"])
+    assert_close(served["pooled_output"], ours["pooled_output"],
+                 worst_case_ulps(bert_chain(model.config_file, length, "pooled")), scale=pooler,
+                 err_msg="pooled")
+    head = dense_scale(pooler if model.head == "classifier" else sequence,
+                       model.tensors[model.head + "/output_weights"].T,
+                       model.tensors[model.head + "/output_bias"])
+    assert_close(np.log(served[head_output]), np.log(ours[head_output]),
+                 head_ulps(model, length, worst_case_ulps), scale=head,
+                 err_msg="log %s" % head_output)
+    # softmax multiplies each exp by the reciprocal of their sum, NumPy sums the products:
+    # two sums of num_labels terms, the reciprocal and the product, in ulps of 1 (the exps'
+    # own error cancels in the ratio)
+    assert_close(served[head_output].sum(-1), 1.0, summation_ulps(num_labels, num_labels) + 2,
+                 err_msg="sum of %s" % head_output)
 
 
 # ---- command lines ---------------------------------------------------------------------------
@@ -338,6 +381,8 @@ def _torch_probabilities(hf, loaded, ids, mask, segments):
 
 @pytest.mark.parametrize("kind", ["classification", "pair_albert"])
 def test_live_sequence_classifier_gives_our_labels_and_probabilities(hf, finetuned, kind):
+    """Kernel-path sensitive: transformers' probabilities against ours, to the bound of two
+    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
     model = finetuned(kind)
     loaded, info = hf.T.AutoModelForSequenceClassification.from_pretrained(
         str(model.hf), output_loading_info=True)
@@ -346,22 +391,28 @@ def test_live_sequence_classifier_gives_our_labels_and_probabilities(hf, finetun
     labels = model.task["labels"]
     assert loaded.config.id2label == dict(enumerate(labels))
     batch = sample_batch(seed=3)
-    np.testing.assert_allclose(_torch_probabilities(hf, loaded, *batch),
-                               our_outputs(model, *batch)["probabilities"], rtol=0, atol=TOL)
+    ours = our_outputs(model, *batch)
+    assert_log_probabilities_close(_torch_probabilities(hf, loaded, *batch),
+                                   ours["probabilities"], ours["logits"],
+                                   head_ulps(model, batch[0].shape[1]), "probabilities")
 
     text = _text_ids(TEXT, model.task["do_lower_case"])  # task.json's casing travelled
-    ours = our_outputs(model, *text)["probabilities"][0]
+    ours = our_outputs(model, *text)
     classify = hf.T.pipeline("text-classification", model=str(model.hf))
     assert classify.tokenizer(TEXT)["input_ids"] == text[0][0].tolist()
     top = classify(TEXT, top_k=None)
     assert {item["label"] for item in top} == set(labels)
-    for item in top:
-        np.testing.assert_allclose(item["score"], ours[labels.index(item["label"])], atol=TOL)
-    assert classify(TEXT)[0]["label"] == labels[int(np.argmax(ours))]
+    scores = [item["score"] for item in top]
+    assert_log_probabilities_close(scores, [ours["probabilities"][0][labels.index(
+        item["label"])] for item in top], ours["logits"], head_ulps(model, text[0].shape[1]),
+                                   "pipeline scores")
+    assert classify(TEXT)[0]["label"] == labels[int(np.argmax(ours["probabilities"][0]))]
 
 
 @pytest.mark.parametrize("kind", ["ner", "ner_albert"])
 def test_live_token_classifier_gives_our_tags_and_probabilities(hf, finetuned, kind):
+    """Kernel-path sensitive: transformers' probabilities against ours, to the bound of two
+    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
     model = finetuned(kind)
     loaded, info = hf.T.AutoModelForTokenClassification.from_pretrained(
         str(model.hf), output_loading_info=True)
@@ -371,16 +422,21 @@ def test_live_token_classifier_gives_our_tags_and_probabilities(hf, finetuned, k
     assert loaded.config.id2label == dict(enumerate(labels))
     ids, mask, segments = sample_batch(seed=4)
     real = mask == 1
-    np.testing.assert_allclose(_torch_probabilities(hf, loaded, ids, mask, segments)[real],
-                               our_outputs(model, ids, mask, segments)["tag_probabilities"][real],
-                               rtol=0, atol=TOL)
+    ours = our_outputs(model, ids, mask, segments)
+    assert_log_probabilities_close(_torch_probabilities(hf, loaded, ids, mask, segments)[real],
+                                   ours["tag_probabilities"][real], ours["logits"][real],
+                                   head_ulps(model, ids.shape[1]), "tag probabilities")
 
-    ours = our_outputs(model, *_text_ids(TEXT, True))["tag_probabilities"][0]
+    text = _text_ids(TEXT, True)
+    ours_text = our_outputs(model, *text)
+    ours = ours_text["tag_probabilities"][0]
     tagged = hf.T.pipeline("token-classification", model=str(model.hf))(TEXT)
     # The pipeline leaves out "O" and [CLS]/[SEP]; every other token is listed with its
     # most probable tag and that tag's probability.
     expected = {index: labels[int(np.argmax(ours[index]))] for index in range(1, len(ours) - 1)
                 if labels[int(np.argmax(ours[index]))] != "O"}
     assert expected and {item["index"]: item["entity"] for item in tagged} == expected
-    for item in tagged:
-        np.testing.assert_allclose(item["score"], ours[item["index"]].max(), atol=TOL)
+    assert_log_probabilities_close([item["score"] for item in tagged],
+                                   [ours[item["index"]].max() for item in tagged],
+                                   ours_text["logits"], head_ulps(model, text[0].shape[1]),
+                                   "pipeline scores")

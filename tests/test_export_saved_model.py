@@ -22,7 +22,9 @@ from pretrain.models.config import BertConfig
 from common.cli_options import UserError
 from pretrain.interop.export_saved_model import export_saved_model
 
+from hf_testutil import bert_chain, dense_scale, interop_ulps, worst_case_ulps
 from tests.conftest import REPO_ROOT
+from tests.float32_bounds import assert_close, magnitude, summation_ulps
 
 SEQ_LENGTH = 12
 TINY_BERT = REPO_ROOT / "configs" / "test_tiny_bert.json"
@@ -111,14 +113,42 @@ def serve(export_dir, inputs):
     return {name: value.numpy() for name, value in outputs.items()}
 
 
-def assert_same_outputs(export_dir, model_fn, model_dir, batch, length):
+def output_bounds(config_file, checkpoint, length, served):
+    """{output: (ulps, scale)}: the bound of two TF evaluations (float32_bounds case 2, at
+    its worst) of each served output on [B, length] inputs, and the magnitude it refers to:
+    the sequence output's own; for pooled_output the pooler's sum (hf_testutil.dense_scale:
+    its weights, N(0, 0.3) 32 wide, multiply errors by ~8); for probabilities, compared as
+    their logs (log-probs move as the logits do: a near-saturated probability keeps its
+    relative precision), the classifier's sum, whose input errors the pooler's bound holds."""
+    weights = tf.train.load_checkpoint(checkpoint)
+    sequence = magnitude(served["sequence_output"])
+    pooled = dense_scale(sequence, weights.get_tensor("bert/pooler/dense/kernel"),
+                         weights.get_tensor("bert/pooler/dense/bias"))
+    bounds = {"sequence_output": (worst_case_ulps(bert_chain(config_file, length)), sequence),
+              "pooled_output": (worst_case_ulps(bert_chain(config_file, length, "pooled")),
+                                pooled)}
+    if "probabilities" in served:
+        num_labels = served["probabilities"].shape[-1]
+        chain = bert_chain(config_file, length, "classifier", num_labels)
+        bounds["probabilities"] = (worst_case_ulps(chain), dense_scale(
+            pooled, weights.get_tensor("classifier/output_weights").T,
+            weights.get_tensor("classifier/output_bias")))
+    return bounds
+
+
+def assert_same_outputs(export_dir, model_fn, model_dir, batch, length, config_file,
+                        checkpoint):
+    """The SavedModel on one batch of [batch, length] against the Estimator, which predicts
+    in batches of 2: kernel-path sensitive, as other batch shapes take other blockings."""
     inputs = make_inputs(batch, length)
     expected = estimator_predict(model_fn, model_dir, inputs)
     served = serve(export_dir, inputs)
+    bounds = output_bounds(config_file, checkpoint, length, served)
     for name, value in expected.items():
         assert served[name].dtype == np.float32
         assert served[name].shape == value.shape, name
-        np.testing.assert_allclose(served[name], value, atol=1e-5, rtol=0, err_msg=name)
+        ulps, scale = bounds[name]
+        assert_close(served[name], value, ulps, scale=scale, err_msg=name)
     return served
 
 
@@ -163,27 +193,32 @@ def test_saved_model_cli_lists_the_serving_signature(classifier_export):
 
 
 def test_bert_export_equals_estimator(bert_export, tmp_path):
+    """Kernel-path sensitive: the Estimator predicts in batches of 2 (assert_same_outputs)."""
     prefix, export_dir = bert_export
     model_fn = encoder_model_fn(BertConfig.from_json_file(TINY_BERT), prefix)
-    served = assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, SEQ_LENGTH)
+    served = assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, SEQ_LENGTH,
+                                 TINY_BERT, prefix)
     assert sorted(served) == sorted(ENCODER_OUTPUTS)
     assert served["sequence_output"].std() > 0.1  # the random weights were loaded
     # A shorter sequence and a single example, through the same signature.
-    assert_same_outputs(export_dir, model_fn, tmp_path / "est_short", 1, 5)
+    assert_same_outputs(export_dir, model_fn, tmp_path / "est_short", 1, 5, TINY_BERT, prefix)
 
 
 def test_google_albert_export_equals_estimator(tmp_path):
+    """Kernel-path sensitive: the Estimator predicts in batches of 2 (assert_same_outputs)."""
     prefix = write_checkpoint(tmp_path, TINY_ALBERT, seed=3)
     export_dir = export_saved_model(prefix, str(TINY_ALBERT), str(tmp_path / "export"))
     saved = dict(tf.train.list_variables(os.path.join(export_dir, "variables", "variables")))
     assert saved["bert/encoder/embedding_hidden_mapping_in/kernel"] == [16, 32]
     model_fn = encoder_model_fn(BertConfig.from_json_file(TINY_ALBERT), prefix)
-    assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, 7)
+    assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, 7, TINY_ALBERT, prefix)
 
 
 def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_path, capsys):
     """An import of transformers' BertForMaskedLM fixture (no pooler) exports without
-    pooled_output, and its sequence_output is the one transformers computed."""
+    pooled_output, and its sequence_output is the one transformers computed: kernel-path
+    sensitive, to the bound of two libraries' float32 evaluations (hf_testutil.interop_ulps),
+    which a tanh GELU in place of the erf one exceeds 16x (tests/fixtures/hf/README.md)."""
     from pretrain.interop.import_hf import import_model
     fixture = REPO_ROOT / "tests" / "fixtures" / "hf"
     imported = import_model(str(fixture / "bert_mlm"), str(tmp_path / "imported"), log_fn=None)
@@ -198,12 +233,14 @@ def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_pat
                        segment_ids=tf2.constant(expected["bert_token_type_ids"]))
     assert sorted(served) == ["sequence_output"]
     real = expected["bert_attention_mask"] == 1
-    np.testing.assert_allclose(served["sequence_output"].numpy()[real],
-                               expected["bert_sequence_output"][real], atol=1e-4)
+    assert_close(served["sequence_output"].numpy()[real], expected["bert_sequence_output"][real],
+                 interop_ulps(bert_chain(imported.config, real.shape[1])),
+                 err_msg="sequence_output")
     assert imported.config.hidden_act == "gelu_exact"
 
 
 def test_classifier_export_returns_the_estimators_probabilities(classifier_export, tmp_path):
+    """Kernel-path sensitive: the Estimator predicts in batches of 2 (assert_same_outputs)."""
     prefix, export_dir = classifier_export
     model_fn = classifier_model_fn(BertConfig.from_json_file(TINY_BERT), prefix, 3)
     for batch, length in ((3, SEQ_LENGTH), (1, 6)):
@@ -212,10 +249,15 @@ def test_classifier_export_returns_the_estimators_probabilities(classifier_expor
         served = serve(export_dir, inputs)
         assert sorted(served) == sorted(ENCODER_OUTPUTS + ("probabilities",))
         assert served["probabilities"].shape == (batch, 3)
-        np.testing.assert_allclose(served["probabilities"], expected["probabilities"],
-                                   atol=1e-5, rtol=0)
+        ulps, scale = output_bounds(TINY_BERT, prefix, length, served)["probabilities"]
+        assert_close(np.log(served["probabilities"]), np.log(expected["probabilities"]), ulps,
+                     scale=scale, err_msg="log-probabilities")
         assert served["sequence_output"].shape == (batch, length, 32)
-    np.testing.assert_allclose(served["probabilities"].sum(axis=-1), 1.0, atol=1e-6)
+    # softmax multiplies each exp by the reciprocal of their sum (3 terms), NumPy sums the 3
+    # products: two sums of 3, the reciprocal and the product, in ulps of 1 (the exps' own
+    # error cancels in the ratio)
+    assert_close(served["probabilities"].sum(axis=-1), 1.0, summation_ulps(3, 3) + 2,
+                 err_msg="sum of probabilities")
 
 
 def test_unwritable_or_self_destructive_output_is_refused(bert_export, tmp_path):
@@ -282,4 +324,6 @@ def test_cli_refuses_a_non_empty_output_dir_unless_overwrite(bert_export, tmp_pa
     assert sorted(os.listdir(output_dir)) == ["saved_model.pb", "variables"]
     inputs = make_inputs(3, SEQ_LENGTH)
     for name, value in serve(reference, inputs).items():
+        # the same export of the same checkpoint, run on the same inputs in this process:
+        # the same graph, shapes and kernels, so bit for bit
         np.testing.assert_array_equal(serve(output_dir, inputs)[name], value)

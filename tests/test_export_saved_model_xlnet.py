@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from hf_testutil import dense_scale, interop_ulps, worst_case_ulps
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop import export_saved_model
 from pretrain.interop.import_hf import import_model
-from xlnet_hf_testutil import fixture_copy, load_fixture_arrays, xlnet_outputs
+from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, magnitude, summation_ulps
+from xlnet_hf_testutil import fixture_copy, load_fixture_arrays, xlnet_chain, xlnet_outputs
 
-TOL = 1e-4
+SEQ = 10  # the fixture's inputs are [2, 10]
 
 
 def _serve(directory, arrays):
@@ -36,6 +38,8 @@ def imported(tmp_path_factory):
 
 
 def test_a_pretraining_checkpoint_serves_the_content_stream_only(imported, tmp_path, capsys):
+    """Kernel-path sensitive: the served content stream against transformers', to the bound
+    of two libraries' float32 evaluations (hf_testutil.interop_ulps)."""
     out = tmp_path / "saved"
     export_saved_model.export_saved_model(imported.output_dir, output_dir=str(out))
     assert "has no pooler (model/sequnece_summary/*)" in capsys.readouterr().out
@@ -44,12 +48,16 @@ def test_a_pretraining_checkpoint_serves_the_content_stream_only(imported, tmp_p
     assert names == ["sequence_output"]
     real = arrays["attention_mask"].astype(bool)
     assert values["sequence_output"].shape == (2, 10, 16)
-    assert np.abs(values["sequence_output"] - arrays["sequence_output"])[real].max() < TOL
+    assert_close(values["sequence_output"][real], arrays["sequence_output"][real],
+                 interop_ulps(xlnet_chain(imported.config, SEQ, "sequence_output")),
+                 err_msg="sequence_output")
     assert "model/transformer/mask_emb/mask_emb" not in saved  # the query stream is not served
     assert sorted(os.listdir(out / "assets.extra")) == ["spiece.model"]
 
 
 def test_a_checkpoint_with_a_summary_serves_pooled_output_and_its_classifier(imported, tmp_path):
+    """Kernel-path sensitive: the SavedModel's graph against xlnet_outputs' (another graph),
+    and against transformers' content stream through NumPy's summary."""
     tensors = checkpoint_io.read_checkpoint(imported.checkpoint)
     rng = np.random.RandomState(1)
     tensors.update({"model/sequnece_summary/summary/kernel": rng.normal(size=[16, 16]),
@@ -68,11 +76,31 @@ def test_a_checkpoint_with_a_summary_serves_pooled_output_and_its_classifier(imp
     assert names == ["pooled_output", "probabilities", "sequence_output"]
     ours = xlnet_outputs(imported.config, str(tmp_path / "ckpt" / "model.ckpt"), arrays,
                          num_labels=3)
-    assert np.abs(values["pooled_output"] - ours["pooled_output"]).max() < 1e-5
+    # The summary and the classifier have N(0, 1) weights, 16 wide: they multiply the
+    # magnitudes (and errors) of their inputs by ~13, past the tanh and softmax that bound
+    # their outputs by 1. Each bound refers to the sum of |terms| of that layer (dense_scale).
+    kernel, bias = (tensors["model/sequnece_summary/summary/" + name] for name in ("kernel",
+                                                                                   "bias"))
+    summary = dense_scale(magnitude(values["sequence_output"]), kernel, bias)
+    logits = dense_scale(summary, tensors["classifier/output_weights"].T,
+                         tensors["classifier/output_bias"])
+    # two TF graphs (case 2, at its worst)
+    assert_close(values["pooled_output"], ours["pooled_output"],
+                 worst_case_ulps(xlnet_chain(imported.config, SEQ, "pooled_output")),
+                 scale=summary, err_msg="pooled")
     probabilities = np.exp(ours["classifier_logits"])
     probabilities /= probabilities.sum(-1, keepdims=True)
-    assert np.abs(values["probabilities"] - probabilities).max() < 1e-5
-    # the summary reads the last real token: row 1 is padded from position 8 on
-    last = np.tanh(arrays["sequence_output"][1, 7] @ tensors[
-        "model/sequnece_summary/summary/kernel"] + tensors["model/sequnece_summary/summary/bias"])
-    assert np.abs(values["pooled_output"][1] - last).max() < 1e-3
+    # compared as their logs, which move as the logits do (a near-saturated probability
+    # keeps its relative precision); NumPy's exp, sum of 3, division and log add theirs
+    assert_close(np.log(values["probabilities"]), np.log(probabilities),
+                 worst_case_ulps(xlnet_chain(imported.config, SEQ, "classifier_logits"))
+                 + summation_ulps(3) + 1 + 2 * ELEMENTWISE_ULPS, scale=logits,
+                 err_msg="log-probabilities")
+    # the summary reads the last real token: row 1 is padded from position 8 on. Against
+    # transformers' state there: its bound (interop) times the kernel's gain, and NumPy's
+    # float32 summary (17 terms and tanh) on the way
+    last = np.tanh(arrays["sequence_output"][1, 7] @ kernel + bias)
+    assert_close(values["pooled_output"][1], last,
+                 interop_ulps(xlnet_chain(imported.config, SEQ, "sequence_output"))
+                 + summation_ulps(kernel.shape[0] + 1) + ELEMENTWISE_ULPS, scale=summary,
+                 err_msg="summary at the last real token")

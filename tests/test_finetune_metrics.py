@@ -4,6 +4,9 @@ Classification: confusion matrices worked by hand, and scikit-learn's
 documented f1_score example. NER: seqeval's README and test values (default
 mode = conlleval.pl) and sequences whose chunks follow conlleval's rules,
 worked by hand.
+
+Tolerances: the metrics are Python float64 arithmetic on counts, so pytest.approx's
+default (relative 1e-6) is ten orders above their rounding and far below 1/N.
 """
 import random
 

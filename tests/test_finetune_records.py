@@ -157,7 +157,8 @@ def test_ner_windows_keep_every_token_and_tag_first_pieces(tokenizer):
     predictions = [one_hot([0, 1, 2, 1, 0, 0]), one_hot([0, 0, 1, 2, 0, 0]), one_hot([0] * 6)]
     collected = task.collect([sentence, empty], plan, predictions, NER_LABELS)
     assert collected["predicted"] == [["B-PER", "I-PER", "B-PER", "O", "O", "B-PER", "I-PER"], []]
-    # 6 scored tokens (the space has no piece): 5 right (-log 1 = 0), "abcde" wrong.
+    # 6 scored tokens (the space has no piece): 5 right (-log 1 = 0), "abcde" wrong; float64
+    # arithmetic, so approx's default (relative 1e-6) is far above its rounding
     assert collected["loss"] == pytest.approx(-np.log(1e-12) / 6)
     assert task.score([sentence], {"predicted": collected["predicted"][:1], "loss": 0.0},
                       NER_LABELS)["f1"] == pytest.approx(0.8)  # 2 of 3 predicted, 2 of 2 gold
@@ -305,6 +306,7 @@ def test_input_fn_of_token_and_conditional_records(tmp_path, tokenizer):
         assert batch[0]["condition"].shape.as_list() == [None, 2]
         assert batch[0]["input_ids"].dtype == tf.int32
     batch, labels = read_all(path, conditional)
+    # written and read back as float32, exactly representable: bit for bit
     np.testing.assert_array_equal(batch["condition"], [[0, 1], [0.25, -2], [1, 0]])
     assert list(labels) == [1, 0, 1]
 

@@ -61,6 +61,7 @@ def test_legacy_names_buffers_tied_decoder_and_unknown_tensors(exported, tmp_pat
     report = import_model(_model_dir(tmp_path / "legacy", source, legacy), tmp_path / "out")
     back = checkpoint_io.read_checkpoint(report.checkpoint)
     assert sorted(back) == sorted(original)
+    # copied out and back under legacy names: bit for bit
     assert all(np.array_equal(back[name], value) for name, value in original.items())
     assert dict(report.conversion.skipped) == {
         "bert.embeddings.position_ids": "buffer, not a weight",
@@ -90,6 +91,7 @@ def test_half_precision_weights_are_imported_as_float32(exported, tmp_path, dtyp
     back = checkpoint_io.read_checkpoint(report.checkpoint)
     for name, value in original.items():
         assert back[name].dtype == np.float32
+        # a cast to the half format and back to float32 on both sides: bit for bit
         assert np.array_equal(back[name], value.astype(dtype).astype(np.float32)), name
     assert not np.array_equal(back["bert/embeddings/word_embeddings"],
                               original["bert/embeddings/word_embeddings"])  # really rounded
@@ -106,7 +108,7 @@ def test_bert_model_keys_without_heads_start_fresh(exported, tmp_path, capsys):
     expected = {name for name in original if name.startswith("bert/")
                 and not name.startswith("bert/pooler/")}
     assert set(back) == expected
-    assert all(np.array_equal(back[name], original[name]) for name in expected)
+    assert all(np.array_equal(back[name], original[name]) for name in expected)  # copies
     printed = capsys.readouterr().out
     for part in ("pooler (bert/pooler/dense)", "MLM head (cls/predictions/*)",
                  "sentence head (cls/seq_relationship/*)"):

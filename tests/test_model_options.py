@@ -19,6 +19,7 @@ from pretrain.models import modeling, registry
 from pretrain.models.config import BertConfig, ConfigError
 
 from tests import graph_fingerprint
+from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, encoder_ulps
 from tests.modeling_helpers import (ModelRunner as Runner, expected_variables, input_batch,
                                     random_weights, tiny_config, write_checkpoint)
 from tests.numpy_bert import NumpyEncoder
@@ -50,6 +51,22 @@ CONFIGS = {
 CONDITION = np.array([[1.0, 0.0, 0.0], [0.3, -1.2, 2.0]], np.float32)
 
 
+def _ulps(config):
+    """Bound on the float32 graph against float64 NumPy (tests/float32_bounds.py case 2): the
+    encoder's chain of sums, with the per-head key width, the ALBERT projection, the pooler
+    and its tanh; a conditional LayerNorm adds, at each of its 1 + 2L LayerNorms, the sums of
+    its condition dense layers; RealFormer's residual scores add one rounding per layer."""
+    layers = config["num_hidden_layers"]
+    extra = [config["hidden_size"], config.get("embedding_size", 0),
+             config.get("attention_key_size", 0), config.get("attention_head_size", 0)]
+    if config.get("layer_norm_cond_size"):
+        cond = [config["layer_norm_cond_size"], config.get("layer_norm_cond_hidden_size", 0)]
+        extra += cond * (1 + 2 * layers)
+    ulps = encoder_ulps(config["hidden_size"], config["intermediate_size"], 8,
+                        config["num_attention_heads"], layers, extra) + ELEMENTWISE_ULPS
+    return ulps + (layers if config.get("residual_attention") else 0)
+
+
 def _condition_for(config):
     size = config.get("layer_norm_cond_size")
     return None if size is None else CONDITION[:, :size]
@@ -74,8 +91,8 @@ def test_each_option_matches_the_numpy_forward_pass(name, checkpoints):
     sequence, pooled = runner.run(ids, mask, types, _condition_for(config))
     ref_sequence, ref_pooled, _ = NumpyEncoder(config, weights).forward(
         ids, mask, types, condition=_condition_for(config))
-    np.testing.assert_allclose(sequence, ref_sequence, atol=2e-5, rtol=0)
-    np.testing.assert_allclose(pooled, ref_pooled, atol=2e-5, rtol=0)
+    assert_close(sequence, ref_sequence, _ulps(config), err_msg="sequence")
+    assert_close(pooled, ref_pooled, _ulps(config), err_msg="pooled")
     assert np.abs(sequence).max() > 0.1
     assert runner.report.missing_in_checkpoint == [] and runner.report.shape_mismatches == []
 
@@ -102,7 +119,7 @@ def test_residual_attention_in_every_attention_mode(name, mode, checkpoints):
     ref, _, _ = NumpyEncoder(config, weights).forward(ids, mask, types,
                                                       attn_mask=_numpy_mask(mode, mask, types))
     real = mask.astype(bool)  # padded rows attend by different rules and are never read
-    np.testing.assert_allclose(sequence[real], ref[real], atol=2e-5, rtol=0)
+    assert_close(sequence[real], ref[real], _ulps(config))
 
 
 @pytest.mark.parametrize("name", ["bert_residual", "google_groups_residual"])
@@ -115,6 +132,7 @@ def test_residual_attention_changes_outputs_and_adds_no_variables(name, checkpoi
     assert realformer.variables == vanilla.variables
     assert realformer.report.missing_in_checkpoint == []
     ids, mask, types = input_batch()
+    # the option's effect is 1e-2 or more, tens of thousands of ulps: not rounding
     assert np.abs(realformer.run(ids, mask, types)[0] - vanilla.run(ids, mask, types)[0]).max() > 1e-2
 
 

@@ -10,6 +10,7 @@ from pretrain.models import heads, modeling
 from pretrain.training import pretraining_model_fn
 
 from tests.conftest import shared_path
+from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
 from tests.modeling_helpers import tiny_config
 from tests.numpy_bert import assert_weighted_prediction_loss, gelu_tanh, layer_norm
 
@@ -49,8 +50,11 @@ def test_masked_lm_head_matches_numpy(layout):
         hidden = hidden @ projection.T
     ref_log_probs = log_softmax(hidden @ table.T + values["cls/predictions/output_bias"])
     assert ref_log_probs.shape == (6, 50)
+    # the transform (16 inputs), its GELU and LayerNorm (16, 16), brightmart's projection
+    # (16), the decoder (e), the log-softmax's max-shifted sum of 50 exps and its log
+    ulps = summation_ulps(16, 16, 16, 16, e, 50) + 3 * ELEMENTWISE_ULPS
     assert_weighted_prediction_loss((got_loss, got_per_example, got_log_probs), ref_log_probs,
-                                    labels, weights)
+                                    labels, weights, ulps)
     assert values[p + "dense/kernel"].shape == (16, 8 if layout == "google" else 16)
 
 
@@ -140,12 +144,16 @@ def test_cross_entropy_formulations_agree_in_value_and_gradient():
             results.append(session.run([loss, grad]))
     (loss_one_hot, grad_one_hot), (loss_sparse, grad_sparse) = results
     expected = -log_softmax(logits_value)[np.arange(6), labels_value]
-    np.testing.assert_allclose(loss_one_hot, expected, rtol=1e-5)
-    np.testing.assert_allclose(loss_sparse, expected, rtol=1e-5)
+    # a log-softmax over 40 logits: the max-shifted sum of 40 exps, its log; the one-hot
+    # form adds a sum of 40 products of which one is nonzero (exact)
+    ulps = summation_ulps(40) + 2 * ELEMENTWISE_ULPS
+    assert_close(loss_one_hot, expected, ulps, scale=np.abs(logits_value).max())
+    assert_close(loss_sparse, expected, ulps, scale=np.abs(logits_value).max())
     softmax = np.exp(log_softmax(logits_value))
     expected_grad = (softmax - np.eye(40, dtype=np.float32)[labels_value]) * np.arange(1, 7)[:, None]
-    np.testing.assert_allclose(grad_one_hot, expected_grad, atol=1e-5)
-    np.testing.assert_allclose(grad_sparse, expected_grad, atol=1e-5)
+    # softmax - one-hot, times the weight: the same sum and exp, then two roundings
+    assert_close(grad_one_hot, expected_grad, ulps + 2)
+    assert_close(grad_sparse, expected_grad, ulps + 2)
 
 
 def test_cross_entropy_formulation_follows_the_device():

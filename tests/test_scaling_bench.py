@@ -1,4 +1,9 @@
-"""The arithmetic of the scaling benchmarks: the two-worker ratios and the N-worker model."""
+"""The arithmetic of the scaling benchmarks: the two-worker ratios and the N-worker model.
+
+Tolerances: the benchmarks round what they print (ratios and efficiency to 3 decimals, the
+model's merge time to 2), so a value is within half a unit of that digit of the exact one:
+1e-3 (2e-3 for a product of two rounded ratios), 0.01 s for merge_s; a blocked time that is
+exactly zero in the model is checked to 1e-9 s."""
 import os
 import sys
 

@@ -1,5 +1,11 @@
 """finetune/statistics.py: metrics from per-example statistics, mean ± std over seeds and
-the hierarchical paired bootstrap (exact zero for identical runs, coverage, seed spread)."""
+the hierarchical paired bootstrap (exact zero for identical runs, coverage, seed spread).
+
+Tolerances: the statistics are float64 NumPy arithmetic on counts, so pytest.approx's
+default (relative 1e-6) sits ten orders above float64 rounding (2.2e-16 per operation) and
+far below the smallest difference a count makes (1/N). Monte Carlo tolerances are stated
+in standard errors where they occur.
+"""
 import math
 
 import numpy as np
@@ -116,6 +122,9 @@ def test_one_seed_interval_matches_the_normal_approximation():
     stats_b = improved(stats_a, 200, rng)
     result = statistics.paired_bootstrap(stats_a, stats_b, "accuracy", num_samples=4000)
     half_width = 1.959964 * math.sqrt(0.1 * 0.9 / 2000)
+    # The 2.5% quantile of 4000 replicates has a Monte Carlo standard deviation of
+    # sqrt(0.025 * 0.975 / 4000) / phi(1.96) = 0.042 standard errors: 0.15 half-widths
+    # (0.29 standard errors) is 7 of those.
     assert result["low"] == pytest.approx(0.1 - half_width, abs=0.15 * half_width)
     assert result["high"] == pytest.approx(0.1 + half_width, abs=0.15 * half_width)
 
@@ -167,8 +176,14 @@ def test_bootstrap_is_reproducible_and_checks_its_input(monkeypatch):
     monkeypatch.setattr(statistics, "_CHUNK_ELEMENTS", 500 * 7)  # 7 replicates per chunk
     chunked = statistics.paired_bootstrap(stats_a, stats_b, "accuracy", num_samples=500, seed=7)
     assert chunked["difference"] == first["difference"]
-    assert chunked["low"] == pytest.approx(first["low"], abs=0.01)
-    assert chunked["high"] == pytest.approx(first["high"], abs=0.01)
+    # Chunks draw other replicates from the same generator: each end of the interval moves
+    # by Monte Carlo error only. The 2.5% quantile of 500 replicates has a standard deviation
+    # of sqrt(0.025 * 0.975 / 500) / phi(1.96) = 0.12 standard errors (sigma), so two
+    # independent draws differ by 5 of theirs within 5 * sqrt(2) * 0.12 sigma.
+    sigma = (first["high"] - first["low"]) / (2 * 1.959964)
+    monte_carlo = 5 * math.sqrt(2) * 0.12 * sigma
+    assert chunked["low"] == pytest.approx(first["low"], abs=monte_carlo)
+    assert chunked["high"] == pytest.approx(first["high"], abs=monte_carlo)
     with pytest.raises(ValueError, match="one shape"):
         statistics.paired_bootstrap(stats_a, stats_b[:2], "accuracy")
     with pytest.raises(ValueError, match="unknown metric"):
@@ -178,9 +193,13 @@ def test_bootstrap_is_reproducible_and_checks_its_input(monkeypatch):
 def test_example_counts_are_multinomial_draws():
     counts = statistics._example_counts(np.random.default_rng(8), 40000, 5)
     assert counts.shape == (40000, 5) and (counts.sum(axis=1) == 5).all()
-    # Binomial(5, 1/5) per example: mean 1, variance 0.8 (standard errors ~0.005, ~0.006).
-    assert counts.mean(axis=0) == pytest.approx(np.ones(5), abs=0.03)
-    assert counts.var(axis=0) == pytest.approx(np.full(5, 5 * 0.2 * 0.8), abs=0.04)
+    # Binomial(5, 1/5) per example: mean 1, variance 0.8. Over 40000 examples the mean's
+    # standard error is sqrt(0.8 / 40000) = 0.0045 and the variance's sqrt((mu4 - 0.8**2) /
+    # 40000) = 0.0057 (mu4 = 0.8 * (1 + 3 * 3 * 0.16) = 1.95): both within 6 of them.
+    mean_error = math.sqrt(0.8 / 40000)
+    variance_error = math.sqrt((0.8 * (1 + 3 * 3 * 0.16) - 0.8 ** 2) / 40000)
+    assert counts.mean(axis=0) == pytest.approx(np.ones(5), abs=6 * mean_error)
+    assert counts.var(axis=0) == pytest.approx(np.full(5, 5 * 0.2 * 0.8), abs=6 * variance_error)
 
 
 def test_labels_that_never_occur_do_not_change_the_macro_f1_bootstrap():
@@ -198,5 +217,7 @@ def test_labels_that_never_occur_do_not_change_the_macro_f1_bootstrap():
                                                    num_samples=400, seed=3))
     narrow, wide = results
     for key in ("difference", "low", "high"):
+        # float64 sums over 3 or 40 label columns may pair differently: within 40 float64
+        # ulps (1e-14 at these values); 1e-12 leaves a factor of 100
         assert wide[key] == pytest.approx(narrow[key], abs=1e-12)
     assert narrow["low"] < narrow["difference"] < narrow["high"]

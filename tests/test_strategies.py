@@ -13,12 +13,14 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from cli_testutil import free_ports
+from float32_bounds import magnitude, summation_ulps, tolerance
 from pretrain import run_pretraining
 from pretrain.models import modeling, registry
 from pretrain.training import input_pipeline, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
-from pretrain_testdata import (ARGMAX_ELECTRA, make_examples, rename_slots_to_legacy,
-                               tiny_config, write_records)
+from pretrain_testdata import (ARGMAX_ELECTRA, assert_trained_alike, encoder_gradient_ulps,
+                               make_examples, moment_ulps, rename_slots_to_legacy, tiny_config,
+                               weight_drift, write_records)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, "tests")
@@ -83,11 +85,14 @@ def test_tpu_refuses_local_paths(data, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("family", ["bert", "electra"])
-def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu(data, tmp_path, family):
+def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16(data, tmp_path, family):
     """TPUEstimator's CPU emulation (a test device only: no flag reaches it) runs the
     TPUEstimatorSpec train/eval plumbing and params["batch_size"]; none of the TPU
     branches, which tests/test_tpu_path.py runs under a faked TPU context. ELECTRA's
-    eval metrics (upstream's names) go through TPUEstimator's (metric_fn, tensors) too."""
+    eval metrics (upstream's names) go through TPUEstimator's (metric_fn, tensors) too.
+    Kernel-path sensitive: its bf16 matmuls need bf16 kernels (oneDNN's on an avx512_bf16
+    CPU, which abort when ONEDNN_MAX_CPU_ISA caps it below them; hence bf16 in the name,
+    which tests/kernel_paths.py deselects on that path)."""
     tpu_config = strategy_lib.make_run_config(
         "tpu", str(tmp_path / "grpc"), iterations_per_loop=2, num_tpu_cores=8,
         tpu_name="grpc://127.0.0.1:8470")  # an address needs no lookup; nothing connects
@@ -165,7 +170,8 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
     """3 steps mirrored vs on one device; then both resume for a 4th step, the mirrored run
     from its checkpoint with the slots renamed to the old names. One subprocess (the logical
     CPUs are set before TensorFlow starts) runs both mirrored steps while this process runs
-    the single-device ones."""
+    the single-device ones. Kernel-path sensitive: the replicas' batches of 4 against one
+    device's 8 take other matmul blockings and sum orders, hence weight_drift's bound."""
     init = _save_initial_weights(data["cfg"], str(tmp_path / "init.ckpt"))
     base = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8, init_checkpoint=init)
     mirrored_opts = dict(base, strategy="mirrored", output_dir=str(tmp_path / "mirrored"))

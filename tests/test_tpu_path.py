@@ -22,7 +22,9 @@ from pretrain import run_pretraining
 from pretrain.models import registry
 from pretrain.training import optimization, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
-from pretrain_testdata import ARGMAX_ELECTRA, make_examples, tiny_config, write_records
+from float32_bounds import assert_close, magnitude, summation_ulps, tolerance
+from pretrain_testdata import (ARGMAX_ELECTRA, encoder_gradient_ulps, make_examples, norm_ulps,
+                               tiny_config, weight_drift, write_records)
 
 SHARDS = 8
 SEQ, PREDS, BATCH = 8, 2, 2
@@ -110,17 +112,41 @@ def _train_linear(k, updates, tpu=None, optimizer="adamw"):
             return (*sess.run([kernel, bias]), np.array(norms), np.array(losses))
 
 
+# _train_linear's gradients (float32_bounds case 2): x @ W (5 terms), the micro-batch's 6
+# rows, and four elementwise roundings (residual, 2 / 18, the mean over micro-batches);
+# its loss sums 5 terms, then the 18 of the mean; its global norm takes 18 gradients.
+LINEAR_GRADIENT_ULPS = summation_ulps(5, 6) + 4
+LINEAR_LOSS_ULPS = summation_ulps(5, 18) + 2
+
+
 @pytest.mark.parametrize("k,optimizer", [(1, "adamw"), (2, "lamb")])
 def test_tpu_update_on_8_identical_shards_equals_single_device(monkeypatch, k, optimizer):
+    """The faked sum (x 8) and the mean (/ 8) are exact in float32, so the two runs apply
+    the same arithmetic to the same values (observed: bit for bit); but they are two graphs
+    (a reduce on every micro-step against accumulation first), whose kernels may differ, so
+    the bound is that of another evaluation order: kernel-path sensitive."""
     single = _train_linear(k, updates=3, optimizer=optimizer)
     shard_sum = FakedShardSum()
     on_tpu = _train_linear(k, updates=3, tpu=(monkeypatch, shard_sum), optimizer=optimizer)
     # The gradients of both variables and the stacked logged scalars: one reduce each.
     assert len(shard_sum.calls) == 3
     assert [c.shape.as_list() for c in shard_sum.calls] == [[5, 3], [3], [1]]
-    assert np.abs(single[0] - W0).max() > 1e-2  # the compared weights did train
+    learning_rates = [0.05 * (1 - u / 20) for u in range(3)]  # build_train_op's schedule
+    weight_scale = max(magnitude(W0), magnitude(single[0]), magnitude(single[1]))
+    lamb_norm = 0.0
+    if optimizer == "lamb":  # the kernel's norm, grown by lr of itself at most per update
+        lamb_norm = np.linalg.norm(W0) * np.prod([1 + lr for lr in learning_rates])
+    drift = weight_drift(learning_rates, LINEAR_GRADIENT_ULPS, weight_scale, clip_width=18,
+                         lamb_norm=lamb_norm, lamb_width=15 if lamb_norm else 0,
+                         weight_decay=0.01)
+    assert np.abs(single[0] - W0).max() > 1000 * drift  # the compared weights did train
+    drift_ulps = drift / tolerance(1, weight_scale)  # moves gradients and losses as much
+    bounds = {"kernel": drift / tolerance(1, magnitude(single[0])),
+              "bias": drift / tolerance(1, magnitude(single[1])),
+              "grad_norm": LINEAR_GRADIENT_ULPS + norm_ulps(18) + drift_ulps,
+              "loss": LINEAR_LOSS_ULPS + drift_ulps}
     for name, a, b in zip(("kernel", "bias", "grad_norm", "loss"), single, on_tpu):
-        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7, err_msg=name)
+        assert_close(b, a, bounds[name], err_msg=name)
 
 
 def test_tpu_update_uses_the_reduced_values(monkeypatch):
@@ -128,8 +154,11 @@ def test_tpu_update_uses_the_reduced_values(monkeypatch):
     logged loss must show (they come from what cross_replica_sum returned)."""
     single = _train_linear(1, updates=1)
     on_tpu = _train_linear(1, updates=1, tpu=(monkeypatch, FakedShardSum(range(1, 9))))
-    np.testing.assert_allclose(on_tpu[2], 4.5 * single[2], rtol=1e-6)
-    np.testing.assert_allclose(on_tpu[3], 4.5 * single[3], rtol=1e-6)
+    # One update at most, so both norms and losses come from the same weights: x 36 rounds
+    # once (/ 8 is exact), and the norm of 36 g / 8 rounds its own sum as norm_ulps(18).
+    expected_norm, expected_loss = (4.5 * single[i].astype(np.float64) for i in (2, 3))
+    assert_close(on_tpu[2], expected_norm, norm_ulps(18) + 1, err_msg="grad_norm")
+    assert_close(on_tpu[3], expected_loss, 1, err_msg="logged loss")
 
 
 # --- the pretraining model_fn on TPU: scaffold_fn and the whole train step ---------------
@@ -179,6 +208,11 @@ def _weights(sess):
 @pytest.mark.parametrize("tiny", ["bert", "electra"], indirect=True)
 def test_tpu_model_fn_scaffold_restores_checkpoint_and_trains_like_one_device(tiny,
                                                                               monkeypatch):
+    """scaffold_fn restores the checkpoint (exactly), and two steps on the faked TPU end
+    where one device's do; kernel-path sensitive (one-hot matmuls against gathers, two
+    graphs; with Eigen kernels the device also takes the fused sparse cross-entropy where
+    the TPU takes the one-hot one: 82 ulps of 610 there, 0 with oneDNN), to weight_drift's
+    bound."""
     checkpoint = tf.train.load_checkpoint(tiny["checkpoint"])
     steps = 2
     with tf.Graph().as_default():  # one device, the same checkpoint
@@ -220,10 +254,20 @@ def test_tpu_model_fn_scaffold_restores_checkpoint_and_trains_like_one_device(ti
         change = np.abs(on_tpu[name] - checkpoint.get_tensor(name)).max()
         moved[scope] = max(moved.get(scope, 0.0), change)
     assert len(moved) == (2 if tiny["sentence_head"] else 4)
-    assert min(moved.values()) > 1e-3, moved
-    for name in names:  # one-hot embeddings on TPU vs gathers on one device
-        np.testing.assert_allclose(on_tpu[name], single[name], rtol=1e-4, atol=1e-6,
-                                   err_msg=name)
+    # One-hot embeddings on TPU against gathers on one device (float32_bounds case 2): the
+    # one-hot matmul's forward is exact (one nonzero product per sum), its gradient sums
+    # the batch's 16 tokens in another order than the gather's segment sum; the rest is
+    # the same ops on the same shapes (x 8 / 8 exact), taken as another order too. Width
+    # 16, 1 layer, 8 tokens; the MLM output over 50 ids, an embedding projection, the heads.
+    gradient_ulps = encoder_gradient_ulps(16, 32, SEQ, 2, 1, BATCH * SEQ, [16, 50, 16, 16])
+    weight_scale = max(magnitude(checkpoint.get_tensor(n)) for n in names)
+    num_params = int(sum(single[n].size for n in names))
+    drift = weight_drift([1e-2, 9e-3], gradient_ulps, weight_scale, clip_width=num_params,
+                         weight_decay=0.01)
+    assert min(moved.values()) > 100 * drift, moved  # trained far beyond the bound
+    for name in names:
+        assert_close(on_tpu[name], single[name], drift / tolerance(1, magnitude(single[name])),
+                     err_msg=name)
 
 
 @pytest.mark.parametrize("tiny", ["bert"], indirect=True)  # ELECTRA: the faked TPU above

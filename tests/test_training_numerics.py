@@ -13,13 +13,18 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.models import modeling
 from pretrain.training import mixed_precision, optimization, pretraining_model_fn, training_hooks
-from pretrain_testdata import make_examples
+from float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
+                            random_rounding_ulps, summation_ulps, tolerance)
+from pretrain_testdata import make_examples, moment_ulps, norm_ulps, weight_drift
 
 EXCLUDED_FROM_DECAY = ("LayerNorm", "layer_norm", "bias")
 BETA_1, BETA_2, EPSILON = 0.9, 0.999, 1e-6
 # TensorFlow's fused Adam kernel (AdamW on resource variables) forms 1 - beta_2
 # in float32 from float32(0.999), i.e. 0.00099998713 rather than 0.001.
 FUSED_ONE_MINUS_BETA_2 = 1.0 - float(np.float32(BETA_2))
+# Bias correction: TensorFlow raises the float32 constants to the power t, and
+# 1 - float32(0.999) is 1.3e-5 (108 ulps) off 0.001.
+BETA_1_POWER_BASE, BETA_2_POWER_BASE = float(np.float32(BETA_1)), float(np.float32(BETA_2))
 
 
 # --------------------------------------------------------------------------- references
@@ -43,10 +48,9 @@ def _reference_update(params, slots, grads, lr, kind, weight_decay, clip_norm,
         if update_count is None:
             step = m / (np.sqrt(v) + EPSILON)
         else:
-            correction_1 = 1.0 - BETA_1 ** update_count
-            correction_2 = 1.0 - (1.0 - one_minus_beta_2) ** update_count
-            epsilon = EPSILON / (np.sqrt(correction_2) if kind == "adamw" else 1.0)
-            step = (m / correction_1) / (np.sqrt(v / correction_2) + epsilon)
+            correction_1 = 1.0 - BETA_1_POWER_BASE ** update_count
+            correction_2 = 1.0 - BETA_2_POWER_BASE ** update_count
+            step = (m / correction_1) / (np.sqrt(v / correction_2) + EPSILON)
         excluded = any(pattern in name for pattern in EXCLUDED_FROM_DECAY)
         if not excluded:
             step = step + weight_decay * w
@@ -189,14 +193,66 @@ class _TrainingRun:
                               "loss_scale": self.out.loss_scale})
 
 
-def _assert_state_matches(state, params, slots, context, rtol=2e-5, atol=2e-6):
+# The float32 run against the float64 reference (float32_bounds case 2, the reference exact):
+# each gradient passes x @ kernel (3 terms), hidden @ head (4), back through head (2) and the
+# sum over the batch of 8 (one mean, or k micro-batch means in another order), a tanh and
+# six elementwise products.
+GRADIENT_ULPS = summation_ulps(3, 4, 2, 8) + ELEMENTWISE_ULPS + 6
+NUM_PARAMS = 3 * 4 + 4 + 4 + 4 * 2  # the global norm's width (clipping, grad_norm)
+LAMB_WIDTH = 3 * 4  # the largest tensor LAMB takes a norm of
+
+
+def _drift_bounds(kind, reference, lrs, bias_correction):
+    """Per update (None when skipped): the bound weight_drift puts on every weight after it.
+
+    Its scales come from the reference: the largest |w| and, for LAMB, the largest ||w|| of
+    a trust-ratio tensor over the whole trajectory (its norm before each update)."""
+    trajectory = [_initial_params()] + [params for params, _, _ in reference]
+    weight_scale = max(magnitude(w) for params in trajectory for w in params.values())
+    lamb_norm = 0.0
+    if kind == "lamb":
+        lamb_norm = max(np.linalg.norm(params[name]) for params in trajectory
+                        for name in ("dense/kernel", "head/kernel"))
+    applied, bounds = [], []
+    for (_, _, norm), lr in zip(reference, lrs):
+        if norm is None:  # a skipped update moves nothing
+            bounds.append(None)
+            continue
+        applied.append(lr)
+        bounds.append(weight_drift(applied, GRADIENT_ULPS, weight_scale, clip_width=NUM_PARAMS,
+                                   lamb_norm=lamb_norm, lamb_width=LAMB_WIDTH if lamb_norm else 0,
+                                   weight_decay=WEIGHT_DECAY, bias_correction=bias_correction))
+    return weight_scale, bounds
+
+
+def _assert_state_matches(state, params, slots, drift, previous_drift, weight_scale, context):
+    """Weights within `drift` (absolute); m and v within moment_ulps of the gradients computed
+    at weights `previous_drift` apart."""
+    m_ulps = moment_ulps(GRADIENT_ULPS, previous_drift, weight_scale, NUM_PARAMS)
     for name in params:
-        np.testing.assert_allclose(state["params"][name], params[name], rtol=rtol, atol=atol,
-                                   err_msg=f"{name} ({context})")
-        np.testing.assert_allclose(state["slots"][name][0], slots[name][0], rtol=rtol,
-                                   atol=atol, err_msg=f"{name}/adam_m ({context})")
-        np.testing.assert_allclose(state["slots"][name][1], slots[name][1], rtol=rtol,
-                                   atol=atol * 1e-2, err_msg=f"{name}/adam_v ({context})")
+        assert_close(state["params"][name], params[name],
+                     drift / tolerance(1, magnitude(params[name])), err_msg=f"{name} ({context})")
+        assert_close(state["slots"][name][0], slots[name][0], m_ulps,
+                     err_msg=f"{name}/adam_m ({context})")
+        assert_close(state["slots"][name][1], slots[name][1], 2 * m_ulps,  # squares: twice
+                     err_msg=f"{name}/adam_v ({context})")
+
+
+def _assert_close_each(actual, expected, ulps, err_msg=""):
+    """assert_close in ulps of each expected value (float32_bounds' report takes one scale):
+    an expected 0 must come out exactly 0, the rest are compared divided by |expected|."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    zero = expected == 0
+    np.testing.assert_array_equal(actual[zero], 0.0, err_msg=err_msg)
+    scale = np.abs(expected[~zero])
+    assert_close(actual[~zero] / scale, expected[~zero] / scale, ulps, scale=1.0,
+                 err_msg=err_msg)
+
+
+# A schedule value in float32: u / T or u / W, 1 - that, pow, x init_lr (itself rounded):
+# four roundings and pow's elementwise bound, in ulps of the value. A value the table gives
+# as 0 is 0 * x or pow(0, p): exactly 0.
+SCHEDULE_ULPS = ELEMENTWISE_ULPS + 4
 
 
 WEIGHT_DECAY = 0.3  # large, so that a decay applied to / withheld from a variable shows
@@ -228,6 +284,7 @@ def _train_against_reference(kind, k, micro_batch, updates=6, poisoned=None,
             if i < k - 1:  # non-final micro-batches never touch weights or moments
                 mid = run.state()
                 for name in before["params"]:
+                    # nothing writes them until the cycle's last micro-batch: bit-identical
                     np.testing.assert_array_equal(mid["params"][name], before["params"][name])
                     np.testing.assert_array_equal(mid["slots"][name][0],
                                                   before["slots"][name][0])
@@ -236,14 +293,21 @@ def _train_against_reference(kind, k, micro_batch, updates=6, poisoned=None,
         states.append(run.state())
     run.sess.close()
 
-    np.testing.assert_allclose(lrs, LR_PER_UPDATE[:updates], rtol=1e-6)
+    _assert_close_each(lrs, LR_PER_UPDATE[:updates], SCHEDULE_ULPS, err_msg="learning rate")
     skipped = {poisoned[0]} if poisoned else set()
     reference = _reference_trajectory(kind, batches, lrs, WEIGHT_DECAY, CLIP_NORM, skipped,
                                       bias_correction)
+    weight_scale, drifts = _drift_bounds(kind, reference, lrs, bias_correction)
+    previous = 0.0  # the drift of the weights this update's gradients were taken at
     for update, (state, (params, slots, norm)) in enumerate(zip(states, reference)):
-        _assert_state_matches(state, params, slots, f"{kind}, k={k}, update {update}")
+        drift = previous if drifts[update] is None else drifts[update]
+        context = f"{kind}, k={k}, update {update}"
+        _assert_state_matches(state, params, slots, drift, previous, weight_scale, context)
         if norm is not None:
-            assert norms[update] == pytest.approx(norm, rel=1e-5), f"grad_norm, update {update}"
+            # the gradients' bound, the norm's own sum of squares, and the weights' drift so far
+            assert_close(norms[update], norm, GRADIENT_ULPS + norm_ulps(NUM_PARAMS)
+                         + previous / tolerance(1, weight_scale), err_msg=f"grad_norm, {context}")
+        previous = drift
     expected_applied = [i == k - 1 for _ in range(updates) for i in range(k)]
     if poisoned:
         expected_applied[poisoned[0] * k + k - 1] = False
@@ -369,19 +433,29 @@ def test_fp16_with_loss_scale_matches_fp32_grad_norm_and_weights():
     """fp16 compute with a 2^15 loss scale: grad_norm and weight changes as in fp32.
 
     Catches gradients left multiplied by the loss scale (no unscale): grad_norm
-    and the step sizes would be ~32768x too large.
+    and the step sizes would be ~32768x too large. Kernel-path sensitive (float16 kernels
+    differ between Eigen and oneDNN), to a float16 rounding bound.
     """
     init, norms32, weights32, _ = _small_gradient_regression(tf.float32)
     _, norms16, weights16, scale16 = _small_gradient_regression(tf.float16)
     assert scale16 == 2.0 ** 15  # no step overflowed
     assert 1e-7 < norms32.max() < 1e-4  # gradients in the regime described above
-    np.testing.assert_allclose(norms16, norms32, rtol=1e-2)
+    # float32_bounds case 3, the float32 run exact at float16's scale: a gradient's longest
+    # chain has 18 ops (forward: casts, 2 matmuls, bias, tanh, difference, square, mean; back
+    # the same), two roundings to float16 each (TensorFlow's CPU float16 matmul was measured
+    # within 3.1 u of sum|x| for 8..2048 terms: a few roundings, not one per term). Below
+    # epsilon Adam's step is m / epsilon, linear in the gradients, so 5 steps add theirs, and
+    # a grad_norm at step s carries the drift of the steps before it: 5 x 36 for all.
+    ulps = random_rounding_ulps(5 * 36)
+    for step, (got, want) in enumerate(zip(norms16, norms32)):
+        assert_close(got, want, ulps, eps=EPS16, err_msg=f"grad_norm, step {step}")
     for name in init:
         delta32 = weights32[name] - init[name]
         delta16 = weights16[name] - init[name]
         assert np.abs(delta32).max() > 1e-3  # the weights really moved
-        np.testing.assert_allclose(delta16, delta32, rtol=2e-2,
-                                   atol=2e-2 * np.abs(delta32).max(), err_msg=name)
+        # in float16 ulps of the change itself: a run whose weights did not move is off by
+        # the whole change, 1 / (ulps * EPS16) = 25 times the bound
+        assert_close(delta16, delta32, ulps, eps=EPS16, err_msg=name)
 
 
 def _tiny_bert_grad_norms(precision, steps=4, initial_values=None):
@@ -421,12 +495,20 @@ def test_fp16_bert_logs_the_fp32_grad_norm():
     """The model_fn's fp16 path (loss scale 2^15) logs the grad_norm an fp32 run logs.
 
     Same initial weights and batches; a gradient left multiplied by the loss
-    scale would log a norm 32768x too large.
+    scale would log a norm 32768x too large. Kernel-path sensitive (float16 kernels), to a
+    float16 rounding bound.
     """
     initial, norms32, scales32, _ = _tiny_bert_grad_norms("fp32")
     _, norms16, scales16, finite16 = _tiny_bert_grad_norms("fp16", initial_values=initial)
     assert scales32 == [1.0] * 4 and scales16 == [2.0 ** 15] * 4 and all(finite16)
-    np.testing.assert_allclose(norms16, norms32, rtol=1e-2)
+    # float32_bounds case 3: matmuls in float16, LayerNorm and softmax in float32; a
+    # gradient's longest chain rounds to float16 about 42 times (the layer's six matmuls on
+    # it, their inputs and results, the casts around softmax and LayerNorm, the GELU, the MLM
+    # head; forward and back). Step s's norm is taken at weights the s - 1 steps before it
+    # moved (Adam's sign-like steps carry their gradients' errors): 4 x 42 for all.
+    ulps = random_rounding_ulps(4 * 42)
+    for step, (got, want) in enumerate(zip(norms16, norms32)):
+        assert_close(got, want, ulps, eps=EPS16, err_msg=f"grad_norm, step {step}")
 
 
 # --------------------------------------------------------------------------- schedule
@@ -474,7 +556,7 @@ def test_learning_rate_schedule_hand_derived_values(table, total, warmup, power,
                                                  steps_per_update=per_update)
         with tf.Session() as sess:
             got = [float(sess.run(lr, {step: s})) for s, _ in table]
-    np.testing.assert_allclose(got, [value for _, value in table], rtol=1e-5, atol=1e-10)
+    _assert_close_each(got, [value for _, value in table], SCHEDULE_ULPS)
 
 
 def test_train_op_schedule_counts_optimizer_updates():
@@ -490,4 +572,4 @@ def test_train_op_schedule_counts_optimizer_updates():
             for _ in expected:
                 got.append(float(sess.run(out.learning_rate)))
                 sess.run(out.train_op)
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-10)
+    _assert_close_each(got, expected, SCHEDULE_ULPS)

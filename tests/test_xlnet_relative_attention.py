@@ -9,6 +9,11 @@ import tensorflow.compat.v1 as tf
 from pretrain.models.config import ConfigError
 from pretrain.models.xlnet import relative_attention as rel
 from pretrain.models.xlnet.config import XLNetConfig
+from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
+
+# The encoding's angle d * f in float32: the exponent's division, the pow, the reciprocal
+# and the product: 3 roundings and an elementwise function, relative to the angle.
+ANGLE_ULPS = 3 + ELEMENTWISE_ULPS
 
 UPSTREAM = {"d_head": 3, "d_inner": 16, "d_model": 8, "ff_activation": "gelu", "n_head": 2,
             "n_layer": 2, "n_token": 40, "untie_r": True}
@@ -45,6 +50,9 @@ def _encoding(distances, d_model):
 
 @pytest.mark.parametrize("query_length,key_length", [(4, 4), (3, 6)])
 def test_rel_shift_puts_each_distance_at_its_key(query_length, key_length):
+    """The shift only moves values: bit for bit. The encoding against float64 NumPy to the
+    bound of its angle's roundings and sin/cos: elementwise, no sums, so not kernel-path
+    sensitive."""
     rng = np.random.RandomState(0)
     scores = rng.randn(2, 3, query_length, key_length + query_length).astype(np.float32)
     with tf.Graph().as_default(), tf.Session() as session:
@@ -58,10 +66,14 @@ def test_rel_shift_puts_each_distance_at_its_key(query_length, key_length):
             distance = memory + i - j  # query i sits at position memory + i
             row = key_length - distance  # the encoding's row of that distance
             np.testing.assert_array_equal(shifted[:, :, i, j], scores[:, :, i, row])
-    np.testing.assert_allclose(encoding, _encoding(np.arange(key_length, -query_length, -1), 6),
-                               atol=1e-6)
-    np.testing.assert_allclose(clamped, _encoding(np.clip(
-        np.arange(key_length, -query_length, -1), -2, 2), 6), atol=1e-6)
+    # sin/cos move by at most the angle's error (their derivatives are within 1), then round
+    # as elementwise functions of values within 1: ulps of the largest angle, |d| (f <= 1)
+    ulps = ANGLE_ULPS + ELEMENTWISE_ULPS
+    distances = np.arange(key_length, -query_length, -1)
+    assert_close(encoding, _encoding(distances, 6), ulps, scale=np.abs(distances).max(),
+                 err_msg="encoding")
+    assert_close(clamped, _encoding(np.clip(distances, -2, 2), 6), ulps, scale=2.0,
+                 err_msg="clamped")
 
 
 def _layer_norm(x, gamma, beta):
@@ -94,6 +106,8 @@ def _reference(h, weights, biases, segments, blocked, config):
 
 
 def test_content_stream_attention_matches_the_reference():
+    """Kernel-path sensitive: the float32 graph against float64 NumPy, to the bound of its
+    chain's sums."""
     config = XLNetConfig.from_dict(UPSTREAM)
     rng = np.random.RandomState(1)
     batch, length = 2, 5
@@ -125,4 +139,12 @@ def test_content_stream_attention_matches_the_reference():
             variables[name].load(weights[key], session)
         got = session.run(output)
     expected = _reference(h.astype(np.float64), weights, biases, segments, blocked, config)
-    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=1e-4)
+    # float32 graph against float64 NumPy (case 2): the q, k, v and r projections (d_model),
+    # the three scores (d_head each) and their sum (3), the softmax's sum and the context
+    # (length each), the output projection (n_head * d_head), the residual (2), LayerNorm's
+    # mean and variance (d_model); the scaling and the encoding's angle; exp, rsqrt, sin/cos
+    d_model, d_head = config.d_model, config.d_head
+    ulps = summation_ulps(d_model, d_head, d_head, d_head, 3, length, length,
+                          config.n_head * d_head, 2, d_model, d_model) + 1 + ANGLE_ULPS \
+        + 3 * ELEMENTWISE_ULPS
+    assert_close(got, expected, ulps, err_msg="content stream")

@@ -97,7 +97,7 @@ def _check_loaded(results, out, checkpoint):
                          and "mask_emb" not in name)
     assert results["init"]["loaded"] == len(transformer) > 20
     step0 = tf.train.load_checkpoint(str(out / "model.ckpt-0"))
-    for name in transformer:
+    for name in transformer:  # restored and saved again before any step: bit for bit
         np.testing.assert_array_equal(step0.get_tensor(name), weights[name], err_msg=name)
 
 

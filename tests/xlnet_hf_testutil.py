@@ -3,6 +3,8 @@ XLNetLMHeadModel (tests/fixtures/hf_xlnet, written by transformers).
 
     ours = xlnet_outputs(config, "out/model.ckpt", arrays)   # arrays: expected_outputs.npz
     ours["sequence_output"], ours["plm_logits"], ...
+
+`xlnet_chain` counts what float32_bounds needs for their bounds (see hf_testutil).
 """
 import pathlib
 import shutil
@@ -11,6 +13,7 @@ import struct
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from hf_testutil import encoder_chain
 from pretrain.interop import hf_xlnet
 from pretrain.models import registry, task_heads
 from pretrain.models.xlnet.config import XLNetConfig
@@ -71,6 +74,29 @@ def xlnet_outputs(config, checkpoint, arrays, num_labels=0):
             session.run(tf.variables_initializer(lm_bias))
             saver.restore(session, str(checkpoint))
             return session.run(fetches)
+
+
+def xlnet_chain(config, seq_length, output):
+    """(roundings, elementwise) on the longest chain of an xlnet_outputs `output` on
+    [B, seq_length] inputs (hf_testutil.encoder_chain): the encoder as encoder_ulps counts a
+    post-LN layer, plus per layer XLNet's relative attention (the projection of the position
+    encoding, d_model; the position and segment scores, d_head each, and the sum of the
+    three scores) and once the encoding's sin/cos; the content and the query stream run
+    the same chain. Then
+    - lm_logits / plm_logits: the decoder (d_model; no transform, no softmax);
+    - pooled_output: the summary (d_model) and its tanh;
+    - classifier_logits: the pooled output and the classifier (d_model)."""
+    config = read_config(config)
+    d_model = config.d_model
+    extra = [d_model, config.d_head, config.d_head, 3] * config.n_layer
+    elementwise = 1
+    if output.endswith("lm_logits"):
+        extra += [d_model]
+    elif output in ("pooled_output", "classifier_logits"):
+        extra += [d_model] * (1 if output == "pooled_output" else 2)
+        elementwise += 1
+    return encoder_chain(d_model, config.d_inner, seq_length, config.n_head, config.n_layer,
+                         extra, elementwise)
 
 
 def random_xlnet_tensors(config, seed=0, summary=False, num_labels=None):
