@@ -33,8 +33,9 @@ def _reference_update(params, slots, grads, lr, kind, weight_decay, clip_norm,
     """One AdamW / LAMB update in float64; returns (params, slots, pre-clip global norm).
 
     params / grads: {name: array}; slots: {name: (m, v)} (zeros before the first update).
-    update_count: t (1-based) for Adam's bias correction, None for none. Exact for
-    LAMB; in AdamW's fused kernel (TensorFlow's Adam) epsilon acts as epsilon / sqrt(1 - beta_2^t).
+    update_count: t (1-based) for Adam's bias correction, None for none: m_hat / (sqrt(v_hat)
+    + epsilon) for both optimizers, as transformers' AdamW (and not TensorFlow's Adam, whose
+    epsilon acts as epsilon / sqrt(1 - beta_2^t)).
     """
     norm = float(np.sqrt(sum(np.sum(np.square(g, dtype=np.float64)) for g in grads.values())))
     clip_factor = clip_norm / max(norm, clip_norm)
@@ -349,8 +350,23 @@ def test_bias_corrected_moments_match_numpy_reference(kind, k):
         run.step(x, y)
         steps.append(np.abs(run.state()["params"]["dense/kernel"] - start).max())
         run.sess.close()
-    # The first uncorrected step is 0.1 g / sqrt(0.001 g^2) = 3.16 lr: ~3x the corrected one.
-    assert steps[0] / steps[1] == pytest.approx(np.sqrt(1000) / 10, rel=0.05)
+    # The first uncorrected step is 0.1 g / (sqrt(0.001 g^2) + eps), about 3.16 lr; the
+    # corrected one g / (|g| + eps), as transformers' AdamW (epsilon added to sqrt(v_hat),
+    # not to sqrt(v)). Both move the weight of the largest clipped gradient the most.
+    oracle = _GradientOracle(_initial_params())
+    grads = oracle({n: w.astype(np.float64) for n, w in _initial_params().items()},
+                   x.astype(np.float64), y.astype(np.float64))
+    oracle.sess.close()
+    norm = np.sqrt(sum(np.sum(np.square(g)) for g in grads.values()))
+    largest = np.abs(grads["dense/kernel"]).max() * CLIP_NORM / max(norm, CLIP_NORM)
+    uncorrected = (1.0 - BETA_1_POWER_BASE) * largest / (
+        np.sqrt(FUSED_ONE_MINUS_BETA_2) * largest + EPSILON)
+    expected = uncorrected / (largest / (largest + EPSILON))
+    # each step is read off float32 weights (1 ulp of |w| <= |start| + step, over the step),
+    # plus lr_t's three roundings, epsilon's two and the kernel's three; the gradient's own
+    # error (GRADIENT_ULPS) cancels to first order in a ratio of g / (c |g| + eps) terms
+    ulps = sum((magnitude(start) + step) / step + 8 for step in steps)
+    assert_close(steps[0] / steps[1], expected, ulps, err_msg="uncorrected / corrected step")
 
 
 # --------------------------------------------------------------------------- accumulation

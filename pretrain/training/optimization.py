@@ -188,12 +188,15 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         """The update above in two kernels instead of about ten elementwise ops.
 
         ResourceApplyAdam computes m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
-        var -= lr_t m / (sqrt(v) + eps) with lr_t = lr sqrt(1 - b2^t) / (1 - b1^t);
+        var -= lr_t m / (sqrt(v) + eps_k) with lr_t = lr sqrt(1 - b2^t) / (1 - b1^t);
         passing b1^t = b2^t = 0 gives lr_t = lr, i.e. no bias correction, as
-        above. With an update count the real powers give the correction, with
-        epsilon acting as epsilon / sqrt(1 - b2^t), as in TensorFlow's own Adam. The
-        decoupled decay lr * wd * var uses the variable's value before the step,
-        so it is subtracted first.
+        above. With an update count the real powers give the correction; the kernel's
+        epsilon is then eps_k = epsilon * sqrt(1 - b2^t), so that the step is
+        m_hat / (sqrt(v_hat) + epsilon) exactly as above and as transformers' AdamW
+        (TensorFlow's own Adam passes epsilon unchanged, which acts as epsilon /
+        sqrt(1 - b2^t): 32x at the first update, 1.6x still after 300). The decoupled
+        decay lr * wd * var uses the variable's value before the step, so it is
+        subtracted first.
         """
         decayed = []
         if decay:
@@ -201,12 +204,15 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
                                       read_value=False)]
         beta_1_power, beta_2_power = self._beta_powers(lr.dtype)
         with tf.control_dependencies(decayed):
+            beta_1 = tf.constant(self.beta_1, lr.dtype)
+            beta_2 = tf.constant(self.beta_2, lr.dtype)
+            epsilon = tf.constant(self.epsilon, lr.dtype)
+            if self._beta_powers_t is not None:
+                epsilon = epsilon * tf.sqrt(1.0 - beta_2_power)
             return tf.raw_ops.ResourceApplyAdam(
                 var=var.handle, m=m.handle, v=v.handle, beta1_power=beta_1_power,
-                beta2_power=beta_2_power,
-                lr=lr, beta1=tf.constant(self.beta_1, lr.dtype),
-                beta2=tf.constant(self.beta_2, lr.dtype),
-                epsilon=tf.constant(self.epsilon, lr.dtype), grad=grad)
+                beta2_power=beta_2_power, lr=lr, beta1=beta_1, beta2=beta_2, epsilon=epsilon,
+                grad=grad)
 
     def _apply_dense(self, grad, var):
         return self._apply_update(grad, var)
