@@ -266,6 +266,9 @@ def _per_seed_rows(seeds, results_by_seed):
                      "num_train_steps": results["num_train_steps"],
                      "wall_time_seconds": results["wall_time_seconds"],
                      "collapsed": bool(results.get("collapsed")),
+                     "dev_majority_share": (results.get("collapse") or {}).get(
+                         "gold_majority_share"),
+                     "dev_examples": (results.get("collapse") or {}).get("num_examples"),
                      "dev_curve": results["dev_curve"]})
     return rows
 
@@ -337,6 +340,7 @@ def compare(run_specs, common, out_dir, seeds=None, rerun=False, collect_only=Fa
         "differences": differences,
         "settings": {name: common.get(name) for name in COMPARED_SETTINGS},
     }
+    comparison_report.judge_differences(comparison)
     comparison["plot"], comparison["plot_note"] = write_plot(
         comparison, comparison["selection_metric"], out_dir)
     markdown = comparison_report.render_markdown(comparison)

@@ -7,7 +7,8 @@
 selection_metric, seeds, evaluated_split, runs (label, model,
 init_checkpoint, per_seed results with dev/test metrics and `collapsed`),
 differences (`statistics.paired_bootstrap` results of run i > 0 against run 0,
-with their "label" and "metric"), settings and plot_note.
+with their "label" and "metric"; `judge_differences` adds the verdict the tables show and
+its flags, finetune.verdicts), settings and plot_note.
 
 Table 1: per run, each metric's mean ± sample standard deviation over the
 seeds on dev and (when any run has one) test, in %, and the best seed on the
@@ -17,6 +18,7 @@ and the verdict. Footnotes say what ± and the interval are, that every run
 used the same seeds, the settings, a WARNING when the architectures differ,
 and the plot note. Cells are escaped so the Markdown tables stay valid.
 """
+from finetune import verdicts
 from finetune.statistics import mean_std
 
 MISSING = "—"
@@ -75,6 +77,12 @@ def _collapsed_seeds(run):
     return [seed_result["seed"] for seed_result in run["per_seed"] if seed_result.get("collapsed")]
 
 
+def _first_seed_value(run, key):
+    """A per-seed value that is the same for every seed (the dev set's), or None."""
+    values = [seed_result.get(key) for seed_result in run["per_seed"]]
+    return values[0] if values and values[0] is not None else None
+
+
 def _differences_by_run(comparison):
     """{(label, metric): difference} of comparison["differences"]."""
     return {(difference["label"], difference["metric"]): difference
@@ -100,8 +108,9 @@ def _check(comparison):
 def comparison_rows(comparison):
     """One dict per run: label, model, init_checkpoint, seeds, collapsed_seeds, dev and test
     ({metric: {"mean", "std"}}; test None without test results), best_seed ({"seed",
-    "metric", "dev"}), and against_first_run ({metric: {"difference", "low", "high",
-    "verdict", "confidence", "num_samples"}}; None for the first run)."""
+    "metric", "dev"}), dev_majority_share and dev_examples (classification), and
+    against_first_run ({metric: {"difference", "low", "high", "verdict", "flags",
+    "interval_verdict", "confidence", "num_samples"}}; None for the first run)."""
     _check(comparison)
     metrics, differences = comparison["metrics"], _differences_by_run(comparison)
     rows = []
@@ -112,8 +121,9 @@ def comparison_rows(comparison):
             for metric in metrics:
                 found = differences.get((run["label"], metric))
                 against[metric] = None if found is None else {
-                    key: found[key] for key in ("difference", "low", "high", "verdict",
-                                                "confidence", "num_samples")}
+                    key: found.get(key) for key in ("difference", "low", "high", "verdict",
+                                                    "flags", "interval_verdict", "confidence",
+                                                    "num_samples")}
         rows.append({
             "label": run["label"], "model": run.get("model"),
             "init_checkpoint": run.get("init_checkpoint"),
@@ -122,9 +132,23 @@ def comparison_rows(comparison):
             "dev": _split_summary(run["per_seed"], "dev", metrics),
             "test": _split_summary(run["per_seed"], "test", metrics),
             "best_seed": _best_seed(run["per_seed"], comparison["selection_metric"]),
+            "dev_majority_share": _first_seed_value(run, "dev_majority_share"),
+            "dev_examples": _first_seed_value(run, "dev_examples"),
             "against_first_run": against,
         })
     return rows
+
+
+def judge_differences(comparison):
+    """Gives every difference the verdict the tables show and its flags (finetune.verdicts),
+    keeping the bootstrap's own as interval_verdict. Idempotent."""
+    rows = {row["label"]: row for row in comparison_rows(comparison)}
+    baseline = rows[comparison["runs"][0]["label"]]
+    for difference in comparison.get("differences") or []:
+        interval = difference.setdefault("interval_verdict", difference["verdict"])
+        difference.update(verdicts.judge(interval, len(comparison["seeds"]), baseline,
+                                         rows[difference["label"]]))
+    return comparison
 
 
 def _label_cell(row):
@@ -154,12 +178,6 @@ def _results_table(comparison, rows):
     return lines
 
 
-def _verdict_cell(difference, collapsed):
-    verdict = difference["verdict"]
-    text = verdict if verdict == "no evidence" else f"**{verdict}**"
-    return f"collapsed run: {text}" if collapsed else text
-
-
 def _confidence(comparison):
     """The one confidence level of the differences (0.95 when there are none)."""
     confidences = {d["confidence"] for d in comparison.get("differences") or []}
@@ -175,7 +193,6 @@ def _differences_table(comparison, rows):
              "| verdict |",
              "|---|---|---:|---|---|"]
     for row in rows[1:]:
-        collapsed = bool(row["collapsed_seeds"] or first["collapsed_seeds"])
         for metric in comparison["metrics"]:
             difference = row["against_first_run"][metric]
             if difference is None:
@@ -183,7 +200,7 @@ def _differences_table(comparison, rows):
             else:
                 cells = [_points(difference["difference"]),
                          f"[{_points(difference['low'])}, {_points(difference['high'])}]",
-                         _verdict_cell(difference, collapsed)]
+                         verdicts.verdict_cell(difference["verdict"])]
             lines.append(f"| {_cell(row['label'])} | {_metric_name(metric)} | "
                          + " | ".join(cells) + " |")
     return lines
@@ -215,11 +232,16 @@ def _footnotes(comparison, rows):
         first = _cell(rows[0]["label"])
         notes.append(f"Δ: mean over seeds of the paired difference to {first} on the {split} "
                      f"split, in points. CI: {method} Verdict: better / worse when the whole "
-                     "interval lies above / below 0, else no evidence.")
+                     "interval lies above / below 0, else no evidence; none when fewer than "
+                     f"{verdicts.MIN_SEEDS} seeds ran, when a seed predicted one class (or no "
+                     f"entities) for nearly all of dev, or when {first} "
+                     f"is at chance (dev accuracy within {verdicts.CHANCE_STANDARD_ERRORS:g} "
+                     "standard errors of the majority share): the cell says which.")
     collapsed = [row for row in rows if row["collapsed_seeds"]]
     if collapsed:
-        notes.append("collapsed: a seed whose fine-tuning collapsed (e.g. to predicting one "
-                     "class); the comparisons involving it say \"collapsed run:\".")
+        notes.append("collapsed: a seed whose fine-tuning collapsed (one class, or no "
+                     "entities, for nearly every dev example); a comparison involving it "
+                     "gets no verdict.")
     settings = comparison.get("settings") or {}
     if settings:
         notes.append("Settings: " + ", ".join(f"{name}={_format_setting(value)}"
@@ -234,8 +256,9 @@ def _footnotes(comparison, rows):
 
 
 def render_markdown(comparison):
-    """The comparison as Markdown: title, results table, differences table, footnotes."""
-    rows = comparison_rows(comparison)
+    """The comparison as Markdown: title, results table, differences table, footnotes.
+    Judges its differences first (judge_differences), so results.json and the table agree."""
+    rows = comparison_rows(judge_differences(comparison))
     title = " ".join(str(comparison["title"]).split())
     sections = [f"# {title}", "\n".join(_results_table(comparison, rows))]
     if len(rows) > 1:

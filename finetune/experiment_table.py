@@ -22,7 +22,7 @@ import os
 from common import cli_options
 from common.cli_options import UserError, option, required
 from common.file_utils import write_text_atomically
-from finetune import comparison_report
+from finetune import comparison_report, verdicts
 from pretrain.models import registry
 from pretrain.training import learning_check
 
@@ -62,6 +62,9 @@ def read_comparison(path, recipe=None):
     with open(path, encoding="utf-8") as f:
         comparison = json.load(f)
     try:
+        if any("flags" not in d for d in comparison.get("differences") or []):
+            comparison_report.judge_differences(comparison)  # written before verdict flags
+            comparison["rows"] = comparison_report.comparison_rows(comparison)
         rows = comparison.get("rows") or comparison_report.comparison_rows(comparison)
         if len(rows) < 2:
             raise ValueError(f"{len(rows)} run(s), expected random init and a pretrained model")
@@ -150,9 +153,9 @@ def _delta(row):
 
 
 def _verdict(row):
-    if row["random_init"]["collapsed_seeds"] or row["pretrained"]["collapsed_seeds"]:
-        return "collapsed run: Δ is not a result"
-    return row["difference"]["verdict"] if row["difference"] else "not computed"
+    """compare's verdict (finetune.verdicts), bold when it stands."""
+    return verdicts.verdict_cell(row["difference"]["verdict"]) if row["difference"] else (
+        "not computed")
 
 
 def _confidence(rows):
@@ -196,8 +199,10 @@ def footnote(rows):
             "for both starting points). Δ: mean over seeds of the paired difference in test "
             f"accuracy, pretrained minus random init, in points, from finetune.compare; CI: "
             f"{method} Verdict (finetune.compare): better / worse when the whole interval "
-            "lies above / below 0, else no evidence. collapsed: a seed whose fine-tuning "
-            "collapsed (e.g. to predicting one class); a Δ involving it is not a result. "
+            "lies above / below 0, else no evidence; none, and the cell says why, when fewer "
+            f"than {verdicts.MIN_SEEDS} seeds ran, when a seed collapsed (one class for nearly "
+            "every dev example) or when random init is at chance (dev accuracy within "
+            f"{verdicts.CHANCE_STANDARD_ERRORS:g} standard errors of the majority share). "
             "TFLOP: the pretraining's matmul FLOPs, forward and backward (steps × batch × "
             "the model family's count per example, pretrain.models.flops): the rows share "
             "steps and batch, not compute.")

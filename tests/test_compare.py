@@ -127,7 +127,10 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
     assert differences["accuracy"]["label"] == "solved"
     assert differences["accuracy"]["difference"] == pytest.approx(
         solved["test_accuracy"] - random_init["test_accuracy"])
-    assert differences["accuracy"]["verdict"] == "better"
+    assert differences["accuracy"]["interval_verdict"] == "better"
+    # one seed: the interval stands for the examples, not for the seeds; no verdict
+    assert "too_few_seeds" in differences["accuracy"]["flags"]
+    assert differences["accuracy"]["verdict"] not in ("better", "worse")
     assert [row["label"] for row in comparison["rows"]] == ["random init", "solved"]
 
     markdown = (out / "results.md").read_text(encoding="utf-8")
@@ -148,14 +151,15 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
     assert row["pretrained"]["test"]["accuracy"]["mean"] == solved["test_accuracy"]
     assert row["difference"] == differences["accuracy"] and row["split"] == "test"
     line = experiment_table.markdown_table([dict(row, pretraining={})]).splitlines()[2]
-    # A random-init run at this budget may predict one class: then the Δ is not a result.
+    # A random-init run at this budget may predict one class: the verdict then says so too.
     collapsed = comparison["rows"][0]["collapsed_seeds"]
     assert collapsed == ([3] if random_init["per_seed"][0]["collapsed"] else [])
     assert (" collapsed (seed 3) |" in line) == bool(collapsed)
+    assert ("baseline_collapsed" in differences["accuracy"]["flags"]) == bool(collapsed)
     assert line.endswith(f"| {100 * differences['accuracy']['difference']:+.2f} "
                          f"[{100 * differences['accuracy']['low']:+.2f}, "
                          f"{100 * differences['accuracy']['high']:+.2f}] | "
-                         + ("collapsed run: Δ is not a result" if collapsed else "better")
+                         + differences["accuracy"]["verdict"]
                          + " | 3 | — |")  # no pretraining run: no compute
 
     # Same settings again: every run is collected, not retrained; same table.

@@ -101,17 +101,55 @@ def test_a_different_architecture_gets_a_warning():
                         "vs bert L2 H128 V21128); the comparison is not like for like."]
 
 
-def test_collapsed_seeds_are_marked_and_their_verdicts_prefixed():
+def test_collapsed_seeds_are_marked_and_get_no_verdict():
     comparison = make_comparison()
     comparison["runs"][0]["per_seed"][1]["collapsed"] = True
     comparison["runs"][0]["per_seed"][2]["collapsed"] = True
     lines = table_lines(comparison_report.render_markdown(comparison))
     assert cells(lines[2])[0] == "random init — collapsed (seeds 2, 3)"
     assert cells(lines[3])[0] == "after pretraining"
-    assert cells(lines[6])[-1] == "collapsed run: **better**"
-    assert cells(lines[7])[-1] == "collapsed run: no evidence"
+    # the interval says better, but a collapsed baseline is not a result to beat
+    assert cells(lines[6])[-1] == "no verdict: baseline collapsed (seeds 2, 3)"
+    assert cells(lines[7])[-1] == "no verdict: baseline collapsed (seeds 2, 3)"
+    stored = comparison["differences"][0]
+    assert stored["verdict"] == "no verdict: baseline collapsed (seeds 2, 3)"
+    assert stored["flags"] == ["baseline_collapsed"] and stored["interval_verdict"] == "better"
     rows = comparison_report.comparison_rows(comparison)
     assert [row["collapsed_seeds"] for row in rows] == [[2, 3], []]
+
+
+def test_a_baseline_at_chance_gets_no_verdict_and_the_table_says_why():
+    comparison = make_comparison()
+    for seed_row, accuracy in zip(comparison["runs"][0]["per_seed"], (0.50, 0.52, 0.51)):
+        seed_row["dev"]["accuracy"] = accuracy
+    for run in comparison["runs"]:
+        for seed_row in run["per_seed"]:
+            seed_row.update(dev_majority_share=0.5, dev_examples=1000)
+    # 3 binomial standard errors of a 50% share over 1000 examples: 4.74 points; 51% is inside
+    lines = table_lines(comparison_report.render_markdown(comparison))
+    assert cells(lines[6])[-1] == (
+        "no verdict: baseline at chance (dev accuracy 51.00% vs the majority share 50.00%, "
+        "within 3 standard errors over 1000 examples)")
+    assert comparison["differences"][0]["flags"] == ["baseline_at_chance"]
+    # 56% is 3.8 standard errors above: a learned baseline, and the verdict stands
+    comparison = make_comparison()
+    for seed_row in comparison["runs"][0]["per_seed"]:
+        seed_row.update(dev={"accuracy": 0.56, "macro_f1": 0.5}, dev_majority_share=0.5,
+                        dev_examples=1000)
+    lines = table_lines(comparison_report.render_markdown(comparison))
+    assert cells(lines[6])[-1] == "**better**"
+    assert comparison["differences"][0]["flags"] == []
+
+
+def test_fewer_than_three_seeds_give_no_bold_verdict():
+    comparison = make_comparison()
+    comparison["seeds"] = [1, 2]
+    for run in comparison["runs"]:
+        run["per_seed"] = run["per_seed"][:2]
+    lines = table_lines(comparison_report.render_markdown(comparison))
+    assert cells(lines[6])[-1] == "2 seeds: too few for a verdict"
+    assert comparison["differences"][0]["flags"] == ["too_few_seeds"]
+    assert "**" not in "".join(lines[4:])
 
 
 def test_one_seed_dev_only_and_a_single_run():
@@ -146,7 +184,8 @@ def test_pipes_and_line_breaks_in_labels_keep_the_tables_valid():
 
 
 def test_comparison_rows_hold_the_numbers_behind_the_tables():
-    rows = comparison_report.comparison_rows(make_comparison())
+    rows = comparison_report.comparison_rows(
+        comparison_report.judge_differences(make_comparison()))
     first, second = rows
     assert first["seeds"] == [1, 2, 3] and first["against_first_run"] is None
     assert first["dev"]["accuracy"]["mean"] == pytest.approx(0.86)
@@ -155,8 +194,8 @@ def test_comparison_rows_hold_the_numbers_behind_the_tables():
     assert second["best_seed"] == {"seed": 3, "metric": "accuracy", "dev": 0.93}
     assert second["init_checkpoint"] == "out/pretrain/model.ckpt-1000"
     assert second["against_first_run"]["accuracy"] == {
-        "difference": 0.07, "low": 0.051, "high": 0.0893, "verdict": "better",
-        "confidence": 0.95, "num_samples": 2000}
+        "difference": 0.07, "low": 0.051, "high": 0.0893, "verdict": "better", "flags": [],
+        "interval_verdict": "better", "confidence": 0.95, "num_samples": 2000}
 
 
 def test_identical_runs_through_the_bootstrap_read_as_no_evidence():

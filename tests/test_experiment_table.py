@@ -146,7 +146,7 @@ def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
     assert delta.startswith("+30.00 [+") and 0 < accuracy["low"] < 0.3 < accuracy["high"]
     assert roberta == (f"| RoBERTa: whole-word masking | {BERT} | MLM loss 4.50, MLM acc 25.0%, unigram 5.0% "
                        f"| 52.00 ± 2.00 / 55.00 ± 5.00 | 75.00 ± 5.00 / 85.00 ± 5.00 "
-                       f"| {delta} | better | 1, 2, 3 | 50.8 |")
+                       f"| {delta} | **better** | 1, 2, 3 | 50.8 |")
     # The same predictions from both starts: Δ 0 with an interval [0, 0], no evidence; its
     # pretraining never left the plateau, and the cell says so.
     assert albert == ("| ALBERT: SOP + n-gram masking | albert L4 H256 V21128 | MLM loss 6.00, "
@@ -157,14 +157,13 @@ def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
     assert span == (f"| SpanBERT: spans + SBO | {BERT} | MLM loss 5.25, SBO loss 6.12 "
                     "| 52.00 ± 2.00 / 55.00 ± 5.00 "
                     "| 75.00 ± 5.00 / 85.00 ± 5.00 collapsed (seed 2) "
-                    f"| {_delta(saved['span'])[1]} | collapsed run: Δ is not a result "
+                    f"| {_delta(saved['span'])[1]} | no verdict: collapsed run (seed 2) "
                     "| 1, 2, 3 | — |")
     # One seed: means alone, no ±; 26 vs 25 correct of 40 is +2.50 points.
     _, custom_delta = _delta(saved["custom"])
     assert custom_delta.startswith("+2.50 [")
     assert custom == (f"| custom | {BERT} | — | 60.00 / 62.50 | 62.50 / 65.00 "
-                      f"| {custom_delta} | {saved['custom']['differences'][0]['verdict']} "
-                      "| 7 | — |")
+                      f"| {custom_delta} | 1 seed: too few for a verdict | 7 | — |")
 
 
 def test_electras_cell_shows_replaced_token_detection_beside_its_baseline(tmp_path):
@@ -196,9 +195,11 @@ def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
                 "seeds for both starting points). Δ: mean over seeds of the paired difference "
                 "in test accuracy, pretrained minus random init, in points, from "
                 f"finetune.compare; CI: {three_seeds} Verdict (finetune.compare): better / "
-                "worse when the whole interval lies above / below 0, else no evidence. "
-                "collapsed: a seed whose fine-tuning collapsed (e.g. to predicting one class); "
-                "a Δ involving it is not a result. TFLOP: the pretraining's matmul FLOPs, "
+                "worse when the whole interval lies above / below 0, else no evidence; none, "
+                "and the cell says why, when fewer than 3 seeds ran, when a seed collapsed "
+                "(one class for nearly every dev example) or when random init is at chance "
+                "(dev accuracy within 3 standard errors of the majority share). "
+                "TFLOP: the pretraining's matmul FLOPs, "
                 "forward and backward (steps × batch × the model family's count per example, "
                 "pretrain.models.flops): the rows share steps and batch, not compute.")
     assert experiment_table.footnote(rows[:3]) == expected

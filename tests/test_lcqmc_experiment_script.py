@@ -12,6 +12,7 @@ import datagen_testutil as util
 from cli_testutil import tool_env
 from conftest import REPO_ROOT
 from pretrain_testdata import tiny_config
+from finetune import verdicts
 from pretrain.models import flops, registry
 
 SCRIPT = str(REPO_ROOT / "scripts" / "lcqmc_experiment.sh")
@@ -68,10 +69,11 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
             assert settings["max_seq_length"] == 32 and settings["max_train_examples"] == 16
             assert settings["random_seed"] == row["seed"]
     (accuracy,) = [d for d in comparison["differences"] if d["metric"] == "accuracy"]
-    # The table's row is the comparison's numbers (at this budget fine-tuning may collapse
-    # to one class; then the verdict says so); compare's two tables were shown.
-    collapsed = any(row["collapsed_seeds"] for row in comparison["rows"])
-    verdict = "collapsed run: Δ is not a result" if collapsed else accuracy["verdict"]
+    # The table's row is the comparison's numbers and its verdict (one seed, and at this
+    # budget a collapsed or chance-level run: finetune.verdicts says why there is none);
+    # compare's two tables were shown.
+    assert "too_few_seeds" in accuracy["flags"]
+    verdict = verdicts.verdict_cell(accuracy["verdict"])
     # Its compute: 2 steps of 8 sequences of 32 tokens, 5 predictions, with the SBO head.
     config = registry.read_config(str(runs / "span" / "pretrain" / "bert_config.json"))
     tflop = "%.3g" % (2 * 8 * flops.masked_lm_training_flops(config, 32, 5, span_boundary=True)
