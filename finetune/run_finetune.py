@@ -40,7 +40,6 @@ from finetune import metrics, tasks, vocab_files
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
-from finetune.tasks.base import majority_share
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
@@ -50,7 +49,14 @@ from pretrain.training import strategy as strategies
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker")
 SPLITS = ("train", "dev", "test")
 DATA_EXTENSIONS = (".txt", ".tsv", ".csv", ".json", ".jsonl")
-COLLAPSE_SHARE = 0.98  # a model predicting one class for this share of dev has collapsed
+# Why a run collapses, most likely first (bench/finetune_parity.py and the README's
+# "Fine-tuning parity with transformers").
+COLLAPSE_ADVICE = (
+    "its scores are not a result. Check that the starting checkpoint left the unigram "
+    "plateau (python -m pretrain.training.learning_check --eval_results=<its "
+    "eval_results.txt>): from a plateau the encoder gives the head nothing to learn from. "
+    "Keep Adam's bias correction on (--adam_bias_correction, the default): without it the "
+    "first few hundred updates are 2-3x the learning rate. Else lower --learning_rate")
 
 
 @dataclasses.dataclass
@@ -426,19 +432,13 @@ def run(settings, log_fn=print):
 
 
 def _collapse(task, dev, collected, log_fn):
-    """Whether the best model predicts one class for (nearly) every dev example."""
-    if task.metric_kind != "classification":
-        return {"collapsed": False}
-    top, share = majority_share(collected["predicted"])
-    gold_top, gold_share = majority_share([e.label for e in dev.examples])
-    collapsed = share >= COLLAPSE_SHARE and gold_share < COLLAPSE_SHARE
-    if collapsed:
-        log_fn(f"WARNING: collapsed: the best-on-dev model predicts {top!r} for {share:.1%} of "
-               f"dev (the most common gold label is {gold_share:.1%}); its scores are not a "
-               "result: check that pretraining left the unigram plateau, or lower the "
-               "learning rate")
-    return {"collapsed": collapsed, "majority_prediction": top, "majority_share": share,
-            "gold_majority_share": gold_share}
+    """Whether the best model predicts one class (tagging: O) for (nearly) every dev example
+    (the task's collapse check); warns with the likely causes."""
+    collapse = task.collapse(dev.examples, collected)
+    if collapse["collapsed"]:
+        log_fn(f"WARNING: collapsed: the best-on-dev model {collapse['what']}; "
+               + COLLAPSE_ADVICE)
+    return collapse
 
 
 def _write_predictions(task, split, collected, labels, output_dir):

@@ -56,6 +56,11 @@ def check_known_labels(values_by_line, labels, path, allow_unseen, what="label")
     return unseen
 
 
+# A best-on-dev model has collapsed when it predicts one class for this share of dev (or,
+# tagging, leaves this share of the entity tokens untagged) while the gold labels do not.
+COLLAPSE_SHARE = 0.98
+
+
 def majority_share(predicted):
     """(most common prediction, its share of all predictions)."""
     counts = {}
@@ -92,6 +97,11 @@ class Task:
         raise NotImplementedError
 
     def score(self, examples, predicted, labels):
+        raise NotImplementedError
+
+    def collapse(self, examples, collected):
+        """{"collapsed": bool, "what": a sentence saying what the model does when it has,
+        and the task's counts} for the dev predictions `collected` (COLLAPSE_SHARE)."""
         raise NotImplementedError
 
     def prediction_record(self, example, predicted, labels):

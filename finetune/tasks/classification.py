@@ -29,7 +29,8 @@ import tensorflow.compat.v1 as tf
 from data_gen import lcqmc_format
 from finetune import formats, metrics
 from finetune.tasks import layout as layout_lib
-from finetune.tasks.base import Task, TaskDataError, check_known_labels, sorted_labels
+from finetune.tasks.base import (COLLAPSE_SHARE, Task, TaskDataError, check_known_labels,
+                                 majority_share, sorted_labels)
 from pretrain.models import registry, task_heads
 
 
@@ -213,6 +214,21 @@ class ClassificationTask(Task):
         result = metrics.classification_metrics(list(gold), list(predicted), labels)
         result["loss"] = collected["loss"]
         return result
+
+    def collapse(self, examples, collected):
+        """One label for COLLAPSE_SHARE of the examples, where the gold labels are mixed.
+        Also the gold majority share and the number of labelled examples (finetune.verdicts
+        tells chance from them)."""
+        scored = [(e.label, p) for e, p in zip(examples, collected["predicted"])
+                  if e.label is not None]
+        top, share = majority_share([p for _, p in scored])
+        gold_top, gold_share = majority_share([g for g, _ in scored])
+        collapsed = share >= COLLAPSE_SHARE and gold_share < COLLAPSE_SHARE
+        return {"collapsed": collapsed, "majority_prediction": top, "majority_share": share,
+                "gold_majority_label": gold_top, "gold_majority_share": gold_share,
+                "num_examples": len(scored),
+                "what": (f"predicts {top!r} for {share:.1%} of dev (the most common gold label "
+                         f"is {gold_share:.1%})")}
 
     def prediction_records(self, examples, collected, labels):
         """{"line", "label", "probabilities": {label: p}} per example, and for a conditional

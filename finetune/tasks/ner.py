@@ -25,7 +25,7 @@ import tensorflow.compat.v1 as tf
 
 from finetune import formats, metrics, tag_schemes
 from finetune.tasks import layout as layout_lib
-from finetune.tasks.base import Task, TaskDataError, check_known_labels
+from finetune.tasks.base import COLLAPSE_SHARE, Task, TaskDataError, check_known_labels
 from pretrain.models import registry, task_heads
 
 CLUENER_SCHEME = "BIO"
@@ -202,6 +202,20 @@ class NerTask(Task):
         result = metrics.ner_metrics(list(gold), list(predicted), self.scheme)
         result["loss"] = collected["loss"]
         return result
+
+    def collapse(self, examples, collected):
+        """(Nearly) everything tagged O: the model tags under 1 - COLLAPSE_SHARE as many
+        tokens as the gold tags mark as entities."""
+        gold = predicted = 0
+        for example, tags in zip(examples, collected["predicted"]):
+            if example.tags:
+                gold += sum(tag != "O" for tag in example.tags)
+                predicted += sum(tag != "O" for tag in tags)
+        collapsed = gold > 0 and predicted < (1.0 - COLLAPSE_SHARE) * gold
+        return {"collapsed": collapsed, "predicted_entity_tokens": predicted,
+                "gold_entity_tokens": gold,
+                "what": (f"tags {predicted} dev tokens as entities where the gold tags mark "
+                         f"{gold}: nearly everything is O")}
 
     def prediction_records(self, examples, collected, labels):
         for example, tags in zip(examples, collected["predicted"]):
