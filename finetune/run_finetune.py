@@ -94,7 +94,7 @@ class FinetuneSettings:
     max_dev_examples: int = option(0, "Use only the first N dev examples (0 = all).")
     eval_every_steps: int = option(500, "Save and score dev every N steps.")
     warmup_proportion: float = option(0.1, "Fraction of steps with linear warmup.")
-    adam_bias_correction: bool = option(False, optimization.BIAS_CORRECTION_HELP)
+    adam_bias_correction: bool = option(True, optimization.BIAS_CORRECTION_HELP)
     random_seed: int = option(12345, "Seed for initialisation, dropout, shuffling.")
     ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)

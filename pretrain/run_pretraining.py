@@ -79,7 +79,7 @@ class PretrainingOptions:
     num_tpu_cores: int = option(8, "TPU cores (shards).")
     strategy: str = option("auto", "Where to train.", choices=strategy_lib.STRATEGIES)
     optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
-    adam_bias_correction: bool = option(False, optimization.BIAS_CORRECTION_HELP)
+    adam_bias_correction: bool = option(True, optimization.BIAS_CORRECTION_HELP)
     poly_power: float = option(1.0, "Power of the polynomial learning-rate decay.")
     weight_decay_rate: float = option(0.01, "Decoupled weight decay (not on LayerNorm and bias).")
     gradient_accumulation_steps: int = option(1, "Micro-batches per optimizer update.")

@@ -218,7 +218,8 @@ DOCS="${RUNS}/docs.txt"
 DOCS_FLAGS=()
 DATA_FLAGS=(--mode=roberta)
 PRETRAIN_FLAGS=()
-[[ "${PRETRAIN_BIAS_CORRECTION}" == 0 ]] || PRETRAIN_FLAGS+=(--adam_bias_correction)
+if [[ "${PRETRAIN_BIAS_CORRECTION}" == 0 ]]; then PRETRAIN_FLAGS+=(--noadam_bias_correction)
+else PRETRAIN_FLAGS+=(--adam_bias_correction); fi
 case "${RECIPE}" in
   albert)  # sentence-order prediction needs segments whose order means something
     CONFIG="${REPO_ROOT}/configs/lcqmc_small_albert.json"; DATA_FLAGS=(--mode=albert)

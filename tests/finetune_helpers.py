@@ -62,7 +62,7 @@ def write_task(folder, sizes=(("train", 1600), ("dev", 200), ("test", 200)), see
 def fast_settings(task, output_dir, **overrides):
     """Settings for a quick run on the synthetic task (about 20 s on 2 cores)."""
     settings = dict(task, output_dir=str(output_dir), max_seq_length=10, train_batch_size=32,
-                    eval_batch_size=200, learning_rate=1e-3, num_train_epochs=6,
+                    eval_batch_size=200, learning_rate=3e-3, num_train_epochs=6,
                     eval_every_steps=100, warmup_proportion=0.1, random_seed=3,
                     log_every_n_steps=1000)
     settings.update(overrides)

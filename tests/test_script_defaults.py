@@ -429,8 +429,11 @@ PRETRAINING_FLAGS = {"PRETRAIN_OPTIMIZER": "--optimizer={}",
 
 
 def _pretraining_setting(flags, setting):
-    if setting == "PRETRAIN_BIAS_CORRECTION":
-        return "1" if "--adam_bias_correction" in flags else "0"
+    if setting == "PRETRAIN_BIAS_CORRECTION":  # stated either way: the recipe's, not a default
+        given = [flag for flag in flags if flag in ("--adam_bias_correction",
+                                                    "--noadam_bias_correction")]
+        assert len(given) == 1, flags
+        return "1" if given == ["--adam_bias_correction"] else "0"
     prefix = PRETRAINING_FLAGS[setting].format("")
     (value,) = [flag[len(prefix):] for flag in flags if flag.startswith(prefix)]
     return value

@@ -144,7 +144,7 @@ def trained(tmp_path_factory):
         result = run_pretraining.run(dict(
             bert_config_file=cfg, input_file=data, output_dir=str(out), do_train=True,
             do_eval=True, span_boundary_objective=True, train_batch_size=16, eval_batch_size=16,
-            learning_rate=3e-3, num_train_steps=40, num_warmup_steps=0, log_every_n_steps=10,
+            learning_rate=1e-2, num_train_steps=40, num_warmup_steps=0, log_every_n_steps=10,
             random_seed=1, shuffle_buffer=64, max_eval_steps=4, save_checkpoints_steps=1000))
     finally:
         absl_logger.removeHandler(handler)

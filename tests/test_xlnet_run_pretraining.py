@@ -33,7 +33,7 @@ def data(tmp_path_factory):
 def _opts(data, out, **kw):
     return run_options(SEQ, PREDS, BATCH, **{
         "bert_config_file": data["cfg"], "input_file": data["records"], "output_dir": out,
-        "do_eval": True, "learning_rate": 3e-3, "num_train_steps": 60, "log_every_n_steps": 20,
+        "do_eval": True, "learning_rate": 1e-2, "num_train_steps": 60, "log_every_n_steps": 20,
         "max_seq_length": None, "max_predictions_per_seq": None, **kw})
 
 

@@ -34,9 +34,14 @@ from pretrain.checkpoints.checkpoint_compat import SLOT_NAMES
 from pretrain.training import gradient_accumulation
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
-BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments (default off, as Google's "
-                        "optimizers: their first few hundred steps are then 2-3x the learning "
-                        "rate, fading over a few thousand; see pretrain.training.optimization).")
+# The tools' default is on (transformers' AdamW); build_train_op / create_optimizer keep
+# google-research/bert's optimizer (off) for code that calls them directly, e.g. the benchmarks
+# that run beside Google's own.
+BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments, as transformers' AdamW (default "
+                        "on). --noadam_bias_correction: Google's optimizers, whose first few "
+                        "hundred steps are then 2-3x the learning rate, fading over a few "
+                        "thousand (bench/finetune_parity.py, the README's 'Fine-tuning parity "
+                        "with transformers').")
 
 
 def learning_rate_schedule(init_lr, global_step, num_train_steps, num_warmup_steps,
