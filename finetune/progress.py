@@ -1,6 +1,6 @@
 """A compact training progress line for fine-tuning (instead of TF's INFO log).
 
-Every `every_n_steps` steps: `train step 400/1500: loss 0.4123 (mean of the
+Every `every_n_steps` steps: `train step 400/1500: loss 0.41234 (mean of the
 last 100), 12.3 steps/s, ETA 1m29s` through `log_fn`.
 """
 import time
@@ -46,7 +46,7 @@ class ProgressHook(tf.train.SessionRunHook):
         rate = (step - start_step) / max(now - start_time, 1e-6)
         eta = (self._num_train_steps - step) / rate if rate > 0 else 0.0
         loss = sum(self._losses) / len(self._losses)
-        self._log_fn(f"train step {step}/{self._num_train_steps}: loss {loss:.4f} (mean of the "
+        self._log_fn(f"train step {step}/{self._num_train_steps}: loss {loss:.5g} (mean of the "
                      f"last {len(self._losses)}), {rate:.1f} steps/s, ETA {format_duration(eta)}")
         self._losses = []
         self._window_start = (now, step)
