@@ -39,6 +39,17 @@ def remove_all_temporaries():
         _live_temporaries.discard(path)
 
 
+def make_parent_folder(path):
+    """Creates the missing folders above output file `path` (local paths; gs:// has none).
+    A part of the path that is a file is left for the writer to name in its error."""
+    if is_remote(path):
+        return
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        pass
+
+
 class AtomicFile:
     """A binary file (`handle`) that appears under its final name only after commit().
 

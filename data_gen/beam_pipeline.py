@@ -270,6 +270,11 @@ def run(config, beam_args):
         raise cli_options.UserError(
             "--profile_workers profiles the local runner's worker processes; on Beam, the "
             "runner's own monitoring (e.g. Dataflow's step times) says where time goes: drop it")
+    if config.eval_share:
+        raise cli_options.UserError(
+            f"--eval_share={config.eval_share}: the Beam pipeline writes one split; hold the "
+            "documents out with python -m data_gen.create_pretraining_data --eval_share, or "
+            "give the eval documents their own --input_file here")
     options = PipelineOptions(beam_args)
     unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
                      - set(options.get_all_options()))

@@ -238,14 +238,21 @@ class ChunkProcessor:
         instance_lib.shuffle(built, rng, use_native=self._use_native)
         return built
 
-    def process_span(self, span, opener=None):
+    def process_span(self, span, opener=None, document_split=None):
         """Reads chunk `span` (data_gen.corpus_chunks.ChunkSpan) and processes it ->
-        ChunkResult whose counts include what was read and skipped."""
+        ChunkResult whose counts include what was read and skipped. document_split
+        (data_gen.document_split.DocumentSplit): only that split's documents."""
         account = CorpusAccount()
         reader = CorpusReader((), self.config.on_decode_error,
                               self.config.max_sentences_per_document, account=account)
-        result = self.process(span.index, list(reader.read_span(span, opener)))
+        documents = list(reader.read_span(span, opener))
+        other = 0
+        if document_split is not None:
+            documents, other = document_split.keep(documents)
+        result = self.process(span.index, documents)
         result.counts.update(account.counts)
+        if other:
+            result.counts["documents_in_other_split"] += other
         result.counts["chunks"] += 1
         if span.index == 0:  # counted once, whichever process makes chunk 0
             result.counts.update({f"similar_words_{key}": value

@@ -6,6 +6,7 @@ from common import model_limits
 from common.cli_options import UserError, option, required
 from data_gen.corpus_chunks import DEFAULT_CHUNK_BYTES
 from data_gen.corpus_reader import DECODE_ERROR_POLICIES
+from data_gen.document_split import default_eval_paths
 from data_gen.instances import MODES
 from data_gen.masking import MASKINGS
 from data_gen.segmentation import SEGMENTERS
@@ -93,6 +94,16 @@ class GenerationConfig:
                                  "hfl/chinese-xlnet-base) instead of --vocab_file; its pieces "
                                  "<sep> <cls> <eod> <mask> <pad> <unk> are the special tokens. "
                                  "Needs `pip install sentencepiece`.")
+    eval_share: float = option(0.0, "Hold out this share of the documents for evaluation: "
+                               "their records go to --eval_output_file, never to the training "
+                               "files. A document's split follows a hash of its text and "
+                               "--random_seed (the same for any worker count; copies of a "
+                               "document stay together). 0: no held-out files.")
+    eval_output_file: str = option("", "With --eval_share: where the held-out records go, as "
+                                   "--output_file (default: an eval/ folder beside each output "
+                                   "file, same names).")
+    eval_dupe_factor: int = option(1, "With --eval_share: masking passes over the held-out "
+                                   "documents (one suffices to score a model).")
     progress: bool = option(True, "Print a progress line on stderr.")
     profile_workers: bool = option(False, "End with where the time went: each worker's busy, "
                                    "waiting-for-offsets, writing and idle seconds, and the "
@@ -117,6 +128,13 @@ class GenerationConfig:
             (0.0 <= self.short_seq_prob <= 1.0,
              f"--short_seq_prob={self.short_seq_prob}: must be in [0, 1]"),
             (self.dupe_factor >= 1, f"--dupe_factor={self.dupe_factor}: must be >= 1"),
+            (0.0 <= self.eval_share < 1.0,
+             f"--eval_share={self.eval_share}: must be in [0, 1) (e.g. 0.05 holds out 5% of "
+             "the documents)"),
+            (self.eval_share > 0 or not self.eval_output_file,
+             "--eval_output_file needs --eval_share > 0 (the share of documents to hold out)"),
+            (self.eval_dupe_factor >= 1,
+             f"--eval_dupe_factor={self.eval_dupe_factor}: must be >= 1"),
             (self.ngram >= 1, f"--ngram={self.ngram}: must be >= 1"),
             (self.masking in MASKINGS,
              f"--masking={self.masking!r}: choose one of {', '.join(MASKINGS)}"),
@@ -209,6 +227,25 @@ class GenerationConfig:
         if len(set(paths)) != len(paths):
             raise ConfigError(f"--output_file lists a file twice: {self.output_file}")
         return paths
+
+    def eval_output_paths(self):
+        """The held-out files of --eval_share, one per output file (--eval_output_file, else
+        an eval/ folder beside each); [] without --eval_share."""
+        if not self.eval_share:
+            return []
+        outputs = self.output_paths()
+        if not self.eval_output_file:
+            return default_eval_paths(outputs)
+        held_out = dataclasses.replace(self, output_file=self.eval_output_file).output_paths()
+        if len(held_out) != len(outputs):
+            raise ConfigError(f"--eval_output_file names {len(held_out)} file(s) but "
+                              f"--output_file {len(outputs)}: give as many")
+        overlap = set(held_out) & set(outputs)
+        if overlap:
+            raise ConfigError(f"--eval_output_file and --output_file both name "
+                              f"{sorted(overlap)[0]}: the held-out records need files of "
+                              "their own")
+        return held_out
 
     def masking_recipe(self):
         """The masking recipe: --masking, or the mode's own when auto (xlnet: "xlnet_spans")."""

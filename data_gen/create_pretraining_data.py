@@ -8,6 +8,7 @@ Flags keep google-research/bert's names and meanings; see --help.
 Tests and scripts can call `run(GenerationConfig(...))` without absl.
 """
 import collections
+import dataclasses
 import os
 import signal
 import sys
@@ -17,7 +18,9 @@ from common import cli_options
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
-from common.file_utils import BackgroundSync, input_size, remove_all_temporaries
+from data_gen.document_split import DocumentSplit
+from common.file_utils import (BackgroundSync, input_size, make_parent_folder,
+                               remove_all_temporaries)
 from data_gen.metadata import build_metadata, metadata_path, write_metadata
 from data_gen.parallel import ChunkJob, process_chunks
 from data_gen.shard_pieces import ShardTotals
@@ -74,16 +77,35 @@ class _Progress:
 def run(config):
     """Generates the output files of `config`; returns the account (a dict).
 
+    With --eval_share, a second pass writes the held-out documents' records to the eval
+    files (data_gen.document_split); the account of that pass is account["eval"].
     Raises ConfigError / CorpusError / VocabError / SegmenterError with a
     message naming the flag, file or line at fault. On any exception or
-    SIGTERM, partially written files are removed.
+    SIGTERM, partially written files are removed (both passes' files).
     """
-    profile = RunProfile()  # its clock times every run; chunks are added when profiling
     config.validate()
     vocabulary = load_run_vocabulary(config)
     files = expand_input_patterns(config.input_file)
     layout = CorpusLayout(files, [input_size(path) for path in files], config.chunk_bytes)
     output_paths = config.output_paths()
+    if not config.eval_share:
+        return _generate(config, output_paths, None, vocabulary, files, layout)[0]
+    eval_paths = config.eval_output_paths()
+    account, committed = _generate(config, output_paths, DocumentSplit(
+        config.eval_share, config.random_seed, "train"), vocabulary, files, layout)
+    try:
+        eval_config = dataclasses.replace(config, dupe_factor=config.eval_dupe_factor)
+        account["eval"] = _generate(eval_config, eval_paths, DocumentSplit(
+            config.eval_share, config.random_seed, "eval"), vocabulary, files, layout)[0]
+    except BaseException:
+        _remove(committed)  # the training files alone would look like a finished run
+        raise
+    return account
+
+
+def _generate(config, output_paths, document_split, vocabulary, files, layout):
+    """One pass over the corpus writing `output_paths` -> (account, committed paths)."""
+    profile = RunProfile()  # its clock times every run; chunks are added when profiling
     num_workers = min(config.resolved_num_workers(), layout.num_chunks)
     progress = _Progress(config.progress, layout.total)
     work_counts = collections.Counter()
@@ -96,9 +118,12 @@ def run(config):
     committed = []
     outcomes = None
     try:
+        for path in output_paths:  # the folders of the outputs, as the README's recipes assume
+            make_parent_folder(path)
         writers = [TFRecordWriter(path, config.compression) for path in output_paths]
         with BackgroundSync(writers):
-            outcomes = process_chunks(ChunkJob(config, layout, len(output_paths)), num_workers,
+            outcomes = process_chunks(ChunkJob(config, layout, len(output_paths),
+                                               document_split=document_split), num_workers,
                                       [writer.temporary for writer in writers],
                                       [writer.path for writer in writers],
                                       profile if config.profile_workers else None)
@@ -119,29 +144,30 @@ def run(config):
                                 time.monotonic() - profile.started, num_workers)
         account["masking"] = config.masking_recipe()
         if account["instances"] == 0:
-            raise EmptyOutputError(why_empty(account, files))
+            raise EmptyOutputError(why_empty(account, files, document_split))
         for writer in writers:
             writer.close()
             committed.append(writer.path)
         run_counts = {key: value for key, value in account.items()
                       if isinstance(value, int)}
+        extra = dict(vocabulary.sidecar or {}, **(document_split.sidecar() if document_split
+                                                   else {}))
         for index, path in enumerate(output_paths):
             write_metadata(path, build_metadata(config, vocabulary.size, vocabulary.sha256,
                                                 totals.max_ids[index], totals.file_counts(index),
-                                                run_counts, vocabulary.sidecar))
+                                                run_counts, extra))
         account["output_files"] = output_paths
+        if document_split is not None:
+            account["document_split"] = document_split.split
         if config.profile_workers:
             profile.finish()
             account["profile"] = profile.summary()
-        return account
+        return account, committed
     except BaseException:
         for writer in writers:
             writer.abort()
         remove_all_temporaries()
-        for path in committed:  # complete data without its sidecar must not stay either
-            for leftover in (path, metadata_path(path)):
-                if os.path.exists(leftover):
-                    os.remove(leftover)
+        _remove(committed)  # complete data without its sidecar must not stay either
         raise
     finally:
         if outcomes is not None:
@@ -150,13 +176,27 @@ def run(config):
             signal.signal(signal.SIGTERM, previous_handler)
 
 
+def _remove(paths):
+    """Deletes finished data files and their sidecars."""
+    for path in paths:
+        for leftover in (path, metadata_path(path)):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+
+
 def _in_main_thread():
     import threading
     return threading.current_thread() is threading.main_thread()
 
 
-def why_empty(account, files):
+def why_empty(account, files, document_split=None):
     """The message for a run that made no instance: what was read and what dropped it."""
+    if document_split is not None and document_split.split == "eval":
+        return (f"no held-out instances: --eval_share={document_split.share} of "
+                f"{account.get('documents', 0)} documents left "
+                f"{account.get('documents', 0) - account.get('documents_in_other_split', 0)} "
+                "for evaluation, too few for one record; raise --eval_share or add documents; "
+                "no output was written")
     dropped = ", ".join(f"{key}={value}" for key, value in sorted(_skipped(account).items())
                         if value) or "nothing was dropped"
     return (f"no instances were made from {len(files)} file(s) ({account.get('documents', 0)} "
@@ -230,9 +270,24 @@ def format_account(account):
             mbps=account.get("mb_per_second", 0.0), sec=account.get("seconds", 0.0),
             workers=account.get("runner") or f"{account.get('num_workers', 1)} workers"),
     ]
+    if "eval" in account:
+        lines.insert(-1, _held_out_line(account))
     if "profile" in account:
         lines.append(format_profile(account["profile"]))
     return "\n".join(lines)
+
+
+def _held_out_line(account):
+    """--eval_share: what the second pass held out, and where it went."""
+    held_out = account["eval"]
+    documents = held_out.get("documents", 0) - held_out.get("documents_in_other_split", 0)
+    return ("[data_gen] held out for eval: {documents} of {total} documents (trained on: the "
+            "other {train}) -> {instances} instances, {masked} masked tokens in {files}".format(
+                documents=documents, total=held_out.get("documents", 0),
+                train=account.get("documents", 0) - account.get("documents_in_other_split", 0),
+                instances=held_out.get("instances", 0),
+                masked=held_out.get("masked_tokens", 0),
+                files=", ".join(held_out.get("output_files", []))))
 
 
 def _run_and_report(config):

@@ -117,3 +117,25 @@ def _compression(value, source):
         raise MetadataError(f"{source}: compression={value!r} is not one of "
                             f"{', '.join(COMPRESSIONS)}")
     return value
+
+
+def shares_documents(train_meta, eval_meta):
+    """Why the records of two sidecars (training, eval) may hold the same documents, or None
+    when they cannot.
+
+    Disjoint: the two splits of one --eval_share run over the same corpus and seed. Anything
+    else made from the same --input_file may overlap (unknown corpora are not compared)."""
+    if train_meta is None or eval_meta is None:
+        return None
+    train_flags, eval_flags = train_meta.get("flags") or {}, eval_meta.get("flags") or {}
+    corpus = train_flags.get("input_file")
+    if not corpus or corpus != eval_flags.get("input_file"):
+        return None
+    split = (train_meta.get("document_split"), eval_meta.get("document_split"))
+    same_split_run = (train_meta.get("eval_share") == eval_meta.get("eval_share")
+                      and train_meta.get("split_seed") == eval_meta.get("split_seed"))
+    if split == ("train", "eval") and same_split_run:
+        return None
+    return (f"both were made from --input_file={train_flags.get('input_file')} without "
+            "holding the eval documents out of training (create_pretraining_data "
+            "--eval_share > 0 writes both splits)")

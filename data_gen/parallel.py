@@ -39,6 +39,7 @@ class ChunkJob:
     num_shards: int
     offsets: OrderedOffsets = None
     opener: object = open_binary_input
+    document_split: object = None  # data_gen.document_split.DocumentSplit, or all documents
 
     def processor(self):
         if self.config.mode == "xlnet":
@@ -51,7 +52,7 @@ def run_chunk(job, processor, index):
     process's writer thread and the outcome's pieces carry no data."""
     clock = ChunkClock()
     span = job.layout.chunk(index, job.opener)
-    result = processor.process_span(span, job.opener)
+    result = processor.process_span(span, job.opener, job.document_split)
     pieces = shard_pieces(result, job.num_shards, job.config.compression)
     clock.busy_done()
     blocked = 0.0

@@ -56,10 +56,10 @@ def _slow_chunk(index, seconds):
     """A process_span that makes chunk `index` `seconds` late."""
     original = chunk_processing.ChunkProcessor.process_span
 
-    def process_span(self, span, opener=None):
+    def process_span(self, span, opener=None, document_split=None):
         if span.index == index:
             time.sleep(seconds)
-        return original(self, span, opener)
+        return original(self, span, opener, document_split)
     return process_span
 
 
