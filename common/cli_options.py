@@ -82,7 +82,8 @@ def required(help_text):
 def _field_type(field):
     kind = field.type
     if isinstance(kind, str):  # `from __future__ import annotations`
-        kind = {"str": str, "int": int, "float": float, "bool": bool}.get(kind, str)
+        kind = {"str": str, "int": int, "float": float, "bool": bool,
+                "tuple": tuple}.get(kind, str)
     return kind
 
 
@@ -91,11 +92,14 @@ def define_flags(options_class, flag_values=None):
     from absl import flags  # pylint: disable=import-outside-toplevel
     flag_values = flag_values or flags.FLAGS
     definers = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
-                float: flags.DEFINE_float, str: flags.DEFINE_string}
+                float: flags.DEFINE_float, str: flags.DEFINE_string,
+                tuple: flags.DEFINE_multi_string}  # a tuple field: a repeatable flag
     for field in dataclasses.fields(options_class):
         if field.name in flag_values:
             continue
         default = None if field.default is dataclasses.MISSING else field.default
+        if _field_type(field) is tuple:
+            default = list(default or ())
         help_text = field.metadata.get(_HELP, field.name)
         if field.metadata.get(_REQUIRED):
             help_text += " (required)"

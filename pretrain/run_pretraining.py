@@ -28,8 +28,9 @@ from common.file_utils import input_exists
 from data_gen import metadata
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
 from pretrain.models import modeling, registry
-from pretrain.training import (data_checks, input_pipeline, learning_check, mixed_precision,
-                               optimization, pretraining_model_fn, training_hooks)
+from pretrain.training import (continued_eval, data_checks, input_pipeline, learning_check,
+                               mixed_precision, optimization, pretraining_model_fn,
+                               training_hooks)
 from pretrain.training import strategy as strategy_lib
 
 # TensorFlow's words for a failed write (its error classes vary by cause and file system).
@@ -48,7 +49,10 @@ class PretrainingOptions:
     input_file: str = option(None, "Comma-separated TFRecord globs for training (and eval by "
                              "default). Required with --do_train.")
     eval_input_file: str = option(None, "Comma-separated TFRecord globs for --do_eval "
-                                  "(default: --input_file).")
+                                  "(default: --input_file, which scores training records: "
+                                  "make held-out ones with create_pretraining_data "
+                                  "--eval_share).")
+    extra_eval_input_file: tuple = option((), continued_eval.EXTRA_EVAL_HELP)
     output_dir: str = option(None, "Checkpoints, summaries and eval_results.txt go here. "
                              "Required.")
     init_checkpoint: str = option(None, "Initial weights (weights only; optimizer state starts "
@@ -201,9 +205,13 @@ def run(values):
     opts = dataclasses.replace(opts, **data_checks.lengths_from_data(
         opts.input_file if opts.do_train else eval_input, max_seq_length=opts.max_seq_length,
         max_predictions_per_seq=opts.max_predictions_per_seq))
+    extra_evals = continued_eval.parse_extra_evals(opts.extra_eval_input_file)
+    if extra_evals and not opts.do_eval:
+        raise UserError("--extra_eval_input_file needs --do_eval")
     metas, sidecars = [], []
     checked = {}
-    for enabled, pattern in ((opts.do_train, opts.input_file), (opts.do_eval, eval_input)):
+    for enabled, pattern in ((opts.do_train, opts.input_file), (opts.do_eval, eval_input),
+                             *((True, extra) for _, extra in extra_evals)):
         if enabled and pattern not in checked:
             files, file_metas = data_checks.check_input_data(
                 pattern, opts.max_seq_length, opts.max_predictions_per_seq, config,
@@ -213,6 +221,17 @@ def run(values):
             checked[pattern] = files
             metas.extend(file_metas)
             sidecars.extend(zip(files, file_metas))
+    by_file = dict(sidecars)
+    data_warnings = []
+    if opts.do_eval:
+        data_warnings = continued_eval.data_warnings(
+            checked.get(opts.input_file, []), checked[eval_input], by_file)
+        for _, extra in extra_evals:
+            data_warnings += [f"--extra_eval_input_file={extra}: {line}" for line in
+                              continued_eval.data_warnings(checked.get(opts.input_file, []),
+                                                           checked[extra], by_file)]
+        for line in data_warnings:
+            logging.warning("run_pretraining: %s", line)
     use_sentence_head = head_flag
     if not family.sentence_and_span_heads:
         use_sentence_head = False
@@ -273,6 +292,14 @@ def run(values):
     estimator = strategy_lib.build_estimator(
         strategy_name, model_fn, run_config, train_batch_size=opts.train_batch_size,
         eval_batch_size=opts.eval_batch_size)
+
+    def make_eval_estimator(model_dir):
+        """The estimator of an eval (continued_eval): seeded, over --output_dir or model_dir."""
+        config = run_config.replace(model_dir=model_dir or opts.output_dir,
+                                    tf_random_seed=continued_eval.eval_seed(opts.random_seed))
+        return strategy_lib.build_estimator(strategy_name, model_fn, config,
+                                            train_batch_size=opts.train_batch_size,
+                                            eval_batch_size=opts.eval_batch_size)
     logging.info("strategy=%s replicas=%s precision=%s optimizer=%s accumulation=%d",
                  strategy_name, estimator.params.get("num_replicas"), precision, opts.optimizer, k)
 
@@ -287,12 +314,14 @@ def run(values):
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head,
               "span_boundary_objective": opts.span_boundary_objective, "eval_results": None,
-              "vocab_file": vocab, "config_file": opts.bert_config_file}
+              "vocab_file": vocab, "config_file": opts.bert_config_file,
+              "data_warnings": data_warnings if opts.do_eval else []}
     input_files = sorted({path for files in checked.values() for path in files})
     if opts.skip_corrupt_records:
         result["skipped_records"] = data_checks.account_for_damage(input_files, compression)
     try:
-        _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result)
+        _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result,
+                            make_eval_estimator, extra_evals)
     except tf.errors.DataLossError as err:
         raise data_checks.DataCheckError(
             data_checks.describe_corrupt_input(input_files, compression, err)) from None
@@ -394,8 +423,11 @@ def _output_vocab(opts, assets, sidecars):
     return vocab, reason
 
 
-def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result):
-    """estimator.train (or train_and_evaluate for multi_worker), then evaluate; fills `result`."""
+def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result,
+                        make_eval_estimator, extra_evals):
+    """estimator.train (or train_and_evaluate for multi_worker), then the evals of
+    pretrain.training.continued_eval (the start's too, with --init_checkpoint); fills
+    `result`."""
     if opts.do_train:
         train_input_fn = make_input_fn(opts.input_file, True)
         max_steps = opts.num_train_steps * k
@@ -410,11 +442,14 @@ def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_inpu
         else:
             estimator.train(input_fn=train_input_fn, max_steps=max_steps, hooks=hooks)
     if opts.do_eval:
-        eval_input_fn = make_input_fn(eval_input, False)
-        eval_results = estimator.evaluate(input_fn=eval_input_fn, steps=opts.max_eval_steps)
+        eval_sets = [("", eval_input)] + [(name + "/", pattern) for name, pattern in extra_evals]
+        eval_results = continued_eval.evaluate_all(
+            make_eval_estimator, make_input_fn, eval_sets, opts.init_checkpoint,
+            opts.max_eval_steps, continued_eval.scratch_parent(opts.output_dir))
         write_eval_results(opts.output_dir, eval_results)
         result["eval_results"] = {k_: _plain(v) for k_, v in eval_results.items()}
         result["not_learned"] = learning_check.not_learned_warnings(result["eval_results"])
+        result["continuing"] = learning_check.continuing_warnings(result["eval_results"])
 
 
 def _plain(value):
@@ -441,7 +476,7 @@ def _run_from_options(opts):
     deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
     result = run(dataclasses.asdict(opts))
     logging.info("done: %s", json.dumps(result, default=str))
-    for line in result.get("not_learned") or ():
+    for line in (result.get("not_learned") or []) + (result.get("continuing") or []):
         logging.warning("run_pretraining: %s", line)
 
 

@@ -80,16 +80,24 @@ def test_sentence_head_and_metrics_values():
         session.run([update for _, update in metrics.values()])
         results = session.run({k: value for k, (value, _) in metrics.items()})
         got_loss, got_log_probs = session.run([loss, log_probs])
-    assert set(only_mlm) == {"masked_lm_accuracy", "masked_lm_loss", "masked_lm_unigram_accuracy",
-                             "masked_lm_unigram_loss", "masked_lm_num_targets"}
-    assert results["masked_lm_unigram_accuracy"] == pytest.approx(2 / 3)  # label 2 of 0, 2, 2
-    assert results["sentence_chance_accuracy"] == pytest.approx(0.5)
-    assert results["masked_lm_accuracy"] == pytest.approx(2 / 3)  # rows 0, 2 right; row 3 weight 0
-    assert results["masked_lm_loss"] == pytest.approx(mlm_loss[:3].mean(), rel=1e-5)
+    assert set(only_mlm) == {"masked_lm_accuracy", "masked_lm_loss", "masked_lm_loss_squared",
+                             "masked_lm_unigram_accuracy", "masked_lm_unigram_loss",
+                             "masked_lm_num_targets"}
+    # Ratios of small counts (2 of 3, 1 of 2, k of 4) are float32 divisions: within one
+    # rounding (1 ulp) of the exact value.
+    assert_close(results["masked_lm_unigram_accuracy"], 2 / 3, 1)  # label 2 of 0, 2, 2
+    assert_close(results["sentence_chance_accuracy"], 0.5, 1)
+    assert_close(results["masked_lm_accuracy"], 2 / 3, 1)  # rows 0, 2 right; row 3 weight 0
+    # a weighted mean: the sums of 4 products and 4 weights, then one division
+    assert_close(results["masked_lm_loss"], mlm_loss[:3].mean(), summation_ulps(4, 4) + 1)
+    # its second moment, for the loss's standard error: one more rounding per square
+    assert_close(results["masked_lm_loss_squared"], (mlm_loss[:3] ** 2).mean(),
+                 summation_ulps(4, 4) + 2)
     predicted = got_log_probs.argmax(-1)
-    assert results["sentence_accuracy"] == pytest.approx((predicted == labels).mean())
-    assert results["sentence_loss"] == pytest.approx(got_loss, rel=1e-5)
-    assert got_loss == pytest.approx(-got_log_probs[np.arange(4), labels].mean(), rel=1e-5)
+    assert_close(results["sentence_accuracy"], (predicted == labels).mean(), 1)
+    # the metric's streaming mean of the same 4 losses against the head's own mean
+    assert_close(results["sentence_loss"], got_loss, 2 * summation_ulps(4) + 2)
+    assert_close(got_loss, -got_log_probs[np.arange(4), labels].mean(), 2 * summation_ulps(4) + 2)
 
 
 def test_vocab_reduction_writes_vocab_and_ids(tmp_path):

@@ -23,7 +23,9 @@ whose accuracy is not clearly above its baseline.
     python -m pretrain.training.learning_check --eval_results=OUTPUT_DIR/eval_results.txt
 
 prints those lines for a finished run and exits 3 when its masked-LM head has not
-learned (scripts/lcqmc_experiment.sh stops there rather than fine-tune from it).
+learned (scripts/lcqmc_experiment.sh stops there rather than fine-tune from it). For a run
+continued from --init_checkpoint it also prints `continuing_warnings`: a held-out loss that is
+not clearly below the starting checkpoint's, and the rise of an extra text's loss.
 """
 import dataclasses
 import math
@@ -35,6 +37,7 @@ from common import cli_options
 NOT_LEARNED = "the checkpoint has not yet learned from context: "
 MIN_GAIN = 0.02         # accuracy points (absolute) a head must clear its baseline by
 STANDARD_ERRORS = 3.0   # ... and at least this many standard errors of its accuracy
+LOSSES = ("masked_lm_loss", "plm_loss")  # the language-model losses a continued run compares
 
 
 def required_accuracy(baseline_accuracy, count):
@@ -114,6 +117,47 @@ def read_eval_results(path):
     return results
 
 
+def _loss_spread(results, loss, prefix):
+    """(mean loss, its standard error) of one eval, or None without the second moment."""
+    mean = results.get(prefix + loss)
+    squared = results.get(prefix + loss + "_squared")
+    count = results.get(prefix + loss.replace("_loss", "_num_targets"))
+    if mean is None or squared is None or not count:
+        return None
+    variance = max(float(squared) - float(mean) ** 2, 0.0)
+    return float(mean), math.sqrt(variance / float(count))
+
+
+def continuing_warnings(results):
+    """With the init_ metrics of a continued run (pretrain.training.continued_eval): a held-out
+    loss not below the start's by STANDARD_ERRORS standard errors of the difference (from each
+    eval's <loss>_squared), and each extra text's loss that rose (what continuing forgot)."""
+    lines = []
+    extra = sorted({key.split("/", 1)[0] for key in results if "/" in key})
+    for loss in LOSSES:
+        for prefix in [""] + [name + "/" for name in extra]:
+            end = _loss_spread(results, loss, prefix)
+            start = _loss_spread(results, loss, prefix + "init_")
+            if end is None or start is None:
+                continue
+            where = f"{prefix.rstrip('/')} " if prefix else ""
+            change = end[0] - start[0]
+            if prefix:
+                if change > 0:
+                    lines.append(f"{where}{loss} rose from {start[0]:.4f} at the start to "
+                                 f"{end[0]:.4f} (+{change:.4f}): what continuing forgot of "
+                                 "that text")
+                continue
+            needed = STANDARD_ERRORS * math.hypot(start[1], end[1])
+            if -change <= needed:
+                lines.append(f"continuing has not clearly helped: held-out {loss} {end[0]:.4f} "
+                             f"is not below the starting checkpoint's {start[0]:.4f} by "
+                             f"{STANDARD_ERRORS:g} standard errors ({needed:.4f}); train "
+                             "longer or at another learning rate, or check that the eval "
+                             "text is the text continued on")
+    return lines
+
+
 LANGUAGE_MODEL_ACCURACIES = ("masked_lm_accuracy", "plm_accuracy")
 
 
@@ -143,7 +187,7 @@ def _check(options):
         raise cli_options.UserError(f"--eval_results={options.eval_results}: no "
                                     "masked_lm_accuracy or plm_accuracy in it (is it "
                                     "run_pretraining's?)")
-    lines = not_learned_warnings(results)
+    lines = not_learned_warnings(results) + continuing_warnings(results)
     for line in lines:
         print(f"{options.eval_results}: {line}")
     if masked_lm_not_learned(results):

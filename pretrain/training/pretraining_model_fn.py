@@ -162,17 +162,21 @@ def metric_fn(masked_lm_example_loss, masked_lm_log_probs, masked_lm_ids,
 
 
 def _prediction_metrics(prefix, example_loss, log_probs, label_ids, weights):
-    """{prefix_accuracy, prefix_loss} of token predictions (any [B, P] / [B*P] shapes)."""
+    """{prefix_accuracy, prefix_loss, prefix_loss_squared} of token predictions (any [B, P] /
+    [B*P] shapes); the mean squared loss gives the loss's standard error (the learning
+    check's comparison of a continued run with its start)."""
     vocab_size = log_probs.shape[-1]
     log_probs = tf.reshape(log_probs, [-1, vocab_size])
     predictions = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
     label_ids = tf.reshape(label_ids, [-1])
     weights = tf.reshape(weights, [-1])
+    example_loss = tf.reshape(example_loss, [-1])
     return {
         prefix + "_accuracy": tf.metrics.accuracy(
             labels=label_ids, predictions=predictions, weights=weights),
-        prefix + "_loss": tf.metrics.mean(
-            values=tf.reshape(example_loss, [-1]), weights=weights),
+        prefix + "_loss": tf.metrics.mean(values=example_loss, weights=weights),
+        prefix + "_loss_squared": tf.metrics.mean(values=tf.square(example_loss),
+                                                  weights=weights),
     }
 
 
