@@ -20,6 +20,7 @@ from data_gen.segmentation import make_segmenter
 from data_gen.similar_words import load_similar_words_cached
 from data_gen.tfrecord_writer import frame_records_joined
 from data_gen.tokenization import FullTokenizer, UNK_TOKEN, is_cjk_char
+from data_gen.vocab_gaps import VocabGaps
 
 
 def chunk_rng(random_seed, chunk_index):
@@ -114,11 +115,13 @@ class ChunkProcessor:
         self._use_native = use_native
         self.similar_words_counts = {}
         self._native = None
+        self._gaps = None
         if wordpiece:
             self.tokenizer = FullTokenizer(config.vocab_file, config.do_lower_case,
                                            config.full_width_to_half)
             self.unk_id = self.tokenizer.vocab[UNK_TOKEN]
             self._native = self._native_tokenizer(use_native)
+            self._gaps = VocabGaps(self.tokenizer, self.unk_id)
 
     def _native_tokenizer(self, use_native):
         """The C tokenizer over this processor's caches, or None for the Python path."""
@@ -191,12 +194,16 @@ class ChunkProcessor:
         return ids, starts
 
     def tokenize_documents(self, documents, counts):
-        """Tokenizes (and segments) every sentence once; drops empty ones, counted."""
+        """Tokenizes (and segments) every sentence once; drops empty ones, counted. With a
+        WordPiece vocab it also counts the characters the vocab maps to [UNK] (vocab_gaps)."""
         tokenized = []
+        gaps = self._gaps
         for document in documents:
             sentences = []
             for sentence in document:
                 ids, starts = self.tokenize_sentence(sentence)
+                if gaps is not None:
+                    gaps.count(sentence, ids, counts)
                 if ids:
                     sentences.append((ids, starts))
                 else:

@@ -18,6 +18,7 @@ from common import cli_options
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
+from data_gen import vocab_gaps
 from data_gen.document_split import DocumentSplit
 from common.file_utils import (BackgroundSync, input_size, make_parent_folder,
                                remove_all_temporaries)
@@ -143,6 +144,7 @@ def _generate(config, output_paths, document_split, vocabulary, files, layout):
         account = make_account(work_counts, totals, layout.total,
                                 time.monotonic() - profile.started, num_workers)
         account["masking"] = config.masking_recipe()
+        account["input_file"] = config.input_file
         if account["instances"] == 0:
             raise EmptyOutputError(why_empty(account, files, document_split))
         for writer in writers:
@@ -214,7 +216,7 @@ def _skipped(account):
 
 
 def make_account(work_counts, totals, total_bytes, seconds, num_workers):
-    account = dict(sorted(work_counts.items()))
+    account = vocab_gaps.summarize(dict(sorted(work_counts.items())))
     account["instances"] = totals.total("instances")
     account["masked_tokens"] = totals.total("masked_tokens")
     account["input_bytes"] = total_bytes
@@ -261,6 +263,7 @@ def format_account(account):
                              mb=account.get("input_bytes", 0) / 1e6),
         "[data_gen] skipped/adjusted: " + (", ".join(f"{key}={value}" for key, value in
                                                    sorted(skipped.items())) or "nothing"),
+        *vocab_gaps.account_lines(account, account.get("input_file")),
         _masking_line(account),
         *_xlnet_lines(account),
         "[data_gen] wrote: {instances} instances, {masked} masked tokens to {n} file(s)".format(
