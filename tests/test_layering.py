@@ -20,7 +20,7 @@ ALLOWED = {
     "common": {"common"},
     "data_gen": {"data_gen", "common"},
     "pretrain": {"pretrain", "common", "data_gen.record_schema", "data_gen.metadata",
-                 "data_gen.tfrecord_scan", "data_gen.tokenization"},
+                 "data_gen.tfrecord_scan", "data_gen.tokenization", "data_gen.vocab_gaps"},
     "finetune": {"finetune", "pretrain", "common", "data_gen.tokenization",
                  "data_gen.spm_tokenization", "data_gen.lcqmc_format",
                  "data_gen.record_schema"},

@@ -1,4 +1,6 @@
-r"""Shrinks a vocab to the tokens a corpus uses, for `keep_tokens` loading.
+r"""Vocab surgery: shrink a vocab to the tokens a corpus uses (for `keep_tokens` loading), or
+extend a checkpoint's vocab with a corpus's missing characters (--extend_from_corpus:
+pretrain.checkpoints.vocab_extension).
 
     python -m pretrain.vocab_surgery --vocab_file=chinese_L-12/vocab.txt \
         --corpus_files='data/*.txt' --output_vocab_file=out/vocab.txt \
@@ -18,7 +20,7 @@ import json
 
 from common.file_utils import atomic_output, write_text_atomically
 from common import cli_options
-from common.cli_options import UserError, option, required
+from common.cli_options import UserError, option
 
 ALWAYS_KEEP = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -103,17 +105,41 @@ def load_keep_tokens(path):
 @dataclasses.dataclass
 class ReduceVocabOptions:
     """The flags of `python -m pretrain.vocab_surgery`."""
-    vocab_file: str = required("Full vocab (e.g. Google's 21128 tokens).")
-    corpus_files: str = option(None, "Comma-separated globs of text files.")
-    token_file: str = option(None, "Alternative: file with one token per line.")
-    output_vocab_file: str = required("Where to write the reduced vocab.")
-    output_keep_tokens_file: str = required("Where to write the kept ids (JSON).")
-    min_count: int = option(1, "Keep tokens seen at least this often.")
+    vocab_file: str = option(None, "Shrinking: the full vocab (e.g. Google's 21128 tokens).")
+    corpus_files: str = option(None, "Shrinking: comma-separated globs of text files.")
+    token_file: str = option(None, "Shrinking, instead: a file with one token per line.")
+    output_vocab_file: str = option(None, "Shrinking: where to write the reduced vocab.")
+    output_keep_tokens_file: str = option(None, "Shrinking: where to write the kept ids "
+                                                "(JSON).")
+    extend_from_corpus: str = option(None, "Extending: comma-separated globs of text whose "
+                                           "characters the vocab maps to [UNK] are added "
+                                           "(with --init_checkpoint and --output_dir).")
+    init_checkpoint: str = option(None, "Extending: the checkpoint (directory or prefix) whose "
+                                        "vocab.txt and bert_config.json are beside it.")
+    output_dir: str = option(None, "Extending: where the extended checkpoint, vocab.txt and "
+                                   "bert_config.json go.")
+    overwrite: bool = option(False, "Extending: replace a non-empty --output_dir.")
+    min_count: int = option(1, "Keep (shrinking) or add (extending) tokens seen at least this "
+                               "often.")
     do_lower_case: bool = option(True, "Lower-case before tokenizing.")
 
 
 def reduce_vocab(options):
-    """Runs the reduction the flags describe and prints what to put in the model config."""
+    """Runs the reduction (or, with --extend_from_corpus, the extension) the flags describe
+    and prints what to put in the model config."""
+    if options.extend_from_corpus:
+        from pretrain.checkpoints import vocab_extension  # pylint: disable=import-outside-toplevel
+        for name in ("init_checkpoint", "output_dir"):
+            if not getattr(options, name):
+                raise UserError(f"--extend_from_corpus needs --{name}")
+        vocab_extension.extend(options.init_checkpoint, options.extend_from_corpus,
+                               options.output_dir, options.min_count, options.do_lower_case,
+                               options.overwrite)
+        return
+    for name in ("vocab_file", "output_vocab_file", "output_keep_tokens_file"):
+        if not getattr(options, name):
+            raise UserError(f"--{name} is required to shrink a vocab (or pass "
+                            "--extend_from_corpus to extend a checkpoint's vocab)")
     corpus_files, tokens = None, None
     if options.corpus_files:
         corpus_files = sorted(p for pattern in options.corpus_files.split(",")
