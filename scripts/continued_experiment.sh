@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Did continuing a released model's pretraining on a task's text help on that task? One row,
+# end to end: the task's training text (labels dropped) -> held-out pretraining data with the
+# general model's vocab -> continued pretraining from the general model (held-out loss and
+# the general text's, start and end) -> finetune.compare of random init, the general model
+# and the continued one over SEEDS. Run `bash scripts/continued_experiment.sh --help`.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
+SHARED="${REPO_ROOT}/../shared/data"
+
+GENERAL_MODELS="${GENERAL_MODELS:-${REPO_ROOT}/runs/general_models}"
+RUNS="${RUNS:-${REPO_ROOT}/runs/continued}"
+SEEDS="${SEEDS:-1,2,3}"
+MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
+MAX_PREDICTIONS="${MAX_PREDICTIONS:-10}"
+DUPE_FACTOR="${DUPE_FACTOR:-5}"
+EVAL_SHARE="${EVAL_SHARE:-0.05}"
+# The continuing recipe (README "Continued pretraining, measured": the sweep that chose it).
+CONTINUE_LEARNING_RATE="${CONTINUE_LEARNING_RATE:-1e-4}"
+CONTINUE_STEPS="${CONTINUE_STEPS:-1000}"
+CONTINUE_BATCH_SIZE="${CONTINUE_BATCH_SIZE:-64}"
+CONTINUE_SEED="${CONTINUE_SEED:-1}"
+DRY_RUN="${DRY_RUN:-0}"
+
+usage() {
+  cat <<EOF
+Usage: bash scripts/continued_experiment.sh [--dry_run] TASK MODEL
+
+TASK (its training split's text is continued on; dev and test are never read before
+fine-tuning):
+  lcqmc         LCQMC_DIR; pairs as data_gen.lcqmc_to_docs writes them (the seed's rows);
+                fine-tuned on 16,000 pairs for one epoch, learning rate 1e-4, full dev and test
+  chnsenticorp  CHNSENTICORP_DIR; each review one document (finetune.task_text); the first
+                4,800 reviews for 2 epochs, 1e-4, length 128
+  msra          MSRA_DIR (train.txt, test.txt; every 10th training sentence becomes dev, as in
+                the README); each sentence one document; 20,000 sentences, one epoch, 1.5e-4
+MODEL (a general model of scripts/make_general_models.sh, in GENERAL_MODELS):
+  roberta       the BERT L4 H256 of whole-word masking; continued on RoBERTa data
+  albert        the ALBERT of the same width and depth; continued on ALBERT data (SOP + n-grams)
+Writes RUNS/TASK/MODEL/{docs.txt, data/ (data/eval/: held out), continued/ (eval_results.txt:
+init_* = the general model on the same batches, general/* = its own held-out general text),
+compare/ (results.md, results.json)}.
+
+Settings (environment variables) [defaults]:
+  GENERAL_MODELS     folder of make_general_models.sh   [${GENERAL_MODELS}]
+  RUNS               output folder                      [${RUNS}]
+  SEEDS              fine-tuning seeds (3+ for a verdict) [${SEEDS}]
+  CONTINUE_LEARNING_RATE  AdamW peak rate, bias-corrected [${CONTINUE_LEARNING_RATE}]
+  CONTINUE_STEPS     continued-pretraining updates      [${CONTINUE_STEPS}]
+  CONTINUE_BATCH_SIZE  sequences per update             [${CONTINUE_BATCH_SIZE}]
+  CONTINUE_SEED      pretraining seed                   [${CONTINUE_SEED}]
+  MAX_SEQ_LENGTH     pretraining data length            [${MAX_SEQ_LENGTH}]
+  MAX_PREDICTIONS    masked positions per sequence      [${MAX_PREDICTIONS}]
+  DUPE_FACTOR        masking passes over the task text  [${DUPE_FACTOR}]
+  EVAL_SHARE         documents held out for eval        [${EVAL_SHARE}]
+  LCQMC_DIR, CHNSENTICORP_DIR, MSRA_DIR  the tasks' data [../shared/data/...]
+  PYTHON             interpreter                        [.venv/bin/python, else python3]
+EOF
+}
+
+die() { echo "continued_experiment.sh: error: $*" >&2; exit 2; }
+ARGS=()
+for argument in "$@"; do
+  case "${argument}" in
+    -h|--help) usage; exit 0 ;;
+    --dry_run) DRY_RUN=1 ;;
+    -*) die "unknown option '${argument}' (see --help; settings are environment variables)" ;;
+    *) ARGS+=("${argument}") ;;
+  esac
+done
+[[ ${#ARGS[@]} -eq 2 ]] || { usage >&2; exit 2; }
+TASK="${ARGS[0]}"; MODEL="${ARGS[1]}"
+case "${MODEL}" in
+  roberta) GENERAL="${GENERAL_MODELS}/bert"; MODE=roberta ;;
+  albert) GENERAL="${GENERAL_MODELS}/albert"; MODE=albert ;;
+  *) die "unknown MODEL '${MODEL}': choose roberta or albert" ;;
+esac
+[[ -f "${GENERAL}/released/vocab.txt" ]] || die "no general model at ${GENERAL}/released: run \
+MODELS=${GENERAL##*/} bash scripts/make_general_models.sh first"
+if [[ -z "${PYTHON:-}" ]]; then
+  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"
+  else PYTHON="$(command -v python3 || true)"; fi
+fi
+export PYTHONPATH="${REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
+export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
+run() { if [[ "${DRY_RUN}" == "1" ]]; then printf '%q ' "$@"; printf '\n'; else "$@"; fi; }
+stage() { echo "== [$(date +%H:%M:%S)] ${TASK}/${MODEL}: $*"; }
+
+ROW="${RUNS}/${TASK}/${MODEL}"
+[[ "${DRY_RUN}" == "1" ]] || mkdir -p "${ROW}"
+DOCS="${ROW}/docs.txt"
+case "${TASK}" in
+  lcqmc)
+    DATA_DIR="${LCQMC_DIR:-${SHARED}/lcqmc}"
+    DOCS_COMMAND=(-m data_gen.lcqmc_to_docs --lcqmc_dir="${DATA_DIR}" --output_file="${DOCS}")
+    [[ "${MODEL}" == albert ]] && DOCS_COMMAND+=(--noparaphrase_documents)
+    FINETUNE=(--task=pair --max_seq_length="${MAX_SEQ_LENGTH}" --max_train_examples=16000
+              --num_train_epochs=1 --learning_rate=1e-4 --eval_every_steps=250) ;;
+  chnsenticorp)
+    DATA_DIR="${CHNSENTICORP_DIR:-${SHARED}/chnsenticorp}"
+    DOCS_COMMAND=(-m finetune.task_text --task=classification
+                  --input_file="${DATA_DIR}/train.tsv" --output_file="${DOCS}")
+    FINETUNE=(--task=classification --max_seq_length=128 --max_train_examples=4800
+              --num_train_epochs=2 --learning_rate=1e-4 --eval_every_steps=100) ;;
+  msra)
+    SOURCE="${MSRA_DIR:-${SHARED}/msra_ner}"
+    DATA_DIR="${RUNS}/msra_split"
+    if [[ "${DRY_RUN}" != "1" && ! -f "${DATA_DIR}/test.txt" ]]; then
+      mkdir -p "${DATA_DIR}"
+      "${PYTHON}" - "${SOURCE}" "${DATA_DIR}" <<'PY'
+import sys
+source, target = sys.argv[1], sys.argv[2]
+text = open(f"{source}/train.txt", encoding="utf-8").read().replace("\r\n", "\n")
+sents = [s for s in text.split("\n\n") if s.strip()]
+for name, keep in (("dev", lambda i: i % 10 == 9), ("train", lambda i: i % 10 != 9)):
+    with open(f"{target}/{name}.txt", "w", encoding="utf-8") as out:
+        out.write("\n\n".join(s for i, s in enumerate(sents) if keep(i)) + "\n")
+with open(f"{target}/test.txt", "w", encoding="utf-8") as out:
+    out.write(open(f"{source}/test.txt", encoding="utf-8").read())
+PY
+    fi
+    DOCS_COMMAND=(-m finetune.task_text --task=ner --input_file="${DATA_DIR}/train.txt"
+                  --output_file="${DOCS}")
+    FINETUNE=(--task=ner --max_seq_length="${MAX_SEQ_LENGTH}" --max_train_examples=20000
+              --max_dev_examples=2000 --num_train_epochs=1 --learning_rate=1.5e-4
+              --eval_every_steps=146) ;;
+  *) die "unknown TASK '${TASK}': choose lcqmc, chnsenticorp or msra" ;;
+esac
+
+if [[ ! -f "${DOCS}" ]]; then
+  stage "the task's training text, labels dropped"
+  run "${PYTHON}" "${DOCS_COMMAND[@]}"
+fi
+if [[ ! -f "${ROW}/data/eval/task.tfrecord.meta.json" ]]; then
+  stage "pretraining data with the general model's vocab (${EVAL_SHARE} held out)"
+  run "${PYTHON}" -m data_gen.create_pretraining_data --input_file="${DOCS}" \
+    --output_file="${ROW}/data/task.tfrecord" --vocab_file="${GENERAL}/released/vocab.txt" \
+    --mode="${MODE}" --max_seq_length="${MAX_SEQ_LENGTH}" \
+    --max_predictions_per_seq="${MAX_PREDICTIONS}" --dupe_factor="${DUPE_FACTOR}" \
+    --eval_share="${EVAL_SHARE}" --random_seed="${CONTINUE_SEED}"
+fi
+stage "continuing from ${GENERAL}/released: ${CONTINUE_STEPS} steps at ${CONTINUE_LEARNING_RATE}"
+run "${PYTHON}" -m pretrain.run_pretraining --init_checkpoint="${GENERAL}/released" \
+  --input_file="${ROW}/data/task.tfrecord" --eval_input_file="${ROW}/data/eval/task.tfrecord" \
+  --extra_eval_input_file=general="${GENERAL}/data/eval/general.tfrecord" \
+  --output_dir="${ROW}/continued" --do_train --do_eval --optimizer=adamw --adam_bias_correction \
+  --learning_rate="${CONTINUE_LEARNING_RATE}" --num_train_steps="${CONTINUE_STEPS}" \
+  --num_warmup_steps=$(( CONTINUE_STEPS / 10 )) --train_batch_size="${CONTINUE_BATCH_SIZE}" \
+  --save_checkpoints_steps="${CONTINUE_STEPS}" --max_eval_steps=1000 \
+  --random_seed="${CONTINUE_SEED}" --strategy=cpu
+run "${PYTHON}" -m pretrain.training.learning_check --eval_results="${ROW}/continued/eval_results.txt"
+# The general model is the baseline: the Δ of "general + continued" answers the question;
+# random initialisation is there for scale.
+stage "fine-tuning: general, general + continued, random init, seeds ${SEEDS}"
+run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/compare" \
+  --seeds="${SEEDS}" --run="general=${GENERAL}/released" \
+  --run="general + continued=${ROW}/continued" --run="random init=" "${FINETUNE[@]}"

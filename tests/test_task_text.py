@@ -1,0 +1,74 @@
+"""finetune.task_text: a task's training text as pretraining documents, labels dropped, and the
+continued-pretraining scripts' plans (dry runs)."""
+import subprocess
+
+from cli_testutil import run_main_in_process
+from conftest import REPO_ROOT
+from finetune import task_text
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_each_example_is_a_document_cut_into_sentences_and_repeats_dropped(tmp_path):
+    tsv = _write(tmp_path / "train.tsv", "label\ttext_a\n1\t房间很好。早餐一般！下次还来\n"
+                 "0\t太吵了\n1\t房间很好。早餐一般！下次还来\n0\t \n")
+    docs, account = task_text.documents("classification", tsv)
+    assert docs == [["房间很好。", "早餐一般！", "下次还来"], ["太吵了"]]
+    assert (account["examples"], account["documents"], account["repeated_documents_dropped"],
+            account["empty_examples"]) == (4, 2, 1, 1)
+    pairs = _write(tmp_path / "pairs.txt", "今天天气如何\t天气怎么样\t1\n几点了\t现在几点\t0\n")
+    assert task_text.documents("pair", pairs)[0] == [["今天天气如何", "天气怎么样"],
+                                                     ["几点了", "现在几点"]]
+    conll = _write(tmp_path / "ner.txt", "北 B-LOC\n京 E-LOC\n好 O\n\n上 B-LOC\n海 E-LOC\n")
+    assert task_text.documents("ner", conll)[0] == [["北京好"], ["上海"]]
+
+
+def test_the_cli_writes_blank_line_separated_documents(tmp_path):
+    tsv = _write(tmp_path / "train.tsv", "label\ttext_a\n1\t好。很好\n0\t差\n")
+    code, out, err, _ = run_main_in_process("finetune.task_text", [
+        f"--input_file={tsv}", f"--output_file={tmp_path / 'docs' / 'docs.txt'}"], tmp_path)
+    assert code == 0, err
+    assert (tmp_path / "docs" / "docs.txt").read_text(encoding="utf-8") == "好。\n很好\n\n差\n"
+    assert "2 examples -> 2 documents" in out
+    code, _, err, _ = run_main_in_process("finetune.task_text", [
+        f"--input_file={tmp_path / 'none.tsv'}", f"--output_file={tmp_path / 'x.txt'}"], tmp_path)
+    assert code == 2 and "none.tsv" in err
+
+
+def _dry_run(script, *args, **env):
+    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / script), "--dry_run", *args],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env})
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_the_general_models_script_holds_out_text_and_round_trips_through_transformers(tmp_path):
+    corpus = _write(tmp_path / "corpus.txt", "一句。\n")
+    vocab = _write(tmp_path / "vocab.txt", "[PAD]\n")
+    code, out, err = _dry_run("make_general_models.sh", GENERAL_CORPUS=corpus, VOCAB=vocab,
+                              OUT=str(tmp_path / "general"), MODELS="bert,albert")
+    assert code == 0, err
+    assert out.count("--eval_share=0.05") == 2 and out.count("--num_train_steps=3000") == 2
+    assert "--mode=albert" in out and "--optimizer=lamb" in out
+    assert out.count("pretrain.export_hf") == 2 and out.count("pretrain.import_hf") == 2
+    assert f"--eval_input_file={tmp_path}/general/bert/data/eval/general.tfrecord" in out
+
+
+def test_the_continued_experiment_compares_the_general_model_first(tmp_path):
+    general = tmp_path / "general" / "bert" / "released"
+    general.mkdir(parents=True)
+    (general / "vocab.txt").write_text("[PAD]\n")
+    code, out, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta",
+                              GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
+                              CHNSENTICORP_DIR=str(tmp_path / "senti"))
+    assert code == 0, err
+    assert "finetune.task_text --task=classification" in out
+    assert f"--init_checkpoint={general}" in out and "--extra_eval_input_file=general=" in out
+    compare = [line for line in out.splitlines() if "finetune.compare" in line][0]
+    assert compare.index("--run=general=") < compare.index("--run=general\\ +\\ continued=") \
+        < compare.index("--run=random\\ init=")
+    code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "albert",
+                            GENERAL_MODELS=str(tmp_path / "general"))
+    assert code == 2 and "MODELS=albert bash scripts/make_general_models.sh" in err
