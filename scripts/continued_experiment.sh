@@ -8,6 +8,9 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
+SCRIPT_NAME="continued_experiment.sh"
+DEPRECATED_SETTINGS=()
+source "${SCRIPT_DIR}/settings.sh"
 SHARED="${REPO_ROOT}/../shared/data"
 
 GENERAL_MODELS="${GENERAL_MODELS:-${REPO_ROOT}/runs/general_models}"
@@ -79,13 +82,7 @@ case "${MODEL}" in
 esac
 [[ -f "${GENERAL}/released/vocab.txt" ]] || die "no general model at ${GENERAL}/released: run \
 MODELS=${GENERAL##*/} bash scripts/make_general_models.sh first"
-if [[ -z "${PYTHON:-}" ]]; then
-  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"
-  else PYTHON="$(command -v python3 || true)"; fi
-fi
-export PYTHONPATH="${REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
-export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
-run() { if [[ "${DRY_RUN}" == "1" ]]; then printf '%q ' "$@"; printf '\n'; else "$@"; fi; }
+choose_python
 stage() { echo "== [$(date +%H:%M:%S)] ${TASK}/${MODEL}: $*"; }
 
 ROW="${RUNS}/${TASK}/${MODEL}"

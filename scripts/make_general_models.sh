@@ -7,6 +7,9 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
+SCRIPT_NAME="make_general_models.sh"
+DEPRECATED_SETTINGS=()
+source "${SCRIPT_DIR}/settings.sh"
 
 GENERAL_CORPUS="${GENERAL_CORPUS:-${REPO_ROOT}/../shared/data/corpus/clue_small_sample.txt}"
 VOCAB="${VOCAB:-${REPO_ROOT}/../shared/data/vocab/bert_chinese_vocab.txt}"
@@ -62,13 +65,7 @@ for argument in "$@"; do
 done
 [[ -f "${GENERAL_CORPUS}" ]] || die "GENERAL_CORPUS=${GENERAL_CORPUS} not found"
 [[ -f "${VOCAB}" ]] || die "VOCAB=${VOCAB} not found"
-if [[ -z "${PYTHON:-}" ]]; then
-  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"
-  else PYTHON="$(command -v python3 || true)"; fi
-fi
-export PYTHONPATH="${REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
-export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
-run() { if [[ "${DRY_RUN}" == "1" ]]; then printf '%q ' "$@"; printf '\n'; else "$@"; fi; }
+choose_python
 
 for model in ${MODELS//,/ }; do
   case "${model}" in

@@ -22,3 +22,19 @@ apply_deprecated_settings() {
     fi
   done
 }
+
+# The interpreter: $PYTHON, else the project's .venv, else python3 (REPO_ROOT set by the
+# caller); exports PYTHONPATH and TF's log level for every tool the script runs.
+choose_python() {
+  if [[ -z "${PYTHON:-}" ]]; then
+    if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"
+    else PYTHON="$(command -v python3 || true)"; fi
+  fi
+  [[ -n "${PYTHON}" ]] || { echo "${SCRIPT_NAME}: error: no Python found; run 'make setup' or \
+set PYTHON=/path/to/python3.11" >&2; exit 2; }
+  export PYTHONPATH="${REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
+  export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
+}
+
+# Runs a command, or with DRY_RUN=1 prints it (shell-quoted) instead.
+run() { if [[ "${DRY_RUN:-0}" == "1" ]]; then printf '%q ' "$@"; printf '\n'; else "$@"; fi; }

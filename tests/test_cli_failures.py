@@ -106,6 +106,17 @@ CASES = [
      ["--optimizer=sgd"], "--optimizer=sgd: value should be one of <adamw|lamb>"),
     ("pretrain: stray argument", "pretrain.run_pretraining",
      ["--bert_config_file=cfg.json", "stray"], "unexpected argument(s) stray"),
+    ("pretrain: extra eval without NAME=", "pretrain.run_pretraining",
+     ["--bert_config_file=cfg.json", "--input_file=good.tfrecord", "--output_dir=out/ev1",
+      *PRETRAIN, "--do_eval", "--extra_eval_input_file=general.tfrecord"],
+     "--extra_eval_input_file=general.tfrecord: expected NAME=GLOB"),
+    ("pretrain: extra eval matching no file", "pretrain.run_pretraining",
+     ["--bert_config_file=cfg.json", "--input_file=good.tfrecord", "--output_dir=out/ev2",
+      *PRETRAIN, "--do_eval", "--extra_eval_input_file=general=no_such_*.tfrecord"],
+     "no_such_*.tfrecord"),
+    ("generate: eval share of 1", "data_gen.create_pretraining_data",
+     ["--input_file=corpus.txt", "--output_file=out/e.tfrecord", "--vocab_file=vocab.txt",
+      "--eval_share=1"], "--eval_share=1.0: must be in [0, 1)"),
     # unwritable outputs
     ("generate: output under a file", "data_gen.create_pretraining_data",
      ["--input_file=corpus.txt", "--output_file=a_file/x.tfrecord", "--vocab_file=vocab.txt"],
@@ -240,8 +251,11 @@ def test_reduce_vocab_failures_are_one_error_line_with_exit_code_2(tmp_path):
                                         encoding="utf-8")
     outputs = ["--output_vocab_file=out/vocab.txt", "--output_keep_tokens_file=out/keep.json"]
     cases = {
-        "error: missing required flag(s): --output_vocab_file, --output_keep_tokens_file":
+        "error: --output_vocab_file is required to shrink a vocab (or pass "
+        "--extend_from_corpus to extend a checkpoint's vocab)":
             ["--vocab_file=vocab.txt", "--token_file=tokens.txt"],
+        "error: --extend_from_corpus needs --init_checkpoint":
+            ["--extend_from_corpus=vocab.txt", "--output_dir=out/extended"],
         "error: pass --corpus_files or --token_file": ["--vocab_file=vocab.txt", *outputs],
         "error: --corpus_files=no_such_*.txt matched no file":
             ["--vocab_file=vocab.txt", "--corpus_files=no_such_*.txt", *outputs],

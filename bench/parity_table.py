@@ -1,0 +1,67 @@
+"""The README's parity tables from bench/finetune_parity.py's JSON lines.
+
+    python bench/parity_table.py runs/finetune_parity/*.jsonl
+
+Prints two Markdown tables: per-step training losses with dropout off (the largest relative
+difference over the first steps compared), and test metrics with dropout on over the seeds
+(ours and transformers', mean ± sample sd, collapsed seeds, the paired-bootstrap interval of
+ours - theirs). The last line of a comparison wins when a file holds it twice.
+"""
+import json
+import sys
+
+TASKS = ("classification", "pair", "ner")
+
+
+def _key(row):
+    return (TASKS.index(row["task"]), row["init"], row["bias_correction"])
+
+
+def _rows(paths):
+    found = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
+                if line.strip().startswith("{") and '"kind"' in line:
+                    row = json.loads(line)
+                    found[(row["kind"],) + _key(row)] = row
+    return found
+
+
+def _setting(row):
+    return (f"{row['task']} | {row['init']} | "
+            f"{'on' if row['bias_correction'] else 'off'}")
+
+
+def _mean_sd(summary):
+    return f"{100 * summary['mean']:.2f} ± {100 * summary['std']:.2f}"
+
+
+def _collapsed(flags):
+    return str(sum(flags)) if any(flags) else "0"
+
+
+def render(found):
+    losses = sorted((row for (kind, *_), row in found.items() if kind == "losses"), key=_key)
+    metrics = sorted((row for (kind, *_), row in found.items() if kind == "metrics"), key=_key)
+    lines = ["| task | start | bias correction | steps | largest relative difference (step) | parity |",
+             "|---|---|---|---:|---|---|"]
+    for row in losses:
+        lines.append(f"| {_setting(row)} | {row['steps_compared']} | "
+                     f"{row['max_relative_difference']:.1e} ({row['at_step']}) | "
+                     f"{'yes' if row['parity'] else 'no'} |")
+    lines += ["", "| task | start | bias correction | metric | ours | transformers | collapsed seeds "
+              "(ours / theirs) | ours − theirs [95% CI] | parity |",
+              "|---|---|---|---|---:|---:|---|---|---|"]
+    for row in metrics:
+        low, high = row["interval"]
+        lines.append(f"| {_setting(row)} | {row['metric']} | {_mean_sd(row['ours_mean_std'])} | "
+                     f"{_mean_sd(row['theirs_mean_std'])} | {_collapsed(row['ours_collapsed'])} / "
+                     f"{_collapsed(row['theirs_collapsed'])} | {100 * row['difference']:+.2f} "
+                     f"[{100 * low:+.2f}, {100 * high:+.2f}] | "
+                     f"{'yes' if row['parity'] else 'no'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(_rows(sys.argv[1:])))
