@@ -154,7 +154,9 @@ class GenerationConfig:
             (bool(self.output_file), "--output_file is required"),
             (bool(self.vocab_file) or bool(self.spm_model_file),
              "--vocab_file is required" + (" (or --spm_model_file)" if self.mode == "xlnet"
-                                           else "")),
+                                           else "") + ": the vocab of the model the data is "
+             "for, e.g. the vocab.txt beside its checkpoint (import_hf and run_pretraining "
+             "write one there), or a new one from python -m data_gen.build_vocab"),
         ]
         for ok, message in checks + self._xlnet_checks():
             if not ok:

@@ -269,10 +269,14 @@ def _read_table(path, text_fields, label_field, require_labels, account):
             missing = [name for name in text_fields if name not in header]
             missing += [label_field] if require_labels and label_field not in header else []
             if missing:
+                other_task = _task_the_header_fits(header, text_fields, label_field)
                 raise DataFormatError(
                     f"{path}:{line}: the header has no {' or '.join(map(repr, missing))} column "
-                    f"(header fields: {', '.join(header)}); the first line must name the columns: "
-                    "rename them, or choose the columns with --text_fields / --label_field")
+                    f"(header fields: {', '.join(header)}); " + (
+                        f"the file fits --task={other_task} (a {other_task} task reads "
+                        f"{', '.join(_TABLE_TEXTS[other_task])}): pass it" if other_task else
+                        "the first line must name the columns: rename them, or choose the "
+                        "columns with --text_fields / --label_field"))
             columns = [header.index(name) if name in header else None
                        for name in (*text_fields, label_field, _CONDITION)]
             if len(header) > len(set(columns) - {None}):
@@ -289,6 +293,16 @@ def _read_table(path, text_fields, label_field, require_labels, account):
         _add_text_example(examples, line, values[:-2], values[-2], condition, require_labels,
                           account)
     return examples
+
+
+def _task_the_header_fits(header, text_fields, label_field):
+    """The other text task whose default columns a header has, when the one asked for's are
+    missing (e.g. a one-text sentiment file read as the default pair task), else None."""
+    for task, texts in _TABLE_TEXTS.items():
+        if tuple(texts) != tuple(text_fields) and all(name in header for name in texts) \
+                and label_field in header:
+            return task
+    return None
 
 
 def _tsv_rows(path, account):

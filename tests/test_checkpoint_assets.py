@@ -177,3 +177,18 @@ def test_head_of_checkpoint_checks_task_against_the_weights():
     both = dict(shapes, **{"token_classifier/output_weights": [3, 32]})
     with pytest.raises(AssetError, match="holds both"):
         assets_lib.head_of_checkpoint(None, both, "ck")
+
+
+def test_a_transformers_folder_given_as_a_checkpoint_says_to_import_it(tmp_path):
+    folder = tmp_path / "hf" / "chinese-roberta-wwm-ext"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"")
+    with pytest.raises(AssetError) as raised:
+        assets_lib.resolve_checkpoint_dir(str(folder))
+    message = str(raised.value)
+    assert message.startswith(f"--init_checkpoint={folder} is a transformers model")
+    assert f"python -m pretrain.import_hf --model_dir={folder} --output_dir=runs/imported" in message
+    (folder / "model.safetensors").unlink()  # config.json alone is no transformers model
+    with pytest.raises(AssetError, match="no checkpoint found in this directory"):
+        assets_lib.resolve_checkpoint_dir(str(folder))

@@ -275,3 +275,11 @@ def test_killed_run_leaves_no_finished_looking_file(tmp_path, signum):
         assert "interrupted" in stderr and "no partial output" in stderr, stderr
     else:
         assert all(name.startswith(".data.tfrecord.incomplete-") for name in leftovers)
+
+
+def test_a_missing_vocab_names_where_a_models_vocab_is(setup):
+    tmp_path, _, corpus = setup
+    with pytest.raises(ConfigError, match=r"--vocab_file is required: the vocab of the model the "
+                       r"data is for, e\.g\. the vocab\.txt beside its checkpoint"):
+        run(_config(tmp_path, "", corpus))
+

@@ -26,13 +26,17 @@ def test_matching_data_passes_and_returns_metas(tmp_path):
     assert data_checks.infer_sentence_task(metas) == "sop"
 
 
-def test_max_predictions_mismatch_names_file_and_values(tmp_path):
-    path = write_records(tmp_path / "p.tfrecord", make_examples(3))
+def test_a_length_flag_other_than_the_datas_is_one_line_with_the_fix(tmp_path):
+    paths = [write_records(tmp_path / f"p{k}.tfrecord", make_examples(3)) for k in range(4)]
     with pytest.raises(data_checks.DataCheckError) as err:
-        _check(path, preds=5)
-    msg = str(err.value)
-    assert f"{path}.meta.json: max_predictions_per_seq=4 but --max_predictions_per_seq=5" in msg
-    assert "feature masked_lm_ids has length 4 but --max_predictions_per_seq=5" in msg
+        _check(",".join(paths), preds=5)
+    lines = str(err.value).splitlines()
+    # one line for the four files and their features, naming the first sidecar and the fix
+    assert lines == ["input data does not fit the flags/model config (1 problem(s)):",
+                     f"  --max_predictions_per_seq=5, but the data was made with "
+                     f"max_predictions_per_seq=4 ({paths[0]}.meta.json and 3 more file(s)): drop "
+                     "the flag, it defaults to the data's, or remake the data with "
+                     "--max_predictions_per_seq=5"]
 
 
 def test_seq_length_beyond_position_embeddings(tmp_path):

@@ -149,6 +149,15 @@ def test_header_missing_a_field_names_it_the_header_and_the_flags(tmp_path):
     assert "--text_fields" in message and "--label_field" in message
 
 
+def test_a_one_text_file_read_as_pairs_names_the_task_that_fits(tmp_path):
+    """ChnSentiCorp's label / text_a read with the default --task=pair: the fix is the task."""
+    path = write(tmp_path, "train.tsv", "label\ttext_a\n1\t好\n")
+    message = error_of(read_text, path, "pair")
+    assert message.startswith(f"{path}:1: the header has no 'text_b' column")
+    assert message.endswith("the file fits --task=classification (a classification task "
+                            "reads text_a): pass it")
+
+
 def test_row_with_the_wrong_number_of_fields(tmp_path):
     path = write(tmp_path, "train.tsv", "label\ttext_a\n1\t好\n0\t有\t一个 tab\n")
     message = error_of(read_text, path)

@@ -118,3 +118,16 @@ def test_gelu_names_keep_googles_meaning_and_accept_transformers_names(name, exp
     # one tanh or erf (ELEMENTWISE_ULPS) and the formula's 4 roundings, plus 1 ulp for the
     # literals' 7 decimals; gelu and gelu_exact differ by 1.5e-4 at x = 1, 1500 ulps
     assert_close(values, expected, ELEMENTWISE_ULPS + 4 + 1)
+
+
+def test_a_folder_given_as_the_config_names_the_file_inside_it(tmp_path):
+    with pytest.raises(ConfigError, match=f"model config {tmp_path} is a folder, not a file; "
+                       "pass the model's bert_config.json"):
+        BertConfig.from_json_file(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="transformers config.json: import the model with "
+                       f"python -m pretrain.import_hf --model_dir={tmp_path}"):
+        BertConfig.from_json_file(str(tmp_path))
+    (tmp_path / "bert_config.json").write_text(json.dumps(tiny_config()))
+    with pytest.raises(ConfigError, match=f"pass the file inside it, {tmp_path}/bert_config.json"):
+        BertConfig.from_json_file(str(tmp_path))

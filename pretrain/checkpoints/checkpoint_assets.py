@@ -122,6 +122,16 @@ def is_finetune_dir(directory):
             and _latest_checkpoint(best) is not None)
 
 
+TRANSFORMERS_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                        "pytorch_model.bin.index.json")
+
+
+def is_transformers_dir(directory):
+    """True for a transformers model directory: config.json beside its weights."""
+    return file_utils.input_exists(_join(directory, "config.json")) and any(
+        file_utils.input_exists(_join(directory, name)) for name in TRANSFORMERS_WEIGHTS)
+
+
 def resolve_checkpoint_dir(init_checkpoint, flag="--init_checkpoint"):
     """The checkpoint prefix `init_checkpoint` names.
 
@@ -136,6 +146,12 @@ def resolve_checkpoint_dir(init_checkpoint, flag="--init_checkpoint"):
         if is_finetune_dir(path):
             return _latest_checkpoint(_join(path, BEST_DIR))
         latest = _latest_checkpoint(path)
+        if latest is None and is_transformers_dir(path):
+            raise AssetError(
+                "%s=%s is a transformers model (config.json and its weights), not a TF "
+                "checkpoint: import it first, python -m pretrain.import_hf --model_dir=%s "
+                "--output_dir=runs/imported, then pass %s=runs/imported"
+                % (flag, path, path, flag))
         if latest is None:
             raise AssetError(
                 "%s=%s: no checkpoint found in this directory (no `checkpoint` index file); "

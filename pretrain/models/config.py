@@ -8,6 +8,7 @@ message naming the offending field.
 import copy
 import difflib
 import json
+import os
 
 from common import model_limits
 
@@ -106,6 +107,17 @@ def pop_model_type(values, model_type, class_name):
 def from_json_file(from_dict, json_file):
     """from_dict(the JSON object in json_file); every ConfigError (unreadable, not JSON, a
     field refused) names the file."""
+    if os.path.isdir(json_file):
+        ours = os.path.join(json_file, "bert_config.json")
+        if os.path.isfile(ours):
+            advice = "; pass the file inside it, %s" % ours
+        elif os.path.isfile(os.path.join(json_file, "config.json")):
+            advice = ("; it holds a transformers config.json: import the model with python -m "
+                      "pretrain.import_hf --model_dir=%s, which writes a bert_config.json"
+                      % json_file)
+        else:
+            advice = "; pass the model's bert_config.json (it lies beside its checkpoint)"
+        raise ConfigError("model config %s is a folder, not a file%s" % (json_file, advice))
     try:
         with open(json_file, "r", encoding="utf-8") as reader:
             data = json.load(reader)

@@ -84,9 +84,6 @@ def _check_meta(path, meta, flags):
                 "records; make them with data_gen --mode=xlnet" if xlnet_model else
                 "holds XLNet's permutation-LM records, but the model is "
                 f"{flags.get('model_type')}; use an XLNet config or roberta/albert/bert data"))
-    for key in ("max_seq_length", "max_predictions_per_seq"):
-        if key in meta and int(meta[key]) != int(flags[key]):
-            problems.append(f"{where}: {key}={meta[key]} but --{key}={flags[key]}")
     vocab_size = flags["vocab_size"]
     if meta.get("max_token_id") is not None and int(meta["max_token_id"]) >= vocab_size:
         problems.append(f"{where}: max_token_id={meta['max_token_id']} is not below the model's "
@@ -179,6 +176,29 @@ def _span_boundary_message(gaps):
 
 
 DEFAULT_LENGTHS = {"max_seq_length": 128, "max_predictions_per_seq": 20}  # Google's defaults
+LENGTH_FLAGS = ("max_seq_length", "max_predictions_per_seq")
+
+
+def _length_mismatches(files, flags):
+    """One line per length flag that differs from what the sidecars say the data holds
+    (instead of one per file and feature), with the fix: the flag defaults to the data's."""
+    lines = []
+    for key in LENGTH_FLAGS:
+        made = {}
+        for path in files:
+            try:
+                meta = metadata.read_metadata(path) or {}
+            except metadata.MetadataError:
+                continue  # named by the file's own check
+            if key in meta and int(meta[key]) != int(flags[key]):
+                made.setdefault(int(meta[key]), []).append(path)
+        for value, paths in sorted(made.items()):
+            more = f" and {len(paths) - 1} more file(s)" if len(paths) > 1 else ""
+            lines.append(f"--{key}={flags[key]}, but the data was made with {key}={value} "
+                         f"({metadata.metadata_path(paths[0])}{more}): drop the flag, it "
+                         f"defaults to the data's, or remake the data with --{key}="
+                         f"{flags[key]}")
+    return lines
 
 
 def lengths_from_data(input_patterns, **lengths):
@@ -229,6 +249,9 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
                  type_vocab_size=bert_config.type_vocab_size,
                  model_type=getattr(bert_config, "model_type", None))
     problems, metas, without_sidecar, span_gaps = [], [], [], []
+    problems.extend(_length_mismatches(files, flags))
+    mismatched = {key for key in LENGTH_FLAGS
+                  if any(problem.startswith(f"--{key}=") for problem in problems)}
     for path in files:
         try:
             meta = metadata.read_metadata(path)
@@ -247,7 +270,8 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
         except DataCheckError as err:
             problems.append(str(err))
             continue
-        problems.extend(_check_record(path, record, flags))
+        problems.extend(problem for problem in _check_record(path, record, flags)
+                        if not any(f"--{key}=" in problem for key in mismatched))
         gap = _span_boundary_gap(path, meta, record) if span_boundary_objective else None
         if gap:
             span_gaps.append(gap)
