@@ -44,10 +44,11 @@ from common import cli_options
 from data_gen.config import GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
+from data_gen.unreadable_input import check_unreadable_share
 from data_gen.create_pretraining_data import (USER_ERRORS, EmptyOutputError, format_account,
                                               make_account, why_empty)
 from common.file_utils import SIDECAR_SUFFIX
-from data_gen.metadata import build_metadata
+from data_gen.metadata import build_metadata, metadata_path
 from data_gen.parallel import ChunkJob, run_chunk
 from data_gen.shard_pieces import ShardTotals, piece_name
 from data_gen.tfrecord_writer import encode_framed
@@ -310,6 +311,13 @@ def run(config, beam_args):
         FileSystems.delete([temp_dir])
     account["seconds"] = round(time.time() - started, 3)
     account["mb_per_second"] = round(layout.total / 1e6 / max(account["seconds"], 1e-9), 4)
+    try:
+        check_unreadable_share(account, files, config.max_unreadable_share)
+    except CorpusError:
+        written = [path for output in output_paths for path in (output, metadata_path(output))
+                   if FileSystems.exists(path)]
+        FileSystems.delete(written)  # the loss was too large to keep what was made of the rest
+        raise
     if account["instances"] == 0:
         raise EmptyOutputError(why_empty(account, files))
     account["output_files"] = output_paths

@@ -75,9 +75,13 @@ class GenerationConfig:
                                         "documents together.")
     full_width_to_half: bool = option(False, "Map full-width ASCII variants (e.g. ＡＢＣ１２３，) "
                                       "to half-width.")
-    on_decode_error: str = option("error", "Lines that are not UTF-8: 'error' stops naming file "
-                                  "and byte offset; 'skip' skips and counts them.",
+    on_decode_error: str = option("error", "Lines that are not UTF-8: 'error' stops naming file, "
+                                  "line and (GB18030/Big5) the conversion; 'skip' drops and "
+                                  "counts them, up to --max_unreadable_share.",
                                   choices=DECODE_ERROR_POLICIES)
+    max_unreadable_share: float = option(0.01, "With --on_decode_error=skip, the run fails if "
+                                         "more than this share of its non-blank lines were "
+                                         "not UTF-8 (nothing is written).")
     max_sentences_per_document: int = option(2000, "A document is cut after this many sentences "
                                               "(files without blank lines).")
     chunk_bytes: int = option(DEFAULT_CHUNK_BYTES, "Input bytes per work unit (the seed unit; "
@@ -120,6 +124,8 @@ class GenerationConfig:
             (self.on_decode_error in DECODE_ERROR_POLICIES,
              f"--on_decode_error={self.on_decode_error!r}: choose one of "
              f"{', '.join(DECODE_ERROR_POLICIES)}"),
+            (0.0 <= self.max_unreadable_share <= 1.0,
+             f"--max_unreadable_share={self.max_unreadable_share}: must be in [0, 1]"),
             (self.max_seq_length >= 5, f"--max_seq_length={self.max_seq_length}: must be >= 5"),
             (self.max_predictions_per_seq >= 1,
              f"--max_predictions_per_seq={self.max_predictions_per_seq}: must be >= 1"),

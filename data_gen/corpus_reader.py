@@ -5,8 +5,9 @@ yielded as lists of sentences. Survives BOMs, CRLF, trailing blanks, runs of
 blank lines, empty files, files with no blank line at all (a document is cut
 every `max_sentences_per_document` sentences and continues as a new one) and
 very long lines (read in pieces of `max_line_bytes`). Bytes that are not UTF-8
-raise CorpusError naming file and byte offset, or with on_decode_error="skip"
-the line is skipped and counted.
+raise CorpusError naming file, line, byte offset and, for a GB18030 or Big5 file, the
+conversion (data_gen.unreadable_input); with on_decode_error="skip" the line is skipped
+and counted.
 """
 import collections
 import io
@@ -154,10 +155,9 @@ class CorpusReader:
             except UnicodeDecodeError as error:
                 bad_offset = offset + error.start
                 if self.on_decode_error == "error":
-                    raise CorpusError(
-                        f"{path}: byte offset {bad_offset}: invalid UTF-8 "
-                        f"(byte 0x{raw[error.start]:02x}: {error.reason}); convert the file "
-                        "to UTF-8 or pass --on_decode_error=skip to skip such lines.") from None
+                    from data_gen.unreadable_input import decode_error_message  # cycle
+                    raise CorpusError(decode_error_message(
+                        path, bad_offset, raw[error.start], error.reason)) from None
                 account.add("lines_skipped_invalid_utf8")
                 continue
             line = line.strip()

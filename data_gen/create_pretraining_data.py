@@ -20,6 +20,7 @@ from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
 from data_gen import vocab_gaps
 from data_gen.document_split import DocumentSplit
+from data_gen.unreadable_input import check_unreadable_share
 from common.file_utils import (BackgroundSync, input_size, make_parent_folder,
                                remove_all_temporaries)
 from data_gen.metadata import build_metadata, metadata_path, write_metadata
@@ -145,6 +146,7 @@ def _generate(config, output_paths, document_split, vocabulary, files, layout):
                                 time.monotonic() - profile.started, num_workers)
         account["masking"] = config.masking_recipe()
         account["input_file"] = config.input_file
+        check_unreadable_share(account, files, config.max_unreadable_share)
         if account["instances"] == 0:
             raise EmptyOutputError(why_empty(account, files, document_split))
         for writer in writers:

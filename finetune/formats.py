@@ -27,7 +27,7 @@ import json
 import re
 
 from common.cli_options import UserError
-from data_gen import lcqmc_format
+from data_gen import lcqmc_format, unreadable_input
 
 FORMATS = ("tsv", "csv", "jsonl", "lcqmc", "conll", "cluener")
 TEXT_FORMATS = ("tsv", "csv", "jsonl", "lcqmc")
@@ -67,6 +67,9 @@ class TaggedExample:
     tags: list = None        # CoNLL tags as written; None for CLUENER or unlabelled
     spans: list = None       # CLUENER [(type, start, end_exclusive)] sorted; None when unlabelled
     text: str = None         # CLUENER: the original text
+
+
+MAX_MALFORMED_SHARE = 0.01  # lcqmc lines dropped as malformed beyond which reading stops
 
 
 @dataclasses.dataclass
@@ -109,9 +112,9 @@ def _lines(path, account=None, keep_ends=False):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                raise DataFormatError(
-                    f"{path}:{number}: not UTF-8 ({error.reason} at byte {error.start} of the "
-                    "line); convert the file to UTF-8 (e.g. iconv -f GBK -t UTF-8)") from None
+                raise DataFormatError(f"{path}:{number}: not UTF-8 ({error.reason} at byte "
+                                      f"{error.start} of the line); "
+                                      f"{unreadable_input.advice(path)}") from None
             if number == 1 and text.startswith(_BOM):
                 text = text[1:]
                 if account is not None:
@@ -200,7 +203,7 @@ def _finish(examples, account, log_fn):
 
 
 def read_text_examples(path, task, format=None, text_fields=None, label_field=None,
-                       require_labels=True, log_fn=print):
+                       require_labels=True, log_fn=print, max_malformed_share=None):
     """Reads a classification or pair file. Returns ([TextExample], ReadAccount).
 
     format: one of TEXT_FORMATS, None = detect_format. text_fields: the column
@@ -221,7 +224,9 @@ def read_text_examples(path, task, format=None, text_fields=None, label_field=No
                 f"{path}: --text_fields / --label_field do not apply to the lcqmc format (fixed "
                 "columns text_a<TAB>text_b<TAB>label[<TAB>condition]); drop them, or give the "
                 "file a header line and read it with --input_format tsv")
-        return _finish(_read_lcqmc(path, account, log_fn), account, log_fn)
+        if max_malformed_share is None:
+            max_malformed_share = MAX_MALFORMED_SHARE
+        return _finish(_read_lcqmc(path, account, log_fn, max_malformed_share), account, log_fn)
     if format == "jsonl":
         fields, reader = fields or _JSON_TEXTS[task], _read_jsonl
     else:
@@ -369,7 +374,7 @@ def _json_scalar(path, line, name, value):
                           f"{json.dumps(value, ensure_ascii=False)[:60]}; fix the line")
 
 
-def _read_lcqmc(path, account, log_fn):
+def _read_lcqmc(path, account, log_fn, max_malformed_share):
     with open(path, "rb") as reader:
         if reader.read(3) == _BOM.encode("utf-8"):
             account.note("bom")
@@ -382,6 +387,14 @@ def _read_lcqmc(path, account, log_fn):
     account.read = len(pairs) + len(report.malformed)
     if report.malformed:
         account.drop("malformed", len(report.malformed))
+        share = len(report.malformed) / account.read
+        if share > max_malformed_share:
+            line, reason = report.malformed[0]
+            raise DataFormatError(
+                f"{path}: {len(report.malformed)} of {account.read} lines ({share:.1%}) are "
+                f"malformed, more than --max_malformed_share={max_malformed_share}; the first "
+                f"is line {line}: {reason}. Fix the file (or raise --max_malformed_share to "
+                "drop them)")
     for key, count in (("header_lines", int(report.header_skipped)),
                        ("blank_lines", report.blank_lines)):
         if count:

@@ -36,7 +36,7 @@ from common import cli_options, model_limits
 from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
 from finetune import features as records
-from finetune import metrics, tasks, vocab_files
+from finetune import formats, metrics, tasks, vocab_files
 from finetune.best_checkpoint import DevEvaluationListener
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
@@ -75,6 +75,9 @@ class FinetuneSettings:
     tag_scheme: str = option("", "NER: BIO|IOB2|BIOES|BMES (default: detected from train).")
     allow_unseen_labels: bool = option(False, "Score dev/test labels that training never saw "
                                               "as errors instead of stopping.")
+    max_malformed_share: float = option(formats.MAX_MALFORMED_SHARE, "LCQMC-format files: stop if more than this "
+                                              "share of lines are malformed (they are dropped "
+                                              "and counted below it).")
     selection_metric: str = option("", "Dev metric that picks the best checkpoint (default: "
                                        "accuracy; f1 for ner).")
     vocab_file: str = option(None, "Vocab; default: the vocab.txt beside --init_checkpoint.")

@@ -176,7 +176,7 @@ def test_awkward_input_files_give_the_stated_account(setup):
     (inputs / "ctrl.txt").write_text("\x07\x01\n\n" + util.SENTENCES[7] + " 😀  \n", "utf-8")
     (inputs / "bad.txt").write_bytes(b"\xff\xfe\n" + util.SENTENCES[8].encode("utf-8"))
     config = _config(tmp_path, vocab, f"{inputs}/*.txt", on_decode_error="skip",
-                     max_sentences_per_document=4)
+                     max_sentences_per_document=4, max_unreadable_share=0.2)  # 1 of 10 lines
     account = run(config)
     assert account["files"] == 4 and account["empty_files"] == 1
     assert account["files_with_bom"] == 1 and account["lines_skipped_invalid_utf8"] == 1
@@ -186,7 +186,7 @@ def test_awkward_input_files_give_the_stated_account(setup):
     assert account["sentences"] == 6 + 2 + 1 and account["instances"] > 0
 
     failing = _config(tmp_path, vocab, f"{inputs}/*.txt", output_file=str(tmp_path / "x.rec"))
-    with pytest.raises(CorpusError, match=r"bad.txt: byte offset 0: invalid UTF-8"):
+    with pytest.raises(CorpusError, match=r"bad.txt: line 1 \(byte offset 0\): invalid UTF-8"):
         run(failing)
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["corpus.txt", "inputs", "out.tfrecord", "out.tfrecord.meta.json", "vocab.txt"])

@@ -44,7 +44,7 @@ def test_non_utf8_names_file_and_byte_offset(tmp_path):
     with pytest.raises(CorpusError) as error:
         _read([path])
     message = str(error.value)
-    assert str(path) in message and "byte offset 7" in message  # 4 bytes + "ok " = 7
+    assert str(path) in message and "line 2 (byte offset 7)" in message  # 4 bytes + "ok "
     assert "--on_decode_error=skip" in message
 
 

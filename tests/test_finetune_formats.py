@@ -277,7 +277,8 @@ def test_lcqmc_keeps_its_reader_rules_and_counts(tmp_path):
     # with its header line it reads as tsv unless told (LCQMC files have none)
     assert formats.detect_format(path, "pair") == "tsv"
     examples, account = formats.read_text_examples(path, "pair", format="lcqmc",
-                                                   log_fn=messages.append)
+                                                   log_fn=messages.append,
+                                                   max_malformed_share=0.5)  # 2 of 4 rows
     assert [(e.line, e.texts, e.label, e.condition) for e in examples] == [
         (2, ("我想买手机", "买手机"), "1", None), (5, ("卡丢了", "怎么办"), "0", "2")]
     assert (account.read, account.used, account.dropped) == (4, 2, {"malformed": 2})

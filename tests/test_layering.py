@@ -23,7 +23,7 @@ ALLOWED = {
                  "data_gen.tfrecord_scan", "data_gen.tokenization", "data_gen.vocab_gaps"},
     "finetune": {"finetune", "pretrain", "common", "data_gen.tokenization",
                  "data_gen.spm_tokenization", "data_gen.lcqmc_format",
-                 "data_gen.record_schema"},
+                 "data_gen.unreadable_input", "data_gen.record_schema"},
 }
 
 # pretrain's rooms: which of pretrain's modules each may import (its own room always).

@@ -147,7 +147,8 @@ class ClassificationTask(Task):
         examples, account = formats.read_text_examples(
             path, self.name, format=options.get("input_format") or None,
             text_fields=text_fields, label_field=options.get("label_field") or None,
-            require_labels=require_labels, log_fn=log_fn)
+            require_labels=require_labels, log_fn=log_fn,
+            max_malformed_share=options.get("max_malformed_share"))
         return examples, account
 
     def label_list(self, train_examples, options, path=None):
