@@ -220,7 +220,9 @@ def _footnotes(comparison, rows):
     notes = []
     if len(seeds) > 1:
         notes.append(f"Metrics in %: mean ± sample standard deviation over the {len(seeds)} "
-                     f"seeds ({seed_list}); the same seeds were used for every run.")
+                     f"seeds ({seed_list}) of each seed's best-on-dev checkpoint; the same "
+                     "seeds were used for every run. (The dev curve's legend gives the peak of "
+                     "the mean curve instead, which is never above the dev mean here.)")
     else:
         notes.append(f"Metrics in %: one seed ({seed_list}), so no standard deviation; the "
                      "same seed was used for every run.")

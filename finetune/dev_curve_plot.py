@@ -9,7 +9,8 @@
 
 One line per starting point: the mean over its seeds at the steps every seed
 reached, with a shaded band from the lowest to the highest seed (no band for
-one seed); the legend gives its best mean and that step. x = fine-tuning step,
+one seed); the legend gives the peak of the mean curve and its step (one seed:
+its best), not the table's mean of each seed's best. x = fine-tuning step,
 y = dev metric in %. matplotlib is optional (the `plots` extra): without it
 `write_dev_curve` raises `PlotUnavailable`, whose message is the one line
 that says why there is no picture, and writes nothing.
@@ -59,13 +60,17 @@ def _legend_font(labels):
     return font_manager.FontProperties(family=["DejaVu Sans"] + fallbacks)
 
 
-def legend_label(label, steps, values):
-    """'NAME (best 61.40 at step 2000)' as best-on-dev selection chooses: the first step wins
-    a tie, and step 0 (before training) is a candidate only when it is the only step."""
+def legend_label(label, steps, values, num_seeds=1):
+    """'NAME (best 61.40 at step 2000)' for one seed, 'NAME (mean curve peaks at 61.40, step
+    2000)' for several (not the table's mean of each seed's best), as best-on-dev selection
+    chooses: the first step wins a tie, and step 0 (before training) is a candidate only
+    when it is the only step."""
     candidates = [i for i in range(len(values)) if steps[i] > 0] or list(range(len(values)))
     if not candidates:
         return label
     best = max(candidates, key=lambda i: (values[i], -steps[i]))
+    if num_seeds > 1:
+        return f"{label} (mean curve peaks at {100 * values[best]:.2f}, step {steps[best]})"
     return f"{label} (best {100 * values[best]:.2f} at step {steps[best]})"
 
 
@@ -105,7 +110,8 @@ def make_figure(series, metric_name="accuracy"):
         marker, line_style = LINE_STYLES[index % len(LINE_STYLES)]
         (line,) = axes.plot(shared_steps, [100.0 * v for v in means], marker=marker,
                             linestyle=line_style, linewidth=1.8, markersize=5,
-                            label=legend_label(label, shared_steps, means))
+                            label=legend_label(label, shared_steps, means,
+                                               len(values_per_seed)))
         if len(values_per_seed) > 1 and shared_steps:
             any_band = True
             axes.fill_between(shared_steps, [100.0 * v for v in lows],

@@ -86,6 +86,9 @@ def test_footnotes_say_what_the_numbers_are():
     markdown = comparison_report.render_markdown(make_comparison())
     assert "sample standard deviation over the 3 seeds (1, 2, 3)" in markdown
     assert "the same seeds were used for every run" in markdown
+    # the table's mean of each seed's best is told apart from the curve legend's peak
+    assert "of each seed's best-on-dev checkpoint" in markdown
+    assert "legend gives the peak of the mean curve instead" in markdown
     assert "on the test split" in markdown and METHOD in markdown
     assert "Settings: learning_rate=5e-05, train_batch_size=32, max_seq_length=128." in markdown
     assert markdown.rstrip().endswith("mean and range over seeds: dev_curve.png.")

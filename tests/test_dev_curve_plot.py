@@ -90,7 +90,7 @@ def test_mean_line_and_min_max_band_over_seeds_at_the_shared_steps():
     assert axes.get_ylabel() == "dev macro_f1 (%)"
     assert "band: min to max" in axes.get_title()
     assert [t.get_text() for t in axes.get_legend().get_texts()] == [
-        "after pretraining (best 67.00 at step 200)"]
+        "after pretraining (mean curve peaks at 67.00, step 200)"]
 
 
 @needs_matplotlib
@@ -98,7 +98,7 @@ def test_tie_goes_to_the_first_step_and_bad_lengths_are_refused():
     figure = dev_curve_plot.make_figure([("run", [0, 10, 20], [[0.6, 0.7, 0.7], [0.6, 0.5, 0.5]])])
     legend = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
     # means 60, 60, 60: step 0 (before training) is never the best, the first trained step is
-    assert legend == ["run (best 60.00 at step 10)"]
+    assert legend == ["run (mean curve peaks at 60.00, step 10)"]
     assert dev_curve_plot.legend_label("run", [0], [0.6]) == "run (best 60.00 at step 0)"
     with pytest.raises(ValueError, match="4 values for 3 steps"):
         dev_curve_plot.make_figure([("run", [0, 10, 20], [[0.5] * 4])])
