@@ -174,6 +174,7 @@ def run_main(options_class, function, argv=None, expected=(), positional=None,
 
     def _main(arguments):
         logging.set_verbosity(logging.INFO)
+        _one_line_per_log_record()
         try:
             if pass_other_args:
                 function(options_from_flags(options_class), arguments[1:])
@@ -195,6 +196,17 @@ def run_main(options_class, function, argv=None, expected=(), positional=None,
             sys.exit(EXIT_USER_ERROR)
 
     run_app(_main, argv, known_only=pass_other_args)
+
+
+def _one_line_per_log_record():
+    """TensorFlow imported before absl's handler was on the root logger gave its logger a
+    handler of its own, so every record printed twice (`INFO:tensorflow:...` and absl's
+    `I1127 ...`); absl's line, with its time and source, is the one kept."""
+    import logging as python_logging  # pylint: disable=import-outside-toplevel
+    tf_logger = python_logging.Logger.manager.loggerDict.get("tensorflow")
+    if isinstance(tf_logger, python_logging.Logger) and python_logging.getLogger().handlers:
+        for handler in list(tf_logger.handlers):
+            tf_logger.removeHandler(handler)
 
 
 def run_app(main_function, argv=None, known_only=False):

@@ -146,6 +146,9 @@ def test_sigkill_then_rerun_resumes_step_and_optimizer_state_but_restarts_input(
     rerun_stderr = rerun_log.read_text(encoding="utf-8")
     assert rerun_code == 0, rerun_stderr[-3000:]
     assert re.search(rf"Restoring parameters from \S*model\.ckpt-{resume_step}\b", rerun_stderr)
+    # each log record printed once: absl's line, not also TensorFlow's `INFO:tensorflow:` copy
+    assert len(re.findall(r"Restoring parameters from", rerun_stderr)) == 1
+    assert not [line for line in rerun_stderr.splitlines() if line.startswith("INFO:tensorflow:")]
     trained_steps = [int(s) for s in re.findall(r"\] step (\d+): loss=", rerun_stderr)]
     assert trained_steps == list(range(resume_step, total))
     assert _global_step(tf.train.latest_checkpoint(str(killed_dir))) == total
