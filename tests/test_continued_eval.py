@@ -36,9 +36,16 @@ def _continue(data, out, **kw):
         "num_train_steps": 20, "max_eval_steps": 2, **kw}))
 
 
-def test_the_start_is_scored_on_the_same_batches_beside_the_end(data, tmp_path):
+def test_the_start_is_scored_on_the_same_batches_beside_the_end(data, tmp_path, capsys):
     result = _continue(data, tmp_path / "continued",
                        extra_eval_input_file=[f"other={data['other']}"])
+    printed = capsys.readouterr().out
+    # one loading table per graph that loads the start, labelled with what it is for; the
+    # evals of the trained checkpoint restore it and print no table
+    assert printed.count("Initial weights for training:\nCheckpoint ") == 1
+    assert printed.count("Weights evaluated (the starting checkpoint, nothing trained yet):"
+                         "\nCheckpoint ") == 2  # the held-out eval and `other`
+    assert printed.count("\nCheckpoint ") == 3
     values = result["eval_results"]
     for prefix in ("", "other/"):
         for metric in ("masked_lm_loss", "masked_lm_accuracy", "masked_lm_loss_squared",

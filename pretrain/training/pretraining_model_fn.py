@@ -25,18 +25,20 @@ def pretraining_losses(bert_config, features, is_training, use_sentence_head,
                      span_boundary_objective=span_boundary_objective)
 
 
-def _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights=False):
+def _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights=False,
+                          heading="Initial weights"):
     """Weights only, through the name/shape-checked loader (shape mismatches stop the
     run unless `ignore_invalid_weights`, which keeps those variables' initial values).
 
-    Its table is printed by the first replica only (model_fn runs once per
-    replica under MirroredStrategy).
+    Its table, under `heading`, is printed by the first replica only (model_fn runs
+    once per replica under MirroredStrategy).
     """
     tvars = tf.trainable_variables()
     context = tf.distribute.get_replica_context()
     replica_id = (tf.get_static_value(context.replica_id_in_sync_group)
                   if context is not None else None)
-    log_fn = print if replica_id in (None, 0) else None
+    log_fn = ((lambda table: print(f"{heading}:\n{table}")) if replica_id in (None, 0)
+              else None)
 
     def load():
         checkpoint_loading.init_from_checkpoint(init_checkpoint, tvars=tvars, log_fn=log_fn,
@@ -238,8 +240,18 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                                      use_one_hot_embeddings or use_tpu, compute_type,
                                      span_boundary_objective=span_boundary_objective)
         scaffold_fn = None
-        if init_checkpoint:
-            scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights)
+        restored = (tf.train.latest_checkpoint(config.model_dir)
+                    if config is not None and config.model_dir else None)
+        if init_checkpoint and restored:
+            # The Estimator restores every variable from model_dir's checkpoint: the
+            # --init_checkpoint would not be what this graph runs with.
+            logging.info("%s graph: weights restored from %s (--init_checkpoint is not loaded)",
+                         "training" if is_training else "eval", restored)
+        elif init_checkpoint:
+            heading = ("Initial weights for training" if is_training else
+                       "Weights evaluated (the starting checkpoint, nothing trained yet)")
+            scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights,
+                                                heading)
 
         if mode == tf.estimator.ModeKeys.TRAIN:
             if config is not None:  # resuming from a checkpoint with the old slot names
