@@ -30,6 +30,7 @@ import json
 import os
 import re
 import sys
+import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -38,6 +39,7 @@ from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import write_json_atomically, write_text_atomically
 from finetune import comparison_report, dev_curve_plot, metrics, run_finetune, statistics, tasks
+from finetune.progress import format_duration
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
@@ -186,11 +188,14 @@ def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn):
     """{(run index, seed): (run_dir, results)}."""
     cache_dir = common.get("cache_dir") or os.path.join(out_dir, "feature_cache")
     done = {}
+    total = sum(len(seeds) for plan in plans if plan["same_as"] is None)
+    clock = _RunClock(total)
     for index, plan in enumerate(plans):
         for seed in seeds:
             if plan["same_as"] is not None:
                 done[index, seed] = done[plan["same_as"], seed]
                 continue
+            position = clock.next()
             run_dir = os.path.join(plan["run_dir"], f"seed{seed}")
             settings = dict(common, random_seed=seed, init_checkpoint=plan["init_checkpoint"],
                             bert_config_file=plan["bert_config_file"],
@@ -199,16 +204,46 @@ def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn):
                             cache_dir=cache_dir, overwrite_output_dir=True)
             previous = None if rerun else reusable(run_dir, plan, settings)
             if previous is not None:
-                log_fn(f"== {plan['label']}, seed {seed}: collecting the finished run in {run_dir}")
+                log_fn(f"== {position}{plan['label']}, seed {seed}: collecting the finished run "
+                       f"in {run_dir}")
                 done[index, seed] = (run_dir, previous)
+                clock.skipped()
                 continue
             if collect_only:
                 raise UserError(f"run {plan['label']!r}, seed {seed}: no finished run with these "
                                 f"settings in {run_dir} (drop --collect_only to train it)")
-            log_fn(f"== {plan['label']}, seed {seed}: fine-tuning from "
+            log_fn(f"== {position}{plan['label']}, seed {seed}: fine-tuning from "
                    f"{plan['init_checkpoint'] or 'random initialisation'} into {run_dir}")
             done[index, seed] = (run_dir, run_finetune.run(settings, log_fn=log_fn))
+            clock.trained()
     return done
+
+
+class _RunClock:
+    """'run k of n' and, once a run has trained, the ETA of the whole comparison (mean time
+    of the runs trained so far × the runs left; reused runs take no time)."""
+
+    def __init__(self, total):
+        self.total, self.position, self.left = total, 0, total
+        self.trained_seconds, self.trained_runs = 0.0, 0
+        self._started = None
+
+    def next(self):
+        self.position += 1
+        self._started = time.monotonic()
+        eta = ""
+        if self.trained_runs:
+            seconds = self.trained_seconds / self.trained_runs * self.left
+            eta = f", about {format_duration(seconds)} left in all"
+        return f"run {self.position} of {self.total}{eta}: "
+
+    def skipped(self):
+        self.left -= 1
+
+    def trained(self):
+        self.left -= 1
+        self.trained_runs += 1
+        self.trained_seconds += time.monotonic() - self._started
 
 
 def _read_predictions(path):

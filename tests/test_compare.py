@@ -6,6 +6,7 @@ Tolerances: accuracies and their differences are float64 ratios of counts, so
 pytest.approx's default (relative 1e-6) is far above their rounding and below 1/N."""
 import importlib.util
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -98,6 +99,11 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
     comparison = compare.compare(specs, common, str(out), seeds=[3], bootstrap_samples=200,
                                  log_fn=printed.append)
     random_init, solved = comparison["runs"]
+    starts = [m for m in printed if m.startswith("== run ")]
+    assert starts[0].startswith("== run 1 of 2: random init, seed 3: fine-tuning from")
+    # the second knows how long the first took: an ETA for the whole comparison
+    assert re.match(r"== run 2 of 2, about (\d+m\d\ds|\d+s) left in all: solved, seed 3: ",
+                    starts[1])
     # The random-init run borrows the checkpoint's architecture, not --bert_config_file.
     assert [run["bert_config_file"] for run in comparison["runs"]] == [
         f"{checkpoint_dir}/bert_config.json"] * 2
