@@ -12,10 +12,10 @@ any training, is scored for the curve but is never the best: its head is
 random, and a dev score that luck puts above the trained checkpoints' would
 report a model that was never fine-tuned. The best checkpoint of the trained
 steps (highest `selection_metric`; the earliest step wins a tie) is copied to
-`<model_dir>/best/` with its own `checkpoint` index file, a `best.json` and
-the files that describe the model (config, vocab, task), so
-`keep_checkpoint_max` can stay small, the test set is scored with the best
-weights, not the last ones, and best/ is a model directory by itself.
+`<model_dir>/best/`, weights only (no optimizer slots), with its own `checkpoint`
+state file, a `best.json` and the files that describe the model (config, vocab,
+task), so `keep_checkpoint_max` can stay small, the test set is scored with the
+best weights, not the last ones, and best/ is a model directory by itself.
 """
 import glob
 import json
@@ -25,27 +25,44 @@ import time
 
 import tensorflow.compat.v1 as tf
 
+from pretrain.checkpoints import checkpoint_io, checkpoint_loading
+
 BEST_DIR_NAME = "best"
 
 
-def copy_checkpoint(checkpoint_prefix, target_dir):
-    """Copies `prefix.*` (index, data shards) into an emptied target_dir.
-
-    Returns the new prefix. Writes a `checkpoint` index file so that
-    `tf.train.latest_checkpoint(target_dir)` finds it.
-    """
-    files = glob.glob(checkpoint_prefix + ".*")
-    if not any(f.endswith(".index") for f in files):
+def copy_weights(checkpoint_prefix, target_dir):
+    """Writes the weights of `checkpoint_prefix` (and global_step, which the Estimator's
+    predict graph restores) into an emptied target_dir, without optimizer slots: a third
+    of the size for Adam. Returns the new prefix; target_dir's `checkpoint` state file
+    names it, so `tf.train.latest_checkpoint(target_dir)` finds it."""
+    if not os.path.exists(checkpoint_prefix + ".index"):
         raise FileNotFoundError(f"checkpoint {checkpoint_prefix} has no .index file to copy")
+    reader = tf.train.load_checkpoint(checkpoint_prefix)
+    names = [name for name in reader.get_variable_to_shape_map()
+             if name == "global_step" or not checkpoint_loading.is_training_state(name)]
     if os.path.isdir(target_dir):
         shutil.rmtree(target_dir)
-    os.makedirs(target_dir)
-    for path in files:
-        shutil.copy2(path, target_dir)
-    name = os.path.basename(checkpoint_prefix)
-    with open(os.path.join(target_dir, "checkpoint"), "w", encoding="utf-8") as f:
-        f.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')
-    return os.path.join(target_dir, name)
+    prefix = os.path.join(target_dir, os.path.basename(checkpoint_prefix))
+    return checkpoint_io.write_checkpoint({name: reader.get_tensor(name) for name in names},
+                                          prefix, write_state=True)
+
+
+def remove_training_checkpoints(model_dir):
+    """Deletes model_dir's model.ckpt-* files and its `checkpoint` state file (best/ stays):
+    a finished run is read from results.json and best/. Returns the bytes freed."""
+    freed = 0
+    for path in glob.glob(os.path.join(model_dir, "model.ckpt-*")) + [
+            os.path.join(model_dir, "checkpoint")]:
+        if os.path.isfile(path):
+            freed += os.path.getsize(path)
+            os.remove(path)
+    return freed
+
+
+def disk_bytes(folder):
+    """Total size of the files under `folder`."""
+    return sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(folder) for name in names)
 
 
 class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
@@ -83,7 +100,7 @@ class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
         self.curve.append(point)
         improved = step > 0 and (self.best is None or point[self._metric] > self.best[self._metric])
         if improved:
-            best_prefix = copy_checkpoint(checkpoint, self._best_dir)
+            best_prefix = copy_weights(checkpoint, self._best_dir)
             for path in self._extra_best_files:
                 if os.path.isfile(path):
                     shutil.copy2(path, self._best_dir)

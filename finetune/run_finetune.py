@@ -37,7 +37,8 @@ from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
 from finetune import features as records
 from finetune import formats, metrics, tasks, vocab_files
-from finetune.best_checkpoint import DevEvaluationListener
+from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
+                                      remove_training_checkpoints)
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
@@ -102,7 +103,11 @@ class FinetuneSettings:
     ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)
                            + ".")
-    keep_checkpoint_max: int = option(2, "Recent checkpoints kept (best/ is separate).")
+    keep_checkpoint_max: int = option(2, "Recent checkpoints kept during training (best/ is "
+                                         "separate).")
+    keep_checkpoints: bool = option(False, "Keep the training checkpoints (with optimizer "
+                                           "slots) after the run; by default only best/, "
+                                           "weights only, stays.")
     log_every_n_steps: int = option(100, "Loss logging interval.")
 
 
@@ -422,6 +427,10 @@ def run(settings, log_fn=print):
     for split, scores in (("dev", dev_scores), ("test", test_scores)):
         for name, value in _scalar_metrics(scores).items():
             results[f"{split}_{name}"] = value  # flat keys: dev_accuracy, test_f1, ...
+    freed = 0 if settings["keep_checkpoints"] else remove_training_checkpoints(output_dir)
+    results["disk"] = {"output_dir_bytes": disk_bytes(output_dir),
+                       "best_bytes": disk_bytes(os.path.dirname(best)),
+                       "training_checkpoints_removed_bytes": freed}
     write_text_atomically(os.path.join(output_dir, "eval_results.txt"),
                           eval_results_lines(results))
     write_json_atomically(os.path.join(output_dir, "results.json"), results)
@@ -430,7 +439,11 @@ def run(settings, log_fn=print):
     log_fn(f"best dev {selection_metric} {listener.best[selection_metric]:.4f} at step "
            f"{results['best_step']} of {num_train_steps}; {shown} "
            f"({results['wall_time_seconds']:.0f} s); results in "
-           f"{os.path.join(output_dir, 'results.json')}")
+           f"{os.path.join(output_dir, 'results.json')}; disk: "
+           f"{results['disk']['output_dir_bytes'] / 1e6:.1f} MB (best/ "
+           f"{results['disk']['best_bytes'] / 1e6:.1f} MB"
+           + (f", {freed / 1e6:.1f} MB of training checkpoints removed: --keep_checkpoints "
+              "keeps them)" if freed else ")"))
     return results
 
 

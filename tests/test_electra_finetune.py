@@ -38,7 +38,7 @@ def electra_checkpoint(model, tmp_path_factory):  # noqa: F811
 
 def finetune_from(checkpoint, out, **settings):
     messages = []
-    results = run_finetune.run(dict(COMMON, output_dir=str(out),
+    results = run_finetune.run(dict(COMMON, output_dir=str(out), keep_checkpoints=True,
                                     init_checkpoint=str(checkpoint["dir"]), **settings),
                                log_fn=messages.append)
     return results, "\n".join(messages)

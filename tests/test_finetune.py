@@ -5,11 +5,13 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 from finetune import run_lcqmc
 from finetune.best_checkpoint import DevEvaluationListener
+from pretrain.checkpoints import checkpoint_io
 from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError
 from finetune_helpers import (fast_settings, probabilities_sum_tolerance, read_jsonl,
                               trained_run, write_task)
@@ -51,6 +53,20 @@ def test_best_step_is_the_curve_maximum_and_best_dir_holds_it(trained):
     reader = tf.train.load_checkpoint(str(best_dir))
     assert reader.get_tensor("global_step") == results["best_step"]
     assert reader.get_variable_to_shape_map()["classifier/output_weights"] == [2, 32]
+    assert not [name for name in reader.get_variable_to_shape_map() if "adam" in name]
+
+
+def test_a_finished_run_keeps_best_only_and_says_how_much_disk_it_used(trained):
+    _, run_dir, results, messages = trained
+    assert not list(run_dir.glob("model.ckpt-*")) and not (run_dir / "checkpoint").exists()
+    disk = results["disk"]
+    assert disk["training_checkpoints_removed_bytes"] > 2 * disk["best_bytes"] > 0
+    on_disk = sum(path.stat().st_size for path in run_dir.rglob("*") if path.is_file())
+    written_after = sum((run_dir / name).stat().st_size
+                        for name in ("results.json", "eval_results.txt"))
+    assert disk["output_dir_bytes"] == on_disk - written_after
+    assert f"disk: {disk['output_dir_bytes'] / 1e6:.1f} MB (best/ " in messages[-1]
+    assert "--keep_checkpoints keeps them" in messages[-1]
 
 
 def test_results_files_hold_the_printed_numbers(trained):
@@ -123,9 +139,11 @@ class ScriptedEstimator:
 
 def scripted_listener(tmp_path, scores, metric, messages, extra=()):
     """A listener whose evaluate_fn returns scores[step] and records what it scored."""
-    for step in scores:
-        for suffix in ("index", "data-00000-of-00001", "meta"):
-            (tmp_path / f"model.ckpt-{step}.{suffix}").write_text(f"{step}")
+    for step in scores:  # a weight, its Adam slots and the step, as training saves them
+        checkpoint_io.write_checkpoint(
+            {"w": np.full([2], step, np.float32), "w/adam_m": np.ones([2], np.float32),
+             "w/adam_v": np.ones([2], np.float32), "global_step": np.int64(step)},
+            str(tmp_path / f"model.ckpt-{step}"))
     evaluated = []
 
     def evaluate(checkpoint):
@@ -154,8 +172,11 @@ def test_listener_keeps_the_first_best_checkpoint(tmp_path):
     assert listener.best["step"] == 100  # a later tie does not replace it
     best_files = sorted(os.listdir(tmp_path / "best"))
     assert best_files == ["best.json", "checkpoint", "model.ckpt-100.data-00000-of-00001",
-                          "model.ckpt-100.index", "model.ckpt-100.meta", "task.json"]
-    assert (tmp_path / "best" / "model.ckpt-100.index").read_text() == "100"
+                          "model.ckpt-100.index", "task.json"]
+    # best/ holds step 100's weights and step, not the optimizer's slots
+    best = checkpoint_io.read_checkpoint(str(tmp_path / "best" / "model.ckpt-100"))
+    assert sorted(best) == ["global_step", "w"] and best["global_step"] == 100
+    np.testing.assert_array_equal(best["w"], [100, 100])
     assert json.loads((tmp_path / "best" / "best.json").read_text()) == dict(
         listener.curve[1], checkpoint=str(tmp_path / "best" / "model.ckpt-100"))
     assert messages[1] == "step 100: dev accuracy 0.8000, loss 0.2000  (new best, copied to best/)"

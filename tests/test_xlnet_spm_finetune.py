@@ -64,8 +64,8 @@ def spm_checkpoint(tmp_path_factory):
 
 
 def _settings(checkpoint, out, **settings):
-    return dict(COMMON, max_seq_length=SEQ, output_dir=str(out),
-                init_checkpoint=str(checkpoint["dir"]), **settings)
+    return dict(COMMON, max_seq_length=SEQ, output_dir=str(out), keep_checkpoints=True,
+                init_checkpoint=str(checkpoint["dir"]), **settings)  # step 0's is read
 
 
 def _records(out, split):

@@ -63,6 +63,13 @@ _TRAINING_STATE = re.compile(
     r"ExponentialMovingAverage)$")
 
 
+
+def is_training_state(name):
+    """True for a checkpoint tensor that is optimizer or step state (Adam/LAMB slots,
+    global_step, loss scaling), not a model weight."""
+    return bool(_TRAINING_STATE.search(name))
+
+
 ScopeMapping = collections.namedtuple("ScopeMapping",
                                       ["model_scope", "checkpoint_scope", "description"])
 ScopeMapping.__doc__ = """A model variable `<model_scope>/REST` reads `<checkpoint_scope>/REST`
