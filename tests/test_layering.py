@@ -36,7 +36,7 @@ ROOMS = {
 }
 # Directly in pretrain/ (besides the kept `python -m` paths): the package's setup and the
 # training CLI, which sits on top of the rooms.
-PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining"}
+PRETRAIN_ROOT = {"__init__", "cpu_kernels", "moved_modules", "run_pretraining"}
 
 
 def _project_imports(path):
