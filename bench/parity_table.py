@@ -1,4 +1,4 @@
-"""The README's parity tables from bench/finetune_parity.py's JSON lines.
+"""The parity tables of docs/experiments.md, from bench/finetune_parity.py's JSON lines.
 
     python bench/parity_table.py runs/finetune_parity/*.jsonl
 

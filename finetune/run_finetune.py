@@ -50,7 +50,7 @@ from pretrain.training import strategy as strategies
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker")
 SPLITS = ("train", "dev", "test")
 DATA_EXTENSIONS = (".txt", ".tsv", ".csv", ".json", ".jsonl")
-# Why a run collapses, most likely first (bench/finetune_parity.py and the README's
+# Why a run collapses, most likely first (bench/finetune_parity.py and docs/experiments.md,
 # "Fine-tuning parity with transformers").
 COLLAPSE_ADVICE = (
     "its scores are not a result. Check that the starting checkpoint left the unigram "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One row of the README's reference experiment, end to end: pretraining data
+# One row of the reference experiment (README, docs/experiments.md), end to end: pretraining data
 # from LCQMC train text (RUNS/docs.txt, or RUNS/docs_sentences.txt for albert;
 # RUNS/RECIPE/data/), pretraining
 # (RUNS/RECIPE/pretrain/), then one finetune.compare of LCQMC fine-tuning from
@@ -54,14 +54,14 @@ FINETUNE_NOT_LEARNED="${FINETUNE_NOT_LEARNED:-0}"
 # The pretraining defaults of a recipe, as DEFAULT_<setting> (an environment value wins).
 recipe_defaults() {
   # BERT recipes: AdamW with Adam's bias correction. Without it, the RoBERTa row at seed 1
-  # stayed on the unigram plateau (README, "Learning rates on short schedules").
+  # stayed on the unigram plateau (docs/experiments.md, "Learning rates on short schedules").
   DEFAULT_PRETRAIN_OPTIMIZER=adamw
   DEFAULT_PRETRAIN_LEARNING_RATE=5e-4
   DEFAULT_PRETRAIN_BIAS_CORRECTION=1
   DEFAULT_PRETRAIN_WARMUP_STEPS=100
   case "$1" in
     albert)  # ALBERT's own: LAMB at google-research/albert's rate. With AdamW 5e-4 the
-      # ALBERT row stayed on the unigram plateau (README, "Why the ALBERT row sat on the plateau").
+      # ALBERT row stayed on the unigram plateau (docs/experiments.md, "Why the ALBERT row sat on the plateau").
       DEFAULT_PRETRAIN_OPTIMIZER=lamb
       DEFAULT_PRETRAIN_LEARNING_RATE=0.00176
       DEFAULT_PRETRAIN_BIAS_CORRECTION=0
@@ -91,7 +91,7 @@ usage() {
   cat <<EOF
 Usage: bash scripts/lcqmc_experiment.sh [--dry_run] RECIPE
 
-Runs one row of the reference experiment (README, "Did pretraining help?"):
+Runs one row of the reference experiment (docs/experiments.md):
   1. LCQMC train text as documents           RUNS/docs.txt (a paraphrase pair is one document);
      albert: RUNS/docs_sentences.txt (every question alone: two paraphrases have no order
      for sentence-order prediction to learn)

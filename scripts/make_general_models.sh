@@ -28,8 +28,8 @@ usage() {
   cat <<EOF
 Usage: bash scripts/make_general_models.sh [--dry_run]
 
-Makes the general models the continued-pretraining experiment starts from (README, "Continued
-pretraining, measured"), one per MODELS entry:
+Makes the general models the continued-pretraining experiment starts from (docs/experiments.md,
+"Continued pretraining, measured"), one per MODELS entry:
   bert    configs/lcqmc_small_bert.json (L4 H256), RoBERTa data: whole-word masking, AdamW 5e-4
   albert  configs/lcqmc_small_albert.json (the same width and depth, shared layers), ALBERT
           data: sentence-order prediction + n-gram masking, LAMB at 0.00176

@@ -81,3 +81,33 @@ def test_kept_module_paths_print_the_usage_of_the_moved_tool(help_outputs, kept)
     path = REPO_ROOT.joinpath(*KEPT_MODULES[kept].split(".")).with_suffix(".py")
     usage = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))).splitlines()[0]
     assert usage in help_outputs[f"python -m {kept}"][2]
+
+
+def readme_commands():
+    """[(module, [flag names])] of every `python -m MODULE --flag ...` in README.md's code
+    blocks (continuation lines joined; `--noX` counts as X)."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #", 1)[0]
+            for match in re.finditer(r"python -m ([\w.]+)((?:\s+--[\w]+(?:=\S*)?)*)", line):
+                flags = re.findall(r"--(\w+)", match.group(2))
+                commands.append((match.group(1), flags))
+    return commands
+
+
+def test_the_readmes_commands_use_flags_their_tools_know(help_outputs, tmp_path):
+    commands = readme_commands()
+    assert len(commands) >= 8  # the front door's five steps and the stages
+    helps = {module: output for module, _, output, _ in help_outputs.values()}
+    missing = sorted({module for module, _ in commands if module not in helps})
+    extra = run_parallel([(module, [sys.executable, "-m", module, "--helpfull"])
+                          for module in missing], tmp_path)
+    helps.update({module: out + err for module, (_, out, err, _) in extra.items()})
+    for module, flags in commands:
+        known = set(re.findall(r"^\s+--(?:\[no\])?([a-z][a-z0-9_]*)", helps[module],
+                               re.MULTILINE))
+        for flag in flags:
+            name = flag[2:] if flag.startswith("no") and flag[2:] in known else flag
+            assert name in known, f"README: python -m {module} --{flag}: not one of its flags"

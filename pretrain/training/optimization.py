@@ -40,8 +40,8 @@ DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments, as transformers' AdamW (default "
                         "on). --noadam_bias_correction: Google's optimizers, whose first few "
                         "hundred steps are then 2-3x the learning rate, fading over a few "
-                        "thousand (bench/finetune_parity.py, the README's 'Fine-tuning parity "
-                        "with transformers').")
+                        "thousand (bench/finetune_parity.py, docs/experiments.md, 'Fine-tuning "
+                        "parity with transformers').")
 
 
 def learning_rate_schedule(init_lr, global_step, num_train_steps, num_warmup_steps,
