@@ -192,3 +192,21 @@ def test_a_transformers_folder_given_as_a_checkpoint_says_to_import_it(tmp_path)
     (folder / "model.safetensors").unlink()  # config.json alone is no transformers model
     with pytest.raises(AssetError, match="no checkpoint found in this directory"):
         assets_lib.resolve_checkpoint_dir(str(folder))
+
+
+def test_a_tf_checkpoint_given_to_import_hf_says_to_use_it_as_it_is(tmp_path):
+    from pretrain.interop import hf_files
+    folder = tmp_path / "runs" / "pretrained"
+    checkpoint_io.write_checkpoint({"bert/w": np.zeros([2], np.float32)},
+                                   str(folder / "model.ckpt-10"), write_state=True)
+    (folder / "bert_config.json").write_text("{}")
+    with pytest.raises(UserError) as raised:
+        hf_files.read_config(str(folder))
+    message = str(raised.value)
+    assert message.startswith(f"{folder} is a TF checkpoint, not a transformers model")
+    assert "pass it as it is to --init_checkpoint" in message
+    assert f"python -m pretrain.export_hf --init_checkpoint={folder}" in message
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match="has no config.json; pass the directory a transformers"):
+        hf_files.read_config(str(empty))

@@ -18,6 +18,7 @@ or not at all.
 import collections
 import contextlib
 import importlib.util
+import glob
 import json
 import os
 import shutil
@@ -66,6 +67,13 @@ def read_config(model_dir):
         raise UserError("--model_dir %s does not exist or is not a directory" % model_dir)
     path = os.path.join(model_dir, CONFIG)
     if not os.path.isfile(path):
+        if glob.glob(os.path.join(model_dir, "*.index")) or glob.glob(
+                os.path.join(model_dir, "best", "*.index")):
+            raise UserError(
+                "%s is a TF checkpoint, not a transformers model: pass it as it is to "
+                "--init_checkpoint (run_pretraining, run_finetune, compare), or make a "
+                "transformers model of it with python -m pretrain.export_hf "
+                "--init_checkpoint=%s --output_dir=hf/model" % (model_dir, model_dir))
         raise UserError("%s has no %s; pass the directory a transformers model was saved to "
                         "(save_pretrained / a hub snapshot)" % (model_dir, CONFIG))
     return read_json(path, "model config")
