@@ -229,6 +229,17 @@ def _glob(pattern):
             and (hidden or not posixpath.basename(path).startswith("."))]
 
 
+def missing_file_message(flag, path, usual_name=None):
+    """The error for file flag `flag`=`path` that names no file: a folder says which file
+    inside it to pass (`usual_name`, e.g. vocab.txt, when it is there)."""
+    if os.path.isdir(path):
+        inside = os.path.join(path, usual_name) if usual_name else None
+        if inside and os.path.isfile(inside):
+            return f"{flag}={path} is a folder: pass the file inside it, {flag}={inside}"
+        return f"{flag}={path} is a folder, not a file: pass a file"
+    return f"{flag}={path}: file not found"
+
+
 def expand_input_patterns(patterns, flag="--input_file", error=ValueError, glob_files=None):
     """Sorted, de-duplicated files of comma-separated globs (a str or a list of them).
 
@@ -246,6 +257,9 @@ def expand_input_patterns(patterns, flag="--input_file", error=ValueError, glob_
     for pattern in [p.strip() for p in patterns if p and p.strip()]:
         matches = sorted(path for path in glob_files(pattern)
                          if not path.endswith(SIDECAR_SUFFIX))
+        if not matches and not is_remote(pattern) and os.path.isdir(pattern):
+            raise error(f"{flag}={pattern} is a folder: pass its files, e.g. "
+                        f"{flag}='{os.path.join(pattern, '*.txt')}'")
         if not matches:
             raise error(f"{flag} pattern {pattern!r} matches no file (cwd {os.getcwd()}; "
                         f"*{SIDECAR_SUFFIX} sidecars are not inputs); check the path or quote "

@@ -3,6 +3,7 @@ import dataclasses
 import os
 
 from common import model_limits
+from common.file_utils import missing_file_message
 from common.cli_options import UserError, option, required
 from data_gen.corpus_chunks import DEFAULT_CHUNK_BYTES
 from data_gen.corpus_reader import DECODE_ERROR_POLICIES
@@ -167,12 +168,11 @@ class GenerationConfig:
         for ok, message in checks + self._xlnet_checks():
             if not ok:
                 raise ConfigError(message)
-        if self.vocab_file and not os.path.isfile(self.vocab_file):
-            raise ConfigError(f"--vocab_file={self.vocab_file}: file not found")
-        if self.spm_model_file and not os.path.isfile(self.spm_model_file):
-            raise ConfigError(f"--spm_model_file={self.spm_model_file}: file not found")
-        if self.similar_words_file and not os.path.isfile(self.similar_words_file):
-            raise ConfigError(f"--similar_words_file={self.similar_words_file}: file not found")
+        for flag, path, usual_name in (("--vocab_file", self.vocab_file, "vocab.txt"),
+                                       ("--spm_model_file", self.spm_model_file, "spiece.model"),
+                                       ("--similar_words_file", self.similar_words_file, None)):
+            if path and not os.path.isfile(path):
+                raise ConfigError(missing_file_message(flag, path, usual_name))
         if self.bert_config_file:
             self._check_against_model()
 
