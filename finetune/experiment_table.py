@@ -123,7 +123,7 @@ def pretraining_flops(recipe_dir, pretraining_eval):
     return steps * batch * per_example
 
 
-def _mean_sd(summary):
+def mean_sd(summary):
     """'mean ± sd' in % of a {"mean", "std"} summary (the mean alone for one seed)."""
     if not summary or summary.get("mean") is None:
         return MISSING
@@ -134,7 +134,7 @@ def _mean_sd(summary):
 def _accuracies(run):
     """'dev / test' accuracy of one compare row, marked when a seed collapsed."""
     dev, test = ((run.get(split) or {}).get(METRIC) for split in ("dev", "test"))
-    text = f"{_mean_sd(dev)} / {_mean_sd(test)}"
+    text = f"{mean_sd(dev)} / {mean_sd(test)}"
     collapsed = run["collapsed_seeds"]
     if collapsed:
         text += (f" collapsed (seed{'s' if len(collapsed) > 1 else ''} "

@@ -154,3 +154,5 @@ stage "fine-tuning: general, general + continued, random init, seeds ${SEEDS}"
 run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/compare" \
   --seeds="${SEEDS}" --run="general=${GENERAL}/released" \
   --run="general + continued=${ROW}/continued" --run="random init=" "${FINETUNE[@]}"
+stage "table of every finished row"
+run "${PYTHON}" -m finetune.continued_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"

@@ -66,6 +66,9 @@ def test_the_continued_experiment_compares_the_general_model_first(tmp_path):
     assert code == 0, err
     assert "finetune.task_text --task=classification" in out
     assert f"--init_checkpoint={general}" in out and "--extra_eval_input_file=general=" in out
+    assert out.rstrip().splitlines()[-1].endswith("-m finetune.continued_table --runs_dir="
+                                                  f"{tmp_path}/runs --output_file="
+                                                  f"{tmp_path}/runs/table.md")
     compare = [line for line in out.splitlines() if "finetune.compare" in line][0]
     assert compare.index("--run=general=") < compare.index("--run=general\\ +\\ continued=") \
         < compare.index("--run=random\\ init=")

@@ -1,0 +1,140 @@
+r"""The continued-pretraining table: one row per task and model, general vs general + continued.
+
+    python -m finetune.continued_table --runs_dir=runs/continued \
+        [--output_file=runs/continued/table.md]
+
+Reads what scripts/continued_experiment.sh leaves in RUNS_DIR/TASK/MODEL/:
+  continued/eval_results.txt   the continued model's held-out eval beside its start's on the
+                               same batches (init_*), and general/* on held-out general text
+  compare/results.json         finetune.compare of "general" (first run: the baseline),
+                               "general + continued" and "random init"
+The Δ is the continued model's against the general one (the question continuing asks), on
+the task's selection metric, with compare's interval and verdict, not recomputed here.
+"""
+import dataclasses
+import glob
+import json
+import os
+
+from common import cli_options
+from common.cli_options import UserError, option, required
+from common.file_utils import write_text_atomically
+from finetune import comparison_report, verdicts
+from finetune.experiment_table import MISSING, mean_sd
+from pretrain.training import learning_check
+
+GENERAL, CONTINUED, RANDOM = "general", "general + continued", "random init"
+COMPARISON = os.path.join("compare", "results.json")
+EVAL_RESULTS = os.path.join("continued", "eval_results.txt")
+
+
+def read_row(row_dir):
+    """{task, model_name, model, metric, seeds, split, general, continued, random (compare's
+    rows), difference (continued vs general on the metric, or None), eval (the continued
+    run's eval_results as floats)} of one TASK/MODEL folder."""
+    path = os.path.join(row_dir, COMPARISON)
+    with open(path, encoding="utf-8") as f:
+        comparison = comparison_report.judge_differences(json.load(f))
+    rows = {row["label"]: row for row in comparison_report.comparison_rows(comparison)}
+    if GENERAL not in rows or CONTINUED not in rows:
+        raise ValueError(f"{path}: expected the runs {GENERAL!r} and {CONTINUED!r} (from "
+                         f"scripts/continued_experiment.sh), found {sorted(rows)}")
+    metric = comparison["selection_metric"]
+    eval_path = os.path.join(row_dir, EVAL_RESULTS)
+    return {"task": os.path.basename(os.path.dirname(row_dir)),
+            "model_name": os.path.basename(row_dir), "model": rows[CONTINUED]["model"],
+            "metric": metric, "seeds": rows[CONTINUED]["seeds"],
+            "split": comparison["evaluated_split"], "general": rows[GENERAL],
+            "continued": rows[CONTINUED], "random": rows.get(RANDOM),
+            "difference": (rows[CONTINUED]["against_first_run"] or {}).get(metric),
+            "eval": learning_check.read_eval_results(eval_path)}
+
+
+def collect_rows(runs_dir):
+    """Every finished TASK/MODEL row of `runs_dir`, by task then model."""
+    return [read_row(os.path.dirname(os.path.dirname(path))) for path in
+            sorted(glob.glob(os.path.join(runs_dir, "*", "*", COMPARISON)))]
+
+
+def _scores(run, metric):
+    if run is None:
+        return MISSING
+    dev, test = ((run.get(split) or {}).get(metric) for split in ("dev", "test"))
+    text = f"{mean_sd(dev)} / {mean_sd(test)}"
+    if run["collapsed_seeds"]:
+        text += " collapsed (seeds " + ", ".join(map(str, run["collapsed_seeds"])) + ")"
+    return text
+
+
+def _start_end(values, prefix=""):
+    """'start → end' MLM accuracy in % from eval_results (prefix: 'general/')."""
+    start = values.get(prefix + "init_masked_lm_accuracy")
+    end = values.get(prefix + "masked_lm_accuracy")
+    if start is None or end is None:
+        return MISSING
+    return f"{100 * start:.1f} → {100 * end:.1f}"
+
+
+def _delta(row):
+    difference = row["difference"]
+    if difference is None:
+        return MISSING
+    return (f"{100 * difference['difference']:+.2f} [{100 * difference['low']:+.2f}, "
+            f"{100 * difference['high']:+.2f}]")
+
+
+def markdown_table(rows):
+    """One line per task and model."""
+    lines = ["| task | model | MLM acc. on held-out task text, start → end | on general text "
+             "| metric | general dev / test | general + continued dev / test "
+             "| Δ continued − general [95% CI] | verdict | random init dev / test | seeds |",
+             "|---|---|---|---|---|---|---|---:|---|---|---|"]
+    for row in rows:
+        metric = row["metric"]
+        verdict = (verdicts.verdict_cell(row["difference"]["verdict"]) if row["difference"]
+                   else "not computed")
+        lines.append(
+            f"| {row['task']} | {row['model_name']}: {row['model']} "
+            f"| {_start_end(row['eval'])} | {_start_end(row['eval'], 'general/')} | {metric} "
+            f"| {_scores(row['general'], metric)} | {_scores(row['continued'], metric)} "
+            f"| {_delta(row)} | {verdict} | {_scores(row['random'], metric)} "
+            f"| {', '.join(map(str, row['seeds']))} |")
+    return "\n".join(lines)
+
+
+def footnote():
+    return ("Metrics in %: mean ± sample standard deviation over the seeds, the same seeds for "
+            "every starting point. MLM acc.: the continued run's eval of its starting checkpoint "
+            "(start) and of itself (end) on the same held-out batches of the task's text and "
+            "of general text (forgetting). Δ: the continued model minus the general one it "
+            "started from, on the task's test split, in points, with finetune.compare's paired "
+            "bootstrap interval; verdict: better / worse when the interval excludes 0, else no "
+            f"evidence; none with fewer than {verdicts.MIN_SEEDS} seeds, a collapsed seed or a "
+            "baseline at chance (the cell says why).")
+
+
+@dataclasses.dataclass
+class ContinuedTableOptions:
+    """The flags of `python -m finetune.continued_table`."""
+    runs_dir: str = required("The RUNS folder of scripts/continued_experiment.sh.")
+    output_file: str = option("", "Also write the Markdown table here.")
+
+
+def _run(options):
+    rows = collect_rows(options.runs_dir) if os.path.isdir(options.runs_dir) else []
+    if not rows:
+        raise UserError(f"--runs_dir={options.runs_dir}: no TASK/MODEL/{COMPARISON} yet (run "
+                        "bash scripts/continued_experiment.sh TASK MODEL)")
+    text = markdown_table(rows) + "\n\n" + footnote()
+    print(text)
+    if options.output_file:
+        write_text_atomically(options.output_file, text.splitlines())
+        print(f"wrote {options.output_file}")
+
+
+def main(argv=None):
+    cli_options.run_main(ContinuedTableOptions, _run, argv, expected=(OSError, ValueError))
+
+
+if __name__ == "__main__":
+    main()
