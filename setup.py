@@ -8,7 +8,7 @@ gets a warning at install time and the slower Python path at run time
 from setuptools import Extension, setup
 
 NATIVE_MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances",
-                  "_native_tfrecord")
+                  "_native_tfrecord", "_native_xlnet")
 
 # Modules built from several translation units: data_gen/<name>.c (the Python
 # side and module init) plus these parts and their private header.
@@ -17,6 +17,7 @@ NATIVE_PARTS = {
     "_native_jieba": (["jieba_dict.c", "jieba_route.c", "jieba_hmm.c"], ["jieba.h"]),
     "_native_records": (["records_input.c", "records_mask.c", "records_encode.c"],
                         ["records.h"]),
+    "_native_xlnet": (["xlnet_mask.c", "xlnet_encode.c"], ["xlnet.h"]),
 }
 
 

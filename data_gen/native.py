@@ -12,7 +12,7 @@ import os
 import sys
 
 MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances",
-           "_native_tfrecord")
+           "_native_tfrecord", "_native_xlnet")
 DISABLE_VARIABLE = "ZH_PRETRAIN_PURE_PYTHON"
 
 

@@ -29,20 +29,26 @@ from data_gen import masking
 from data_gen import xlnet_masking
 
 
+def stream_tokens(documents, eod_id):
+    """(ids, word starts, sentence starts) of documents laid end to end, each followed
+    by eod_id (start -1)."""
+    ids, starts, sentence_starts = [], [], []
+    for document in documents:
+        for sentence_ids, sentence_word_starts in document:
+            sentence_starts.append(len(ids))
+            ids.extend(sentence_ids)
+            starts.extend(sentence_word_starts)
+        ids.append(eod_id)
+        starts.append(-1)
+    return ids, starts, sentence_starts
+
+
 class XLNetStream:
     """One pass's stream: ids, sentence starts (sorted, 0 first) and whole-word units."""
 
     def __init__(self, documents, eod_id, whole_words=True):
-        ids, starts, sentence_starts = [], [], []
-        for document in documents:
-            for sentence_ids, sentence_word_starts in document:
-                sentence_starts.append(len(ids))
-                ids.extend(sentence_ids)
-                starts.extend(sentence_word_starts)
-            ids.append(eod_id)
-            starts.append(-1)
+        ids, starts, self.sentence_starts = stream_tokens(documents, eod_id)
         self.ids = ids
-        self.sentence_starts = sentence_starts
         self.units = masking.whole_word_units(starts, whole_words, use_native=False)
         self.unit_begins = [begin for begin, _ in self.units]
         self.unit_ends = [end for _, end in self.units]
@@ -128,20 +134,33 @@ def stream_instances(stream, recipe, rng, counts):
             seg_id = [0] * (reuse + a_length + 1) + [1] * (b_end - b_begin + 1) + [2]
             records.append((inputs, target, seg_id, is_masked, int(b_begin == a_end)))
         window += reuse
-    counts["xlnet_stream_tokens"] += len(ids)
-    if len(ids) > window:  # the tail no window starts in: at most S - 3 tokens a pass
-        counts["xlnet_stream_tokens_after_last_window"] += len(ids) - window
+    count_pass(counts, len(ids), window)
     return records
+
+
+def count_pass(counts, stream_length, window_end, skipped=0):
+    """Adds a pass's stream tokens (and records skipped, when given) to `counts`."""
+    if skipped:
+        counts["xlnet_records_skipped_few_words"] += skipped
+    counts["xlnet_stream_tokens"] += stream_length
+    if stream_length > window_end:  # the tail no window starts in: at most S - 3 tokens a pass
+        counts["xlnet_stream_tokens_after_last_window"] += stream_length - window_end
+
+
+def pass_documents(documents, dupe_factor, rng):
+    """Each pass's documents: the chunk's order, then a new rng.shuffle of it before every
+    further pass (drawn when that pass is reached)."""
+    order = list(range(len(documents)))
+    for dupe in range(dupe_factor):
+        if dupe:
+            rng.shuffle(order)
+        yield [documents[index] for index in order]
 
 
 def chunk_instances(documents, recipe, dupe_factor, rng, counts, whole_words=True):
     """Every pass's records of a chunk's documents (lists of (ids, starts) sentences)."""
     records = []
-    order = list(range(len(documents)))
-    for dupe in range(dupe_factor):
-        if dupe:
-            rng.shuffle(order)
-        stream = XLNetStream([documents[index] for index in order], recipe.special["eod"],
-                             whole_words)
+    for ordered in pass_documents(documents, dupe_factor, rng):
+        stream = XLNetStream(ordered, recipe.special["eod"], whole_words)
         records.extend(stream_instances(stream, recipe, rng, counts))
     return records

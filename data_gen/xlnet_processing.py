@@ -1,17 +1,23 @@
-"""--mode=xlnet: one chunk of documents -> XLNet's serialized records (pure Python).
+"""--mode=xlnet: one chunk of documents -> XLNet's serialized records.
 
 Tokenization is ChunkProcessor's (WordPiece ids and whole-word starts, in C when
 built) or, with --spm_model_file, data_gen.spm_tokenization's. The records are
 data_gen.xlnet_instances' (windows, A and B, targets) with xlnet_masking's
 positions to predict, encoded as record_schema.XLNET_FEATURES. Everything random
 is drawn from the chunk's generator, so the output does not depend on the runner.
+A pass is made by the C module data_gen._native_xlnet when built (same draws,
+same bytes; `use_native` as in data_gen.native.resolve), else in Python.
 """
 import collections
 
+from data_gen import native
 from data_gen.chunk_processing import ChunkProcessor, ChunkResult, chunk_rng
 from data_gen.example_proto import int64_example, varint_table
+from data_gen.instances import _plain_random
 from data_gen.vocabulary import xlnet_wordpiece_ids
-from data_gen.xlnet_instances import XLNetRecipe, chunk_instances
+from data_gen.xlnet_instances import (XLNetRecipe, XLNetStream, count_pass, pass_documents,
+                                      stream_instances, stream_tokens)
+from data_gen.xlnet_masking import _SPAN_CUMULATIVE
 
 
 class XLNetEncoder:
@@ -19,7 +25,8 @@ class XLNetEncoder:
 
     def __init__(self, max_seq_length, vocab_size):
         self.max_seq_length = max_seq_length
-        self._varints = varint_table(max(vocab_size, 3))
+        self.table_size = max(vocab_size, 3)
+        self._varints = varint_table(self.table_size)
 
     def encode(self, inputs, target, seg_id, is_masked, label):
         length = self.max_seq_length
@@ -42,7 +49,8 @@ class XLNetChunkProcessor(ChunkProcessor):
     def __init__(self, config, use_native=None):  # pylint: disable=super-init-not-called
         # The reading side only: XLNet's records need none of the masked-LM state.
         self._setup_reading(config, use_native, wordpiece=not config.spm_model_file)
-        self.uses_c_accelerators = False  # the records are made in Python
+        self._xlnet_native = native.resolve("_native_xlnet", use_native)
+        self.uses_c_accelerators = self._xlnet_native is not None
         self.spm = None
         if config.spm_model_file:
             from data_gen.spm_tokenization import SpmTokenizer  # an optional extra
@@ -69,15 +77,41 @@ class XLNetChunkProcessor(ChunkProcessor):
         counts = collections.Counter()
         rng = chunk_rng(self.config.random_seed, chunk_index)
         tokenized = self.tokenize_documents(documents, counts)
-        built = chunk_instances(tokenized, self.recipe, self.config.dupe_factor, rng, counts,
-                                self.config.do_whole_word_mask)
-        encode = self.encoder.encode
-        records = [encode(*instance) for instance in built]
-        labels_1 = sum(instance[4] for instance in built)
-        for key, value in (("labels_1", labels_1), ("labels_0", len(built) - labels_1)):
+        records, labels_1, max_ids = [], 0, []
+        for ordered in pass_documents(tokenized, self.config.dupe_factor, rng):
+            made = pass_records(ordered, self.recipe, self.encoder, self.config.do_whole_word_mask,
+                                rng, counts, self._xlnet_native)
+            records.extend(made[0])
+            labels_1 += made[1]
+            max_ids.extend(made[2])
+        for key, value in (("labels_1", labels_1), ("labels_0", len(records) - labels_1)):
             if value:
                 counts[key] += value
-        return ChunkResult(chunk_index, records,
-                           [self.recipe.max_predictions] * len(built),
-                           [max(max(instance[0]), max(instance[1])) for instance in built],
-                           counts)
+        return ChunkResult(chunk_index, records, [self.recipe.max_predictions] * len(records),
+                           max_ids, counts)
+
+
+def pass_records(documents, recipe, encoder, whole_words, rng, counts, module=None):
+    """(records, how many have label 1, each record's largest id) of one pass over
+    `documents` (in the pass's order); its counts go to `counts`. Made by `module`
+    (data_gen._native_xlnet) when given and it takes the inputs, else in Python: the
+    same records, counts and draws either way."""
+    if module is not None and _plain_random(rng) and all(
+            type(value) is int for value in (recipe.max_seq_length, recipe.reuse_length,
+                                             recipe.max_predictions, recipe.mask_alpha,
+                                             recipe.mask_beta)):
+        ids, starts, sentence_starts = stream_tokens(documents, recipe.special["eod"])
+        made = module.stream_records(
+            ids, starts, sentence_starts, whole_words, recipe.max_seq_length,
+            recipe.reuse_length, recipe.max_predictions, recipe.special["sep"],
+            recipe.special["cls"], recipe.mask_alpha, recipe.mask_beta, _SPAN_CUMULATIVE,
+            encoder.table_size, rng)
+        if made is not NotImplemented:
+            records, labels_1, max_ids, skipped, window_end = made
+            count_pass(counts, len(ids), window_end, skipped)
+            return records, labels_1, max_ids
+    stream = XLNetStream(documents, recipe.special["eod"], whole_words)
+    built = stream_instances(stream, recipe, rng, counts)
+    return ([encoder.encode(*instance) for instance in built],
+            sum(instance[4] for instance in built),
+            [max(max(instance[0]), max(instance[1])) for instance in built])
