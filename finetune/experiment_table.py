@@ -22,19 +22,10 @@ import os
 from common import cli_options
 from common.cli_options import UserError, option, required
 from common.file_utils import write_text_atomically
-from finetune import comparison_report, verdicts
+from finetune import comparison_report, experiment_recipes, verdicts
 from pretrain.models import registry
 from pretrain.training import learning_check
 
-RECIPE_ORDER = ("roberta", "albert", "span", "macbert", "electra", "xlnet")
-RECIPE_LABELS = {
-    "roberta": "RoBERTa: whole-word masking",
-    "albert": "ALBERT: SOP + n-gram masking",
-    "span": "SpanBERT: spans + SBO",
-    "macbert": "MacBERT: similar-word n-grams",
-    "electra": "ELECTRA: replaced-token detection",
-    "xlnet": "XLNet: permutation LM",
-}
 # With each head's baseline on the same eval data (pretrain.training.learning_check), so that a
 # model still on the unigram plateau or at chance shows as such.
 PRETRAIN_METRICS = (("masked_lm_loss", "MLM loss", "{:.2f}"),
@@ -81,10 +72,12 @@ def read_comparison(path, recipe=None):
 
 
 def collect_rows(runs_dir):
-    """One row per recipe with a finished comparison, in RECIPE_ORDER then by name."""
+    """One row per recipe with a finished comparison, in the recipes' order
+    (configs/experiments/*.json), then by name."""
     found = [os.path.basename(os.path.dirname(os.path.dirname(path)))
              for path in glob.glob(os.path.join(runs_dir, "*", COMPARISON))]
-    recipes = [r for r in RECIPE_ORDER if r in found] + sorted(set(found) - set(RECIPE_ORDER))
+    order = [recipe.name for recipe in experiment_recipes.all_recipes()]
+    recipes = [r for r in order if r in found] + sorted(set(found) - set(order))
     rows = []
     for recipe in recipes:
         row = read_comparison(os.path.join(runs_dir, recipe, COMPARISON), recipe)
@@ -176,11 +169,17 @@ def markdown_table(rows):
         if learning_check.masked_lm_not_learned(row["pretraining"]):
             evals += " (not learned: MLM on its unigram plateau)"
         lines.append(
-            f"| {RECIPE_LABELS.get(row['recipe'], row['recipe'])} | {row['model']} "
+            f"| {_label(row['recipe'])} | {row['model']} "
             f"| {evals or MISSING} | {_accuracies(row['random_init'])} "
             f"| {_accuracies(row['pretrained'])} | {_delta(row)} | {_verdict(row)} "
             f"| {', '.join(map(str, row['seeds']))} | {_tflop(row.get('pretraining_flops'))} |")
     return "\n".join(lines)
+
+
+def _label(recipe):
+    """The row's label from its configs/experiments file (the folder name for another row)."""
+    labels = {found.name: found.label for found in experiment_recipes.all_recipes()}
+    return labels.get(recipe, recipe)
 
 
 def _tflop(flops):
@@ -192,7 +191,7 @@ def footnote(rows):
     methods = list(dict.fromkeys(row["difference"]["method"] for row in rows
                                  if row["difference"]))
     if len(methods) > 1:  # rows with other seed or example counts
-        methods = [f"{RECIPE_LABELS.get(row['recipe'], row['recipe'])}: "
+        methods = [f"{_label(row['recipe'])}: "
                    f"{row['difference']['method']}" for row in rows if row["difference"]]
     method = " ".join(methods) or "not computed."
     return ("Accuracies in %: mean ± sample standard deviation over the seeds (the same seeds "

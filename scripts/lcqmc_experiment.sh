@@ -10,7 +10,6 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
-RECIPES=(roberta albert span macbert electra xlnet)
 
 SCRIPT_NAME="lcqmc_experiment.sh"
 # Old names, OLD:NEW: still read from the environment, with a warning.
@@ -19,6 +18,10 @@ DEPRECATED_SETTINGS=(PRETRAIN_WARMUP:PRETRAIN_WARMUP_STEPS PRETRAIN_BATCH:PRETRA
   FINETUNE_EXAMPLES:FINETUNE_MAX_TRAIN_EXAMPLES)
 source "${SCRIPT_DIR}/settings.sh"
 apply_deprecated_settings
+choose_python
+# The rows: one file each, configs/experiments/RECIPE.json (finetune.experiment_recipes).
+recipes() { "${PYTHON}" -m finetune.experiment_recipes "$@"; }
+read -r -a RECIPES <<< "$(recipes --list)"
 
 LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
 VOCAB="${VOCAB:-${REPO_ROOT}/../shared/data/vocab/bert_chinese_vocab.txt}"
@@ -51,38 +54,8 @@ VECTORS="${VECTORS:-}"
 DRY_RUN="${DRY_RUN:-0}"
 FINETUNE_NOT_LEARNED="${FINETUNE_NOT_LEARNED:-0}"
 
-# The pretraining defaults of a recipe, as DEFAULT_<setting> (an environment value wins).
-recipe_defaults() {
-  # BERT recipes: AdamW with Adam's bias correction. Without it, the RoBERTa row at seed 1
-  # stayed on the unigram plateau (docs/experiments.md, "Learning rates on short schedules").
-  DEFAULT_PRETRAIN_OPTIMIZER=adamw
-  DEFAULT_PRETRAIN_LEARNING_RATE=5e-4
-  DEFAULT_PRETRAIN_BIAS_CORRECTION=1
-  DEFAULT_PRETRAIN_WARMUP_STEPS=100
-  case "$1" in
-    albert)  # ALBERT's own: LAMB at google-research/albert's rate. With AdamW 5e-4 the
-      # ALBERT row stayed on the unigram plateau (docs/experiments.md, "Why the ALBERT row sat on the plateau").
-      DEFAULT_PRETRAIN_OPTIMIZER=lamb
-      DEFAULT_PRETRAIN_LEARNING_RATE=0.00176
-      DEFAULT_PRETRAIN_BIAS_CORRECTION=0
-      DEFAULT_PRETRAIN_WARMUP_STEPS=100
-      ;;
-  esac
-}
-
-# One usage line per recipe: its effective defaults of RECIPE_SETTINGS.
-recipe_defaults_help() {
-  local recipe setting default
-  for recipe in "${RECIPES[@]}"; do
-    recipe_defaults "${recipe}"
-    printf '  %-9s' "${recipe}"
-    for setting in "${RECIPE_SETTINGS[@]}"; do
-      default="DEFAULT_${setting}"
-      printf ' %s' "${setting#PRETRAIN_}=${!default}"
-    done
-    printf '\n'
-  done
-}
+# A recipe's file as RECIPE_* and DEFAULT_PRETRAIN_* (its pretraining defaults).
+recipe_defaults() { eval "$(recipes --recipe="$1")"; }
 
 # A RECIPE_SETTINGS value as --help shows it: the caller's, else "per recipe".
 shown() { local user="USER_$1"; echo "${!user:-per recipe, below}"; }
@@ -105,16 +78,9 @@ evaluated at PRETRAIN_STEPS; compare collects finished fine-tuning runs whose se
 starting point are unchanged). A stage whose recorded inputs or settings differ from this
 run's stops the script: move its folder away.
 
-RECIPE:
-  roberta   full-sentence packing, whole-word masking (jieba), BERT model
-  albert    sentence-order prediction + n-gram masking, ALBERT model of the same width/depth
-  span      SpanBERT: geometric whole-word spans + span boundary objective, BERT model
-  macbert   MacBERT: n-grams replaced by similar words (SIMILAR_WORDS, or built from VECTORS)
-  electra   ELECTRA: replaced-token detection on the roberta row's whole-word-masked data; its
-            discriminator is the BERT model without a pooler, its generator a quarter as wide
-  xlnet     XLNet: permutation LM over jieba-word spans (data_gen --mode=xlnet: reuse window of
-            half the sequence, A <sep> B <sep> <cls>), two-stream relative attention, the
-            width and depth of the BERT model
+RECIPE (configs/experiments/RECIPE.json: the row's label, model, data and pretraining
+flags and defaults, and why; a new row is a new file):
+$(recipes --usage)
 
 Settings (environment variables) [defaults]:
   LCQMC_DIR          train.txt, dev.txt, test.txt        [${LCQMC_DIR}]
@@ -145,9 +111,6 @@ Settings (environment variables) [defaults]:
                      plateau (pretrain.training.learning_check; the row is then marked "not learned")
   PYTHON             interpreter                         [.venv/bin/python, else python3]
   DRY_RUN=1          (or --dry_run) print the commands of every stage, run nothing
-
-Pretraining defaults per recipe (PRETRAIN_ + the name; an environment value wins):
-$(recipe_defaults_help)
 
 Deprecated names, still read with a warning:
 $(for pair in "${DEPRECATED_SETTINGS[@]}"; do printf '  %-30s -> %s\n' "${pair%%:*}" "${pair#*:}"; done)
@@ -185,13 +148,6 @@ done
 [[ "${PRETRAIN_SEED}" =~ ^[0-9]+$ ]] \
   || die "PRETRAIN_SEED must be a non-negative integer, not '${PRETRAIN_SEED}'"
 
-if [[ -z "${PYTHON:-}" ]]; then
-  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"
-  else PYTHON="$(command -v python3 || true)"; fi
-fi
-[[ -n "${PYTHON}" ]] || die "no Python found; run 'make setup' or set PYTHON="
-export PYTHONPATH="${REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
-export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 
 for split in train dev test; do
   [[ -f "${LCQMC_DIR}/${split}.txt" ]] || die "no ${split}.txt in LCQMC_DIR=${LCQMC_DIR} (see bash scripts/lcqmc_finetune.sh --help for the format)"
@@ -213,33 +169,28 @@ stage() {
   if [[ "${DRY_RUN}" == "1" ]]; then echo "# ${RECIPE}: $*"; else echo "== [$(date +%H:%M:%S)] ${RECIPE}: $*"; fi
 }
 
-CONFIG="${REPO_ROOT}/configs/lcqmc_small_bert.json"
+CONFIG="${RECIPE_CONFIG}"
 DOCS="${RUNS}/docs.txt"
 DOCS_FLAGS=()
-DATA_FLAGS=(--mode=roberta)
+if [[ "${RECIPE_DOCUMENTS}" == sentences ]]; then  # e.g. SOP: segments whose order means something
+  DOCS="${RUNS}/docs_sentences.txt"; DOCS_FLAGS=(--noparaphrase_documents)
+fi
+DATA_FLAGS=("${RECIPE_DATA_FLAGS[@]}")
 PRETRAIN_FLAGS=()
 if [[ "${PRETRAIN_BIAS_CORRECTION}" == 0 ]]; then PRETRAIN_FLAGS+=(--noadam_bias_correction)
 else PRETRAIN_FLAGS+=(--adam_bias_correction); fi
-case "${RECIPE}" in
-  albert)  # sentence-order prediction needs segments whose order means something
-    CONFIG="${REPO_ROOT}/configs/lcqmc_small_albert.json"; DATA_FLAGS=(--mode=albert)
-    DOCS="${RUNS}/docs_sentences.txt"; DOCS_FLAGS=(--noparaphrase_documents) ;;
-  span) DATA_FLAGS+=(--masking=span); PRETRAIN_FLAGS+=(--span_boundary_objective) ;;
-  macbert)
-    SIMILAR_WORDS="${SIMILAR_WORDS:-${RUNS}/similar_words.tsv}"
-    if [[ ! -f "${SIMILAR_WORDS}" ]]; then
-      [[ -n "${VECTORS}" && -f "${VECTORS}" ]] || die "macbert needs SIMILAR_WORDS=FILE or VECTORS=FILE \
+PRETRAIN_FLAGS+=(${RECIPE_PRETRAIN_FLAGS[@]+"${RECIPE_PRETRAIN_FLAGS[@]}"})
+if [[ "${RECIPE_SIMILAR_WORDS}" == 1 ]]; then
+  SIMILAR_WORDS="${SIMILAR_WORDS:-${RUNS}/similar_words.tsv}"
+  if [[ ! -f "${SIMILAR_WORDS}" ]]; then
+    [[ -n "${VECTORS}" && -f "${VECTORS}" ]] || die "${RECIPE} needs SIMILAR_WORDS=FILE or VECTORS=FILE \
 (word vectors, word2vec text format); bash scripts/train_word_vectors.sh trains them on ${RUNS}/docs.txt"
-      stage "similar words from ${VECTORS}"
-      run "${PYTHON}" -m data_gen.build_similar_words --vectors="${VECTORS}" \
-        --output_file="${SIMILAR_WORDS}" --vocab_file="${VOCAB}"
-    fi
-    DATA_FLAGS+=(--masking=macbert --similar_words_file="${SIMILAR_WORDS}") ;;
-  electra)  # the generator's MLM positions are the roberta row's whole-word masking
-    CONFIG="${REPO_ROOT}/configs/lcqmc_small_electra.json" ;;
-  xlnet)  # its own records: reuse window, A/B, exactly MAX_PREDICTIONS word-span targets
-    CONFIG="${REPO_ROOT}/configs/lcqmc_small_xlnet.json"; DATA_FLAGS=(--mode=xlnet) ;;
-esac
+    stage "similar words from ${VECTORS}"
+    run "${PYTHON}" -m data_gen.build_similar_words --vectors="${VECTORS}" \
+      --output_file="${SIMILAR_WORDS}" --vocab_file="${VOCAB}"
+  fi
+  DATA_FLAGS+=(--similar_words_file="${SIMILAR_WORDS}")
+fi
 [[ -z "${MODEL_CONFIG}" ]] || CONFIG="${MODEL_CONFIG}"
 ROW="${RUNS}/${RECIPE}"
 [[ "${DRY_RUN}" == "1" ]] || mkdir -p "${ROW}/data"

@@ -24,6 +24,17 @@ def _run(args, **env):
                           env=tool_env(**{"PYTHON": sys.executable, **env}), timeout=900)
 
 
+def _failing_python(tmp_path):
+    """A PYTHON whose every tool fails, except the reader of the rows' files (so that the
+    script gets as far as its first tool)."""
+    path = tmp_path / "failing_python"
+    path.write_text("#!/bin/bash\n"
+                    f'[[ "$2" == finetune.experiment_recipes ]] && exec {sys.executable} "$@"\n'
+                    "exit 1\n")
+    path.chmod(0o755)
+    return str(path)
+
+
 def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     """Data with span boundaries, pretraining with the SBO head, one comparison of
     fine-tuning from random init and from the checkpoint (one seed; several seeds:
@@ -140,7 +151,8 @@ def test_a_stage_made_from_other_inputs_or_settings_is_not_resumed(tmp_path):
     """Data from other documents, or checkpoints trained with other settings, stop the row
     before anything runs (resuming them would mix two experiments); an older row without a
     settings record is resumed with a warning."""
-    budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(util.write_vocab(tmp_path)), PYTHON="false")
+    budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(util.write_vocab(tmp_path)),
+                  PYTHON=_failing_python(tmp_path))
     runs = tmp_path / "old_documents"
     _finished_data(runs, "albert", "docs.txt")  # ALBERT's data as it was made before
     (runs / "docs_sentences.txt").write_text("一句话\n", encoding="utf-8")
@@ -176,7 +188,7 @@ def test_a_checkpoint_on_the_plateau_is_not_fine_tuned(tmp_path):
     runs = tmp_path / "runs"
     budget = dict(LCQMC_DIR=str(PAIRS), VOCAB=str(util.write_vocab(tmp_path)), RUNS=str(runs))
     _finished_data(runs, "roberta", "docs.txt")
-    _run(["roberta"], PYTHON="false", **budget)  # records the settings; pretraining "fails"
+    _run(["roberta"], PYTHON=_failing_python(tmp_path), **budget)  # pretraining "fails"
     (runs / "roberta" / "pretrain" / "eval_results.txt").write_text(
         "global_step = 1000\nmasked_lm_accuracy = 0.045\nmasked_lm_loss = 6.19\n"
         "masked_lm_num_targets = 12224.0\nmasked_lm_unigram_accuracy = 0.045\n"

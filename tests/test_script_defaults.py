@@ -413,13 +413,18 @@ def test_the_albert_row_reads_every_question_as_its_own_document(repo_root, tmp_
 
 
 def recipe_defaults(repo_root):
-    """{recipe: {setting: default}} from the 'Pretraining defaults per recipe' of --help."""
+    """{recipe: {setting: default}} from the RECIPE section of --help (each recipe's line,
+    then its 'pretraining: NAME=VALUE ...' line, read from configs/experiments/)."""
     done = _run(repo_root, repo_root, "lcqmc_experiment.sh", "--help")
-    section = done.stdout.split("Pretraining defaults per recipe")[1].split("\n\n")[0]
-    defaults = {}
-    for recipe, settings in re.findall(r"^  (\w+) +(.+)$", section, re.MULTILINE):
-        defaults[recipe] = {f"PRETRAIN_{name}": value for name, value in
-                            (item.split("=") for item in settings.split())}
+    section = done.stdout.split("\nRECIPE")[1].split("\n\n")[0]
+    defaults, recipe = {}, None
+    for line in section.splitlines():
+        named = re.match(r"^  (\w+) +\S", line)
+        recipe = named.group(1) if named else recipe
+        settings = re.match(r"^ +pretraining: (.+)$", line)
+        if settings:
+            defaults[recipe] = {f"PRETRAIN_{name}": value for name, value in
+                                (item.split("=") for item in settings.group(1).split())}
     return defaults
 
 
