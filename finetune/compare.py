@@ -48,7 +48,6 @@ PLOT_NAME = "dev_curve.png"
 RUN_HELP = ("LABEL=CHECKPOINT starting point (repeat; empty CHECKPOINT = random init). The first "
             "row is the baseline.")
 MAX_STATISTICS_BYTES = 200 * 2**20  # per run; macro-F1 of many labels is [seeds, N, L*L]
-METRICS = {"classification": ("accuracy", "macro_f1"), "ner": ("f1", "precision", "recall")}
 
 # Settings that must be equal for two runs to be compared (or one to be reused).
 COMPARED_SETTINGS = ("task", "train_file", "dev_file", "test_file", "data_dir", "input_format",
@@ -345,8 +344,7 @@ def compare(run_specs, common, out_dir, seeds=None, rerun=False, collect_only=Fa
     done = _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn)
     runs = [[done[index, seed] for seed in seeds] for index in range(len(plans))]
     first = runs[0][0][1]
-    kind = "ner" if first["task"] == "ner" else "classification"
-    metric_names = METRICS[kind]
+    metric_names = tasks.get_task(first["task"]).metrics
     split, path = _evaluated_split(common, first)
     stats = _per_example_statistics(first["task"], metric_names, split, path, runs, common)
     differences = []

@@ -18,9 +18,6 @@ import collections
 
 from finetune import tag_schemes
 
-SELECTION_METRICS = {"classification": ("accuracy", "macro_f1"),
-                     "ner": ("f1", "precision", "recall")}
-DEFAULT_SELECTION_METRIC = {"classification": "accuracy", "ner": "f1"}
 
 
 def _ratio(numerator, denominator):

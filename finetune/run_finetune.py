@@ -36,7 +36,7 @@ from common import cli_options, model_limits
 from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
 from finetune import features as records
-from finetune import formats, metrics, tasks, vocab_files
+from finetune import formats, tasks, vocab_files
 from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
                                       remove_training_checkpoints)
 from finetune.model_fn import model_fn_builder
@@ -198,16 +198,13 @@ def check_settings(settings, bert_config, tokenizer, assets):
     if too_long:
         raise SettingsError(too_long)
     metric = settings["selection_metric"]
-    if metric and metric not in metrics.SELECTION_METRICS[_metric_kind(settings["task"])]:
+    task_metrics = tasks.get_task(settings["task"]).metrics
+    if metric and metric not in task_metrics:
         raise SettingsError(f"--selection_metric={metric}: for --task={settings['task']} use "
-                            + " or ".join(metrics.SELECTION_METRICS[_metric_kind(settings['task'])]))
+                            + " or ".join(task_metrics))
     if settings["strategy"] not in STRATEGIES:
         raise SettingsError(f"--strategy={settings['strategy']!r}: use one of "
                             + ", ".join(STRATEGIES))
-
-
-def _metric_kind(task_name):
-    return "ner" if task_name == "ner" else "classification"
 
 
 def prepare_output_dir(settings):
@@ -324,8 +321,7 @@ def run(settings, log_fn=print):
     except vocab_files.VocabChoiceError as error:
         raise SettingsError(str(error)) from None
     check_settings(settings, bert_config, tokenizer, assets)
-    selection_metric = settings["selection_metric"] or metrics.DEFAULT_SELECTION_METRIC[
-        task.metric_kind]
+    selection_metric = settings["selection_metric"] or task.metrics[0]
     splits = _load_splits(task, files, settings, log_fn)
     labels = task.label_list(splits["train"].examples, settings, splits["train"].path)
     if len(labels) < 2 and task.metric_kind == "classification":

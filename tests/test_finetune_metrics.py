@@ -12,7 +12,6 @@ import random
 
 import pytest
 
-from finetune import metrics
 from finetune.metrics import classification_metrics, entity_counts, ner_metrics
 from finetune.tag_schemes import TagSchemeError, convert_tags, spans_to_tags, tags_to_spans
 
@@ -272,12 +271,11 @@ def test_ner_errors():
         ner_metrics([["B-PER"]], [["B-PER"]], "IOB1")
 
 
-def test_selection_metrics_constants():
-    assert metrics.SELECTION_METRICS == {"classification": ("accuracy", "macro_f1"),
-                                         "ner": ("f1", "precision", "recall")}
-    assert metrics.DEFAULT_SELECTION_METRIC == {"classification": "accuracy", "ner": "f1"}
-    for task, default in metrics.DEFAULT_SELECTION_METRIC.items():
-        assert default in metrics.SELECTION_METRICS[task]
+def test_each_task_declares_the_metrics_its_score_reports():
+    from finetune import tasks
+    declared = {name: tasks.get_task(name).metrics for name in tasks.TASKS}
+    assert declared == {"classification": ("accuracy", "macro_f1"),
+                        "pair": ("accuracy", "macro_f1"), "ner": ("f1", "precision", "recall")}
     result = classification_metrics(["a"], ["a"], ["a"])
-    assert set(metrics.SELECTION_METRICS["classification"]) <= set(result)
-    assert set(metrics.SELECTION_METRICS["ner"]) <= set(ner_metrics([["O"]], [["O"]], "BIO"))
+    assert set(declared["classification"]) <= set(result)
+    assert set(declared["ner"]) <= set(ner_metrics([["O"]], [["O"]], "BIO"))

@@ -75,6 +75,8 @@ class Task:
     name = None          # the --task value
     record_kind = None   # "sequence" or "token" (data_gen.record_schema)
     metric_kind = None   # "classification" or "ner" (finetune.metrics)
+    metrics = ()         # what score() reports that can pick the best checkpoint and that
+                         # compare tabulates; the first is --selection_metric's default
 
     def read(self, path, options, require_labels, log_fn):
         raise NotImplementedError

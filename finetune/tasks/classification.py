@@ -135,6 +135,7 @@ class ClassificationTask(Task):
     """`classification` (one text) and `pair` (two texts)."""
     record_kind = "sequence"
     metric_kind = "classification"
+    metrics = ("accuracy", "macro_f1")
 
     def __init__(self, name, num_texts):
         self.name = name

@@ -35,6 +35,7 @@ class NerTask(Task):
     name = "ner"
     record_kind = "token"
     metric_kind = "ner"
+    metrics = ("f1", "precision", "recall")
 
     def __init__(self):
         self.scheme = None
