@@ -22,7 +22,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml $(wildcard data_gen/*.c) $(wildcard 
 	  || { echo "set PYTHON=/path/to/python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[cpu,dev,plots,beam,spm]'
+	$(PY) -m pip install --quiet -e '.[cpu,dev,plots,beam,spm,dask]'
 	@touch $(STAMP)
 
 test: setup

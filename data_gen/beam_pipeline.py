@@ -12,14 +12,19 @@ sizes its own workers; --profile_workers is refused), plus Beam's pipeline optio
 --direct_num_workers, --direct_running_mode, --temp_location, ...).
 
 The pipeline does what the local runner does, step for step, so for the same
-flags it writes byte-identical files:
+flags it writes byte-identical files, on any runner (tested: the DirectRunner
+and the DaskRunner, `--runner=DaskRunner --dask_client_address=tcp://HOST:PORT`):
   chunk indices -> Reshuffle -> MakePieces: a worker reads chunk k's byte range
     (data_gen.corpus_chunks), makes and encodes its shard pieces with the same
     code (data_gen.parallel.run_chunk) and writes each piece to a hidden
-    temporary directory beside the output; only small descriptions move on;
-  the account, summed over chunks;
-  the pieces grouped by shard -> WriteShard: concatenated in chunk order into
-    the shard file (hidden temporary name, then renamed), then its sidecar.
+    temporary folder beside the output; only small descriptions move on, with
+    the chunk's counts;
+  grouped by shard -> WriteShard: the pieces concatenated in chunk order into
+    the shard's file in that folder, and the counts of 1/N of the chunks summed;
+  grouped into one -> Summarize: the shards' totals and the run's counts.
+Then this command checks the summary, moves the shards to their final names and
+writes their sidecars: a failed run (a lost worker's half-written piece
+included) leaves nothing under a final name.
 Inputs and outputs go through Beam's FileSystems: local paths, gs:// (with
 google-cloud-storage installed), and the other schemes Beam knows.
 """
@@ -28,6 +33,7 @@ import dataclasses
 import json
 import logging
 import os
+import socket
 import tempfile
 import time
 import uuid
@@ -41,6 +47,7 @@ except ImportError:  # the [beam] extra is not installed; main() says so
     beam = None
 
 from common import cli_options
+from data_gen import beam_dask
 from data_gen.config import GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
@@ -55,7 +62,10 @@ from data_gen.tfrecord_writer import encode_framed
 from data_gen.vocabulary import load_run_vocabulary
 
 _MARK = "<<data_gen error>>"  # around a user error's message inside the runner's error
-_INDEX_BATCH = 1000  # chunk indices per element of the initial Create
+_INDEX_BATCH = 1000  # at most so many chunk indices per element of the initial Create
+_TARGET_BATCHES = 256  # and at least so many elements (a Dask task each) if there are chunks
+_RUN_MARKER = "run"  # in the run's folder: workers that see it write there
+_SUMMARY = "summary.json"
 _COPY_BLOCK = 8 << 20
 
 
@@ -106,36 +116,71 @@ def _limit_malloc_arenas(count=2):
         pass
 
 
+_jobs = collections.OrderedDict()  # this process's (ChunkJob, processor) by MakePieces.key
+_JOBS_KEPT = 4  # of as many pipelines (jobs sharing a Dask cluster), the latest used
+
+
 class MakePieces(beam.DoFn if beam else object):
-    """Chunk index -> ("piece", ShardPiece written to temp_dir, data dropped) ...,
-    ("counts", the chunk's Counter)."""
+    """Chunk index -> (shard, ("piece", ShardPiece)) per piece, its data written under
+    temp_dir and dropped; then (index mod shards, ("counts", the chunk's Counter))."""
 
     def __init__(self, config, layout, num_shards, temp_dir):
         super().__init__()
         self.config, self.layout = config, layout
         self.num_shards, self.temp_dir = num_shards, temp_dir
+        self.key = uuid.uuid4().hex  # one per pipeline: the job cache's key
         self.job = self.processor = None
 
     def setup(self):
+        """Loads the tokenizer and dictionaries once per process: the Dask runner sets a
+        DoFn up for every task, other runners once per worker."""
         _limit_malloc_arenas()
-        local = dataclasses.replace(self.config, vocab_file=localize(self.config.vocab_file),
-                                    jieba_user_dict=localize(self.config.jieba_user_dict),
-                                    similar_words_file=localize(self.config.similar_words_file),
-                                    spm_model_file=localize(self.config.spm_model_file))
-        self.job = ChunkJob(local, self.layout, self.num_shards, opener=open_for_reading)
-        self.processor = self.job.processor()
+        if self.key not in _jobs:
+            local = dataclasses.replace(
+                self.config, vocab_file=localize(self.config.vocab_file),
+                jieba_user_dict=localize(self.config.jieba_user_dict),
+                similar_words_file=localize(self.config.similar_words_file),
+                spm_model_file=localize(self.config.spm_model_file))
+            job = ChunkJob(local, self.layout, self.num_shards, opener=open_for_reading)
+            _jobs[self.key] = (job, job.processor())
+            while len(_jobs) > _JOBS_KEPT:
+                _jobs.popitem(last=False)
+        _jobs.move_to_end(self.key)
+        self.job, self.processor = _jobs[self.key]
 
     def process(self, index):
         try:
+            _check_run_folder(self.temp_dir)
             outcome = run_chunk(self.job, self.processor, index)
         except USER_ERRORS as error:  # the runner wraps it: mark the words to say in the end
             raise RuntimeError(f"{_MARK}{error}{_MARK}") from error
         for piece in outcome.pieces:
-            with _create(FileSystems.join(self.temp_dir, piece_name(index, piece.shard))) as out:
-                out.write(piece.data)
+            _write_from_worker(FileSystems.join(self.temp_dir, piece_name(index, piece.shard)),
+                               piece.data)
             piece.data = None
-            yield "piece", piece
-        yield "counts", outcome.counts
+            yield piece.shard, ("piece", piece)
+        yield index % self.num_shards, ("counts", outcome.counts)
+
+
+def _check_run_folder(temp_dir):
+    """Raises CorpusError when this worker does not see the run's folder (made by the
+    command before the pipeline starts): the run has ended, or this worker is on another
+    file system than the command."""
+    if not FileSystems.exists(FileSystems.join(temp_dir, _RUN_MARKER)):
+        raise CorpusError(
+            f"{temp_dir}, the run's folder beside --output_file, does not exist on worker "
+            f"host {socket.gethostname()}: --output_file must be on a file system that this "
+            "machine and every worker share (the same path everywhere: a network file "
+            "system, or an object store such as gs://)")
+
+
+def _write_from_worker(path, data):
+    try:
+        _write_atomically(path, data)
+    except (OSError, IOError) as error:  # Beam wraps remote failures in IOError subclasses
+        raise RuntimeError(f"{_MARK}worker host {socket.gethostname()} cannot write {path} "
+                           f"({error}): give an --output_file every worker may write{_MARK}"
+                           ) from error
 
 
 def _sum_counters(counters):
@@ -146,21 +191,20 @@ def _sum_counters(counters):
 
 
 class _WriteShard:
-    """(shard, pieces) -> the shard file and its sidecar; returns (shard, ShardTotals row)."""
+    """(shard, tagged values) -> the shard's file in temp_dir (its pieces in chunk order),
+    and ("run", [shard, instances, masked tokens, largest id, summed counts])."""
 
-    def __init__(self, config, output_paths, temp_dir, vocabulary):
-        self.config, self.output_paths, self.temp_dir = config, output_paths, temp_dir
-        self.vocabulary = vocabulary
+    def __init__(self, compression, num_shards, temp_dir):
+        self.compression, self.num_shards, self.temp_dir = compression, num_shards, temp_dir
 
-    def __call__(self, shard_and_pieces, run_summary):
-        shard, pieces = shard_and_pieces
-        pieces = sorted(pieces, key=lambda piece: piece.chunk)
-        totals = ShardTotals(len(self.output_paths))
+    def __call__(self, shard_and_values):
+        shard, values = shard_and_values[0], list(shard_and_values[1])
+        pieces = sorted((value for tag, value in values if tag == "piece"),
+                        key=lambda piece: piece.chunk)
+        totals = ShardTotals(self.num_shards)
         for piece in pieces:
             totals.add(piece)
-        if run_summary["instances"] == 0:
-            return shard, totals
-        path = self.output_paths[shard]
+        path = FileSystems.join(self.temp_dir, f"shard-{shard:05d}")
         temporary = _hidden_sibling(path, f"incomplete-{uuid.uuid4().hex[:12]}")
         with _create(temporary) as target:
             for piece in pieces:
@@ -168,16 +212,28 @@ class _WriteShard:
                         self.temp_dir, piece_name(piece.chunk, shard))) as source:
                     for block in iter(lambda: source.read(_COPY_BLOCK), b""):
                         target.write(block)
-            if not pieces and self.config.compression == "gzip":
+            if not pieces and self.compression == "gzip":
                 target.write(encode_framed(b"", "gzip"))  # a valid empty stream
         FileSystems.rename([temporary], [path])
-        vocabulary = self.vocabulary
-        metadata = build_metadata(self.config, vocabulary.size, vocabulary.sha256,
-                                  totals.max_ids[shard], totals.file_counts(shard),
-                                  run_summary["run_counts"], vocabulary.sidecar)
-        _write_atomically(path + SIDECAR_SUFFIX, (json.dumps(
-            metadata, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-        return shard, totals
+        counts = _sum_counters(value for tag, value in values if tag == "counts")
+        return "run", [shard, totals.counts[shard]["instances"],
+                       totals.counts[shard]["masked_tokens"], totals.max_ids[shard],
+                       dict(counts)]
+
+
+class _Summarize:
+    """("run", every shard's row) -> temp_dir/summary.json, read by the command."""
+
+    def __init__(self, temp_dir):
+        self.temp_dir = temp_dir
+
+    def __call__(self, run_and_rows):
+        rows = sorted(run_and_rows[1], key=lambda row: row[0])
+        summary = {"shards": [row[1:4] for row in rows],
+                   "counts": dict(_sum_counters(row[4] for row in rows))}
+        _write_atomically(FileSystems.join(self.temp_dir, _SUMMARY),
+                          json.dumps(summary, ensure_ascii=False).encode("utf-8"))
+        return len(rows)
 
 
 def _glob_with_beam(pattern):
@@ -191,49 +247,30 @@ def _file_sizes(files):
     return [result.metadata_list[0].size_in_bytes for result in metadata]
 
 
-def build_pipeline(pipeline, config, layout, output_paths, temp_dir, vocabulary, started):
-    """Adds the generation steps to `pipeline`; the run's account goes to TEMP/account.json."""
-    batches = [(low, min(low + _INDEX_BATCH, layout.num_chunks))
-               for low in range(0, layout.num_chunks, _INDEX_BATCH)]
+def _index_batches(num_chunks):
+    """[(low, high)] chunk index ranges: at least _TARGET_BATCHES of them when there are
+    that many chunks, at most _INDEX_BATCH chunks each."""
+    size = min(_INDEX_BATCH, max(1, -(-num_chunks // _TARGET_BATCHES)))
+    return [(low, min(low + size, num_chunks)) for low in range(0, num_chunks, size)]
+
+
+def build_pipeline(pipeline, config, layout, num_shards, temp_dir):
+    """Adds the generation steps to `pipeline`: the shards' files and summary.json in
+    temp_dir. Only Create, ParDo, Flatten and GroupByKey, each read as a main input (no
+    side input, no global combine), with one final step that depends on all the others:
+    what every Beam runner, the Dask runner included, runs as written."""
     made = (pipeline
-            | "ChunkIndexRanges" >> beam.Create(batches)
+            | "ChunkIndexRanges" >> beam.Create(_index_batches(layout.num_chunks))
             | "ChunkIndices" >> beam.FlatMap(lambda bounds: range(*bounds))
             | "Spread" >> beam.Reshuffle()
-            | "MakePieces" >> beam.ParDo(MakePieces(config, layout, len(output_paths), temp_dir)))
-    counts = (made | "Counts" >> beam.Filter(lambda tagged: tagged[0] == "counts")
-              | "CountsOnly" >> beam.Map(lambda tagged: tagged[1])
-              | "SumCounts" >> beam.CombineGlobally(_sum_counters))
-    pieces = (made | "Pieces" >> beam.Filter(lambda tagged: tagged[0] == "piece")
-              | "ByShard" >> beam.Map(lambda tagged: (tagged[1].shard, tagged[1])))
-    all_shards = pipeline | "Shards" >> beam.Create([(s, None) for s in range(len(output_paths))])
-    grouped = ((pieces, all_shards) | "AllShards" >> beam.Flatten()
-               | "GroupByShard" >> beam.GroupByKey()
-               | "DropPlaceholders" >> beam.Map(
-                   lambda item: (item[0], [p for p in item[1] if p is not None])))
-    summary = (grouped | "ShardInstances" >> beam.Map(
-                   lambda item: (sum(p.records for p in item[1]),
-                                 sum(p.masked for p in item[1])))
-               | "SumInstances" >> beam.CombineGlobally(
-                   lambda pairs: tuple(map(sum, zip(*pairs))) if pairs else (0, 0))
-               | "Summary" >> beam.Map(_run_summary, beam.pvalue.AsSingleton(counts),
-                                       layout.total, started))
-    written = grouped | "WriteShard" >> beam.Map(
-        _WriteShard(config, output_paths, temp_dir, vocabulary),
-        beam.pvalue.AsSingleton(summary))
-    _ = (summary | "WriteAccount" >> beam.Map(
-        lambda run, done: _write_atomically(FileSystems.join(temp_dir, "account.json"),
-                                            json.dumps(run["account"]).encode("utf-8")),
-        beam.pvalue.AsList(written)))
-
-
-def _run_summary(instances_and_masked, counts, total_bytes, started):
-    """The run's account (as the local CLI makes it) and the sidecars' run_counts."""
-    totals = ShardTotals(1)
-    totals.counts[0]["instances"], totals.counts[0]["masked_tokens"] = instances_and_masked
-    account = make_account(counts, totals, total_bytes, time.time() - started, num_workers=0)
-    account.pop("num_workers")  # the runner's business
-    run_counts = {key: value for key, value in account.items() if isinstance(value, int)}
-    return {"instances": account["instances"], "account": account, "run_counts": run_counts}
+            | "MakePieces" >> beam.ParDo(MakePieces(config, layout, num_shards, temp_dir)))
+    every_shard = pipeline | "Shards" >> beam.Create([(s, ("shard", None))
+                                                      for s in range(num_shards)])
+    _ = ((made, every_shard) | "AllShards" >> beam.Flatten()
+         | "GroupByShard" >> beam.GroupByKey()
+         | "WriteShard" >> beam.Map(_WriteShard(config.compression, num_shards, temp_dir))
+         | "GatherRun" >> beam.GroupByKey()
+         | "Summarize" >> beam.Map(_Summarize(temp_dir)))
 
 
 class _HideMarkedErrors(logging.Filter):
@@ -256,7 +293,11 @@ class _HideMarkedErrors(logging.Filter):
 
 
 def run(config, beam_args):
-    """Runs the pipeline; returns the account (a dict), as create_pretraining_data.run does."""
+    """Runs the pipeline; returns the account (a dict), as create_pretraining_data.run does.
+
+    The pipeline writes only inside a hidden folder beside the first output; this command
+    then checks the summary, moves the shards to their final names and writes their
+    sidecars, so a failed run leaves nothing under a final name."""
     if beam is None:
         raise cli_options.UserError("apache-beam is not installed: pip install 'zh-pretrain[beam]' "
                                     "(or `pip install -e '.[beam]'` in a checkout)")
@@ -276,6 +317,12 @@ def run(config, beam_args):
             f"--eval_share={config.eval_share}: the Beam pipeline writes one split; hold the "
             "documents out with python -m data_gen.create_pretraining_data --eval_share, or "
             "give the eval documents their own --input_file here")
+    on_dask = beam_dask.is_dask(beam_args)
+    if on_dask:
+        # Beam's local Dask cluster (no --dask_client_address) logs its workers' failures
+        # here too; the command says them once.
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
+    beam_args = beam_dask.prepare(beam_args)
     options = PipelineOptions(beam_args)
     unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
                      - set(options.get_all_options()))
@@ -291,39 +338,118 @@ def run(config, beam_args):
     vocabulary = load_run_vocabulary(config, local.get)
     files = expand_input_patterns(config.input_file, glob_files=_glob_with_beam)
     layout = CorpusLayout(files, _file_sizes(files), config.chunk_bytes)
-    output_paths = config.output_paths()
+    output_paths = [_absolute(path) for path in config.output_paths()]
     temp_dir = _hidden_sibling(output_paths[0], f"beam-temp-{uuid.uuid4().hex[:12]}")
-    FileSystems.mkdirs(temp_dir)
-    quiet = _HideMarkedErrors()
     try:
-        try:
-            with quiet, beam.Pipeline(options=options) as pipeline:
-                build_pipeline(pipeline, config, layout, output_paths, temp_dir, vocabulary,
-                               started)
-        except Exception as error:  # pylint: disable=broad-except
-            marked = str(error).split(_MARK)
-            if len(marked) < 3:
-                raise
-            raise CorpusError(marked[1]) from None
-        with open_for_reading(FileSystems.join(temp_dir, "account.json")) as reader:
-            account = json.loads(reader.read())
+        _make_run_folder(temp_dir)
+        _run_pipeline(options, lambda pipeline: build_pipeline(
+            pipeline, config, layout, len(output_paths), temp_dir), on_dask)
+        account, totals = _account(_read_summary(temp_dir), layout.total, started)
+        # The sidecars hold the CLI's run_counts for the same flags, its worker count too.
+        account["num_workers"] = min(config.resolved_num_workers(), layout.num_chunks)
+        check_unreadable_share(account, files, config.max_unreadable_share)
+        if account["instances"] == 0:
+            raise EmptyOutputError(why_empty(account, files))
+        _commit(config, vocabulary, account, totals, temp_dir, output_paths)
     finally:
-        FileSystems.delete([temp_dir])
+        _remove_run_folder(temp_dir)
     account["seconds"] = round(time.time() - started, 3)
     account["mb_per_second"] = round(layout.total / 1e6 / max(account["seconds"], 1e-9), 4)
-    try:
-        check_unreadable_share(account, files, config.max_unreadable_share)
-    except CorpusError:
-        written = [path for output in output_paths for path in (output, metadata_path(output))
-                   if FileSystems.exists(path)]
-        FileSystems.delete(written)  # the loss was too large to keep what was made of the rest
-        raise
-    if account["instances"] == 0:
-        raise EmptyOutputError(why_empty(account, files))
     account["output_files"] = output_paths
     account["masking"] = config.masking_recipe()
-    account["runner"] = options.get_all_options()["runner"] or "DirectRunner"
+    account["runner"] = ("DaskRunner" if on_dask
+                         else options.get_all_options()["runner"] or "DirectRunner")
     return account
+
+
+def _absolute(path):
+    """Local paths made absolute: workers may run in another directory."""
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _make_run_folder(temp_dir):
+    """Makes the run's hidden folder and its marker, or says why it cannot."""
+    try:
+        FileSystems.mkdirs(temp_dir)
+        _write_atomically(FileSystems.join(temp_dir, _RUN_MARKER), b"")
+    except (OSError, IOError) as error:  # Beam's file systems wrap the OSError
+        cause = error.args[0] if error.args and isinstance(error.args[0], Exception) else error
+        raise CorpusError(f"--output_file: cannot write {temp_dir}, the run's folder beside "
+                          f"it ({cause}); give an --output_file in a folder this machine and "
+                          "every worker may write") from None
+
+
+def _remove_run_folder(temp_dir):
+    try:
+        FileSystems.delete([temp_dir])
+    except IOError:  # Beam's BeamIOError; fine when the folder was never made
+        if FileSystems.exists(temp_dir):
+            raise
+
+
+def _run_pipeline(options, build, on_dask):
+    """Builds and runs the pipeline; a worker's marked user error becomes a CorpusError,
+    a Dask cluster that cannot load the steps a UserError."""
+    pipeline = beam.Pipeline(options=options)
+    build(pipeline)
+    result = None
+    try:
+        with _HideMarkedErrors():
+            result = pipeline.run()
+            result.wait_until_finish()
+    except Exception as error:  # pylint: disable=broad-except
+        if result is not None:
+            beam_dask.cancel(result)
+        marked = str(error).split(_MARK)
+        if len(marked) >= 3:
+            raise CorpusError(marked[1]) from None
+        if on_dask and beam_dask.explain(error):
+            raise cli_options.UserError(beam_dask.explain(error)) from None
+        raise
+    finally:
+        if result is not None:
+            beam_dask.finish(result)
+
+
+def _read_summary(temp_dir):
+    path = FileSystems.join(temp_dir, _SUMMARY)
+    if not FileSystems.exists(path):
+        raise CorpusError(f"the pipeline ended without writing {path}: its workers wrote "
+                          "where this machine does not see; give an --output_file on a file "
+                          "system this machine and every worker share")
+    with open_for_reading(path) as reader:
+        return json.loads(reader.read().decode("utf-8"))
+
+
+def _account(summary, total_bytes, started):
+    """(the run's account as the local CLI makes it, the shards' ShardTotals)."""
+    totals = ShardTotals(len(summary["shards"]))
+    for shard, (instances, masked, max_id) in enumerate(summary["shards"]):
+        totals.counts[shard].update(instances=instances, masked_tokens=masked)
+        totals.max_ids[shard] = max_id
+    return make_account(collections.Counter(summary["counts"]), totals, total_bytes,
+                        time.time() - started, num_workers=0), totals
+
+
+def _commit(config, vocabulary, account, totals, temp_dir, output_paths):
+    """Moves the shards to their final names and writes their sidecars; on any failure
+    removes what it had put there."""
+    run_counts = {key: value for key, value in account.items() if isinstance(value, int)}
+    committed = []
+    try:
+        for shard, path in enumerate(output_paths):
+            committed.append(path)
+            FileSystems.rename([FileSystems.join(temp_dir, f"shard-{shard:05d}")], [path])
+        for shard, path in enumerate(output_paths):
+            metadata = build_metadata(config, vocabulary.size, vocabulary.sha256,
+                                      totals.max_ids[shard], totals.file_counts(shard),
+                                      run_counts, vocabulary.sidecar)
+            committed.append(metadata_path(path))
+            _write_atomically(metadata_path(path), (json.dumps(
+                metadata, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    except BaseException:
+        FileSystems.delete([path for path in committed if FileSystems.exists(path)])
+        raise
 
 
 def _run_and_report(config, beam_args):
@@ -337,4 +463,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    # As data_gen.beam_pipeline, not __main__: the steps then travel to the workers as
+    # references to this module (importable there), not as copies of __main__'s code.
+    from data_gen import beam_pipeline  # pylint: disable=import-self
+    beam_pipeline.main()

@@ -122,7 +122,7 @@ def test_beam_failures_are_one_line(corpus, tmp_path):
     results = run_parallel(commands, cwd=tmp_path, env=tool_env())
     for key, expected in (("typo", "unknown flag(s) --runnr"),
                           ("profile", "--profile_workers profiles the local runner's"),
-                          ("utf8", f"{bad}: byte offset 10: invalid UTF-8")):
+                          ("utf8", f"{bad}: line 2 (byte offset 10): invalid UTF-8")):
         code, _, err, _ = results[key]
         assert code == 2, err[-2000:]
         last = err.strip().splitlines()[-1]
