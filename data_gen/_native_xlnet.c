@@ -80,66 +80,107 @@ static Py_ssize_t bisect_right(const Py_ssize_t *a, Py_ssize_t n, Py_ssize_t x)
     return lo;
 }
 
-/* An int of a list, or 0 (with *ok = 0) if it is not a plain int in [low, high). */
-static long long list_int(PyObject *list, Py_ssize_t i, long long low, long long high, int *ok)
+/* A plain int in [0, high), or -1. */
+static long long id_value(PyObject *item, long long high)
 {
-    PyObject *item = PyList_GET_ITEM(list, i);
     int overflow = 0;
-    long long v = PyLong_Check(item) ? PyLong_AsLongLongAndOverflow(item, &overflow) : 0;
-    if (!PyLong_Check(item) || overflow || v < low || v >= high) *ok = 0;
-    return v;
+    if (!PyLong_Check(item)) return -1;
+    long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
+    return overflow || v < 0 || v >= high ? -1 : v;
 }
 
-/* A start's kind: 0, -1, or any other value (a huge int too: PyLong_Check only). */
+/* A start's kind: 0, 1 (positive), 2 (-1) or 3 (other negative); -1 if not an int. */
 static int start_code(PyObject *item)
 {
     int overflow = 0;
+    if (!PyLong_Check(item)) return -1;
     long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
     if (overflow) return overflow > 0 ? 1 : 3;
     return v == 0 ? 0 : v == -1 ? 2 : v > 0 ? 1 : 3;
 }
 
-/* 1: read; 0: not for the C path (lists of plain ints, ids below table_size,
-   sentence starts sorted from 0 inside the stream); -1: error. The units are
-   masking.whole_word_units(starts, whole_words). */
-static int read_stream(PyObject *ids, PyObject *starts, PyObject *sent, int whole_words,
-                       long long table_size, Stream *s)
+/* The (ids, starts) lists of a sentence, or 0 if not for the C path. */
+static int sentence_lists(PyObject *sentence, PyObject **ids, PyObject **starts)
 {
-    int ok = 1;
-    if (!PyList_CheckExact(ids) || !PyList_CheckExact(starts) || !PyList_CheckExact(sent) ||
-        PyList_GET_SIZE(ids) != PyList_GET_SIZE(starts) || PyList_GET_SIZE(sent) == 0)
+    if ((!PyTuple_CheckExact(sentence) && !PyList_CheckExact(sentence)) ||
+        PySequence_Fast_GET_SIZE(sentence) != 2)
         return 0;
-    Py_ssize_t n = s->n = PyList_GET_SIZE(ids), n_sent = s->n_sent = PyList_GET_SIZE(sent);
-    s->ids = PyMem_Malloc(sizeof(int64_t) * (n + 1));
-    s->sent = PyMem_Malloc(sizeof(Py_ssize_t) * n_sent);
-    s->ub = PyMem_Malloc(sizeof(Py_ssize_t) * (n + 1));
-    s->ue = PyMem_Malloc(sizeof(Py_ssize_t) * (n + 1));
-    if (!s->ids || !s->sent || !s->ub || !s->ue) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n && ok; i++) s->ids[i] = list_int(ids, i, 0, table_size, &ok);
-    for (Py_ssize_t i = 0; i < n_sent && ok; i++) {
-        s->sent[i] = (Py_ssize_t)list_int(sent, i, i ? s->sent[i - 1] : 0, (long long)n + 1, &ok);
-        if (i == 0 && s->sent[0] != 0) ok = 0;
-    }
+    *ids = PySequence_Fast_ITEMS(sentence)[0];
+    *starts = PySequence_Fast_ITEMS(sentence)[1];
+    return PyList_CheckExact(*ids) && PyList_CheckExact(*starts) &&
+           PyList_GET_SIZE(*ids) == PyList_GET_SIZE(*starts);
+}
+
+/* Whole-word units of the start codes (masking.whole_word_units). */
+static void find_units(Stream *s, int whole_words)
+{
     Py_ssize_t m = 0, open = -1;
-    int open_kept = 0;
-    for (Py_ssize_t i = 0; i < n && ok; i++) {
-        PyObject *item = PyList_GET_ITEM(starts, i);
-        if (!PyLong_Check(item)) return 0;
-        int code = start_code(item);
+    int kept = 0;
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        int code = s->codes[i];
         if (!whole_words) {
             if (code <= 1) { s->ub[m] = i; s->ue[m++] = i + 1; }
         } else if (code) {  /* a nonzero start opens a unit; one opened by -1 is dropped */
-            if (open >= 0 && open_kept) { s->ub[m] = open; s->ue[m++] = i; }
+            if (open >= 0 && kept) { s->ub[m] = open; s->ue[m++] = i; }
             open = i;
-            open_kept = code != 2;
+            kept = code != 2;
         }
     }
-    if (whole_words && open >= 0 && open_kept) { s->ub[m] = open; s->ue[m++] = n; }
+    if (whole_words && open >= 0 && kept) { s->ub[m] = open; s->ue[m++] = s->n; }
     s->n_units = m;
-    return ok;
+}
+
+/* XLNetStream(documents, eod, whole_words): ids, sentence starts and units. 1: read;
+   0: not for the C path (not a list of lists of (ids, starts) lists of equal length and
+   plain ints, an id not below table_size, a first document without sentences); -1: error. */
+static int read_stream(PyObject *documents, long long eod, int whole_words,
+                       long long table_size, Stream *s)
+{
+    PyObject *ids = NULL, *starts = NULL;
+    Py_ssize_t n = 0, n_sent = 0, n_docs, pos = 0, j = 0;
+    if (!PyList_CheckExact(documents) || (n_docs = PyList_GET_SIZE(documents)) == 0 ||
+        !PyList_CheckExact(PyList_GET_ITEM(documents, 0)) ||
+        PyList_GET_SIZE(PyList_GET_ITEM(documents, 0)) == 0)
+        return 0;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        PyObject *doc = PyList_GET_ITEM(documents, d);
+        if (!PyList_CheckExact(doc)) return 0;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(doc); k++) {
+            if (!sentence_lists(PyList_GET_ITEM(doc, k), &ids, &starts)) return 0;
+            n += PyList_GET_SIZE(ids);
+        }
+        n += 1;
+        n_sent += PyList_GET_SIZE(doc);
+    }
+    s->n = n;
+    s->n_sent = n_sent;
+    s->ids = PyMem_Malloc(sizeof(int64_t) * (size_t)n);
+    s->codes = PyMem_Malloc((size_t)n);
+    s->sent = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)n_sent);
+    s->ub = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)n);
+    s->ue = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)n);
+    if (!s->ids || !s->codes || !s->sent || !s->ub || !s->ue) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        PyObject *doc = PyList_GET_ITEM(documents, d);
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(doc); k++) {
+            sentence_lists(PyList_GET_ITEM(doc, k), &ids, &starts);
+            s->sent[j++] = pos;
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ids); i++, pos++) {
+                long long id = id_value(PyList_GET_ITEM(ids, i), table_size);
+                int code = start_code(PyList_GET_ITEM(starts, i));
+                if (id < 0 || code < 0) return 0;
+                s->ids[pos] = id;
+                s->codes[pos] = (unsigned char)code;
+            }
+        }
+        s->ids[pos] = eod;
+        s->codes[pos++] = 2;
+    }
+    find_units(s, whole_words);
+    return 1;
 }
 
 /* ---- split_a_and_b ------------------------------------------------------- */
@@ -227,7 +268,7 @@ static int alloc_work(Work *w, Py_ssize_t seq, Py_ssize_t goal)
 
 static void free_all(Stream *s, Work *w)
 {
-    void *blocks[] = {s->ids, s->sent, s->ub, s->ue, w->reuse.b, w->reuse.e, w->reuse.taken,
+    void *blocks[] = {s->ids, s->codes, s->sent, s->ub, s->ue, w->reuse.b, w->reuse.e, w->reuse.taken,
                       w->rest.b, w->rest.e, w->rest.taken, w->free, w->lengths, w->reach,
                       w->is_masked, w->seg, w->input, w->target};
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) PyMem_Free(blocks[i]);
@@ -283,20 +324,20 @@ static PyObject *run_pass(const Stream *s, const Recipe *rc, Work *w, Rng *r)
         }
         window += rc->reuse;
     }
-    out = Py_BuildValue("(OnOnn)", records, labels_1, max_ids, skipped, window);
+    out = Py_BuildValue("(OnOnnn)", records, labels_1, max_ids, skipped, window, s->n);
 done:
     Py_XDECREF(records);
     Py_XDECREF(max_ids);
     return out;
 }
 
-/* stream_records(ids, starts, sentence_starts, whole_words, max_seq_length, reuse_length,
+/* stream_records(documents, eod_id, whole_words, max_seq_length, reuse_length,
                   max_predictions, sep_id, cls_id, mask_alpha, mask_beta, span_cumulative,
                   vocab_size, rng) */
 static PyObject *py_stream_records(PyObject *module, PyObject *args)
 {
-    PyObject *ids, *starts, *sent, *cumulative, *rng, *out = NULL;
-    long long sep, cls, table_size;
+    PyObject *documents, *cumulative, *rng, *out = NULL;
+    long long eod, sep, cls, table_size;
     int whole_words, ok = 0;
     Recipe rc;
     Stream s;
@@ -305,7 +346,7 @@ static PyObject *py_stream_records(PyObject *module, PyObject *args)
     (void)module;
     memset(&s, 0, sizeof s);
     memset(&w, 0, sizeof w);
-    if (!PyArg_ParseTuple(args, "OOOpnnnLLnnOLO", &ids, &starts, &sent, &whole_words, &rc.seq,
+    if (!PyArg_ParseTuple(args, "OLpnnnLLnnOLO", &documents, &eod, &whole_words, &rc.seq,
                           &rc.reuse, &rc.goal, &sep, &cls, &rc.alpha, &rc.beta, &cumulative,
                           &table_size, &rng))
         return NULL;
@@ -314,9 +355,10 @@ static PyObject *py_stream_records(PyObject *module, PyObject *args)
     rc.cls = cls;
     if (rc.reuse < 1 || rc.total < 1 || rc.seq > MAX_SEQ || rc.goal < 1 || rc.goal > rc.seq ||
         rc.beta < 1 || rc.alpha < 0 || rc.alpha > MAX_SEQ || sep < 0 || sep >= table_size ||
-        cls < 0 || cls >= table_size || !read_cumulative(cumulative, &rc))
+        cls < 0 || cls >= table_size || eod < 0 || eod >= table_size ||
+        !read_cumulative(cumulative, &rc))
         Py_RETURN_NOTIMPLEMENTED;
-    ok = read_stream(ids, starts, sent, whole_words, table_size, &s);
+    ok = read_stream(documents, eod, whole_words, table_size, &s);
     if (ok == 1 && alloc_work(&w, rc.seq, rc.goal) == 0 &&
         (r.random = PyObject_GetAttr(rng, str_random)) != NULL &&
         (r.getrandbits = PyObject_GetAttr(rng, str_getrandbits)) != NULL)
@@ -330,9 +372,10 @@ static PyObject *py_stream_records(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"stream_records", py_stream_records, METH_VARARGS,
-     "stream_records(ids, starts, sentence_starts, whole_words, max_seq_length, reuse_length,"
+     "stream_records(documents, eod_id, whole_words, max_seq_length, reuse_length,"
      " max_predictions, sep_id, cls_id, mask_alpha, mask_beta, span_cumulative, vocab_size,"
-     " rng) -> (records, labels_1, max_ids, skipped, end of the last window), or"
+     " rng) -> (records, labels_1, max_ids, skipped, end of the last window, stream"
+     " length), or"
      " NotImplemented (before any draw) for inputs left to the Python path."},
     {NULL, NULL, 0, NULL},
 };

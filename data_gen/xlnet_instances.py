@@ -29,26 +29,20 @@ from data_gen import masking
 from data_gen import xlnet_masking
 
 
-def stream_tokens(documents, eod_id):
-    """(ids, word starts, sentence starts) of documents laid end to end, each followed
-    by eod_id (start -1)."""
-    ids, starts, sentence_starts = [], [], []
-    for document in documents:
-        for sentence_ids, sentence_word_starts in document:
-            sentence_starts.append(len(ids))
-            ids.extend(sentence_ids)
-            starts.extend(sentence_word_starts)
-        ids.append(eod_id)
-        starts.append(-1)
-    return ids, starts, sentence_starts
-
-
 class XLNetStream:
     """One pass's stream: ids, sentence starts (sorted, 0 first) and whole-word units."""
 
     def __init__(self, documents, eod_id, whole_words=True):
-        ids, starts, self.sentence_starts = stream_tokens(documents, eod_id)
+        ids, starts, sentence_starts = [], [], []
+        for document in documents:
+            for sentence_ids, sentence_word_starts in document:
+                sentence_starts.append(len(ids))
+                ids.extend(sentence_ids)
+                starts.extend(sentence_word_starts)
+            ids.append(eod_id)
+            starts.append(-1)
         self.ids = ids
+        self.sentence_starts = sentence_starts
         self.units = masking.whole_word_units(starts, whole_words, use_native=False)
         self.unit_begins = [begin for begin, _ in self.units]
         self.unit_ends = [end for _, end in self.units]
@@ -155,12 +149,3 @@ def pass_documents(documents, dupe_factor, rng):
         if dupe:
             rng.shuffle(order)
         yield [documents[index] for index in order]
-
-
-def chunk_instances(documents, recipe, dupe_factor, rng, counts, whole_words=True):
-    """Every pass's records of a chunk's documents (lists of (ids, starts) sentences)."""
-    records = []
-    for ordered in pass_documents(documents, dupe_factor, rng):
-        stream = XLNetStream(ordered, recipe.special["eod"], whole_words)
-        records.extend(stream_instances(stream, recipe, rng, counts))
-    return records

@@ -16,7 +16,7 @@ from data_gen.example_proto import int64_example, varint_table
 from data_gen.instances import _plain_random
 from data_gen.vocabulary import xlnet_wordpiece_ids
 from data_gen.xlnet_instances import (XLNetRecipe, XLNetStream, count_pass, pass_documents,
-                                      stream_instances, stream_tokens)
+                                      stream_instances)
 from data_gen.xlnet_masking import _SPAN_CUMULATIVE
 
 
@@ -100,15 +100,14 @@ def pass_records(documents, recipe, encoder, whole_words, rng, counts, module=No
             type(value) is int for value in (recipe.max_seq_length, recipe.reuse_length,
                                              recipe.max_predictions, recipe.mask_alpha,
                                              recipe.mask_beta)):
-        ids, starts, sentence_starts = stream_tokens(documents, recipe.special["eod"])
         made = module.stream_records(
-            ids, starts, sentence_starts, whole_words, recipe.max_seq_length,
+            documents, recipe.special["eod"], whole_words, recipe.max_seq_length,
             recipe.reuse_length, recipe.max_predictions, recipe.special["sep"],
             recipe.special["cls"], recipe.mask_alpha, recipe.mask_beta, _SPAN_CUMULATIVE,
             encoder.table_size, rng)
         if made is not NotImplemented:
-            records, labels_1, max_ids, skipped, window_end = made
-            count_pass(counts, len(ids), window_end, skipped)
+            records, labels_1, max_ids, skipped, window_end, stream_length = made
+            count_pass(counts, stream_length, window_end, skipped)
             return records, labels_1, max_ids
     stream = XLNetStream(documents, recipe.special["eod"], whole_words)
     built = stream_instances(stream, recipe, rng, counts)

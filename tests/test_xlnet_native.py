@@ -7,7 +7,7 @@ import pytest
 
 import datagen_testutil as util
 from data_gen.config import GenerationConfig
-from data_gen.xlnet_instances import XLNetRecipe, pass_documents, stream_tokens
+from data_gen.xlnet_instances import XLNetRecipe, pass_documents
 from data_gen.xlnet_masking import _SPAN_CUMULATIVE
 from data_gen.xlnet_processing import XLNetChunkProcessor, XLNetEncoder, pass_records
 
@@ -69,8 +69,7 @@ def _both(documents, recipe, whole_words, seed, vocab=VOCAB, rng_class=random.Ra
 
 
 def _native_call(documents, recipe, whole_words, rng, vocab=VOCAB):
-    ids, starts, sentence_starts = stream_tokens(documents, SPECIAL["eod"])
-    return NATIVE.stream_records(ids, starts, sentence_starts, whole_words,
+    return NATIVE.stream_records(documents, SPECIAL["eod"], whole_words,
                                  recipe.max_seq_length, recipe.reuse_length,
                                  recipe.max_predictions, SPECIAL["sep"], SPECIAL["cls"],
                                  recipe.mask_alpha, recipe.mask_beta, _SPAN_CUMULATIVE, vocab,

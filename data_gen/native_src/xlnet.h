@@ -12,6 +12,7 @@ typedef struct { PyObject *random, *getrandbits; } Rng;
 
 typedef struct {
     int64_t *ids;
+    unsigned char *codes;              /* word starts: 0, 1 (> 0), 2 (-1), 3 (< -1) */
     Py_ssize_t n;
     Py_ssize_t *sent, n_sent;          /* sentence starts */
     Py_ssize_t *ub, *ue, n_units;      /* whole-word units [ub, ue) */
