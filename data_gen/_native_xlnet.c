@@ -268,9 +268,9 @@ static int alloc_work(Work *w, Py_ssize_t seq, Py_ssize_t goal)
 
 static void free_all(Stream *s, Work *w)
 {
-    void *blocks[] = {s->ids, s->codes, s->sent, s->ub, s->ue, w->reuse.b, w->reuse.e, w->reuse.taken,
-                      w->rest.b, w->rest.e, w->rest.taken, w->free, w->lengths, w->reach,
-                      w->is_masked, w->seg, w->input, w->target};
+    void *blocks[] = {s->ids, s->codes, s->sent, s->ub, s->ue, w->reuse.b, w->reuse.e,
+                      w->reuse.taken, w->rest.b, w->rest.e, w->rest.taken, w->free, w->lengths,
+                      w->reach, w->is_masked, w->seg, w->input, w->target};
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) PyMem_Free(blocks[i]);
 }
 
@@ -310,8 +310,8 @@ static PyObject *run_pass(const Stream *s, const Recipe *rc, Work *w, Rng *r)
         if (chosen) {
             int64_t max_id;
             int label = b_begin == a_end;
-            PyObject *record = xlnet_encode_record(s, rc, w, window, a_end, b_begin, b_end, label,
-                                             &max_id);
+            PyObject *record = xlnet_encode_record(s, rc, w, window, a_end, b_begin, b_end,
+                                                   label, &max_id);
             PyObject *largest = record ? PyLong_FromLongLong(max_id) : NULL;
             int failed = largest == NULL || PyList_Append(records, record) < 0 ||
                          PyList_Append(max_ids, largest) < 0;
