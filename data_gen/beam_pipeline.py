@@ -5,11 +5,15 @@ r"""Corpus text -> pretraining TFRecords on Apache Beam: the CLI's files, on man
     --num_output_shards=256 --vocab_file=gs://BUCKET/vocab.txt --mode=roberta \
     --runner=DataflowRunner --project=P --region=R --temp_location=gs://BUCKET/tmp \
     --extra_package=dist/zh_pretrain-0.1.0.tar.gz
+  python -m data_gen.beam_pipeline ... --runner=DaskRunner --dask_client_address=tcp://HOST:8786
 
 Flags: every flag of data_gen.create_pretraining_data, same names and
-meanings (--num_workers is the local runner's and is not used: the Beam runner
-sizes its own workers; --profile_workers is refused), plus Beam's pipeline options (--runner,
---direct_num_workers, --direct_running_mode, --temp_location, ...).
+meanings (--num_workers is the local runner's and is not used, only recorded
+in the sidecars as the CLI records it: the Beam runner sizes its own workers;
+--profile_workers is refused), plus Beam's pipeline options (--runner,
+--direct_num_workers, --direct_running_mode, --temp_location, ...; with the
+[dask] extra, the Dask runner's --dask_client_address, --dask_connection_timeout,
+...: data_gen.beam_dask).
 
 The pipeline does what the local runner does, step for step, so for the same
 flags it writes byte-identical files, on any runner (tested: the DirectRunner
