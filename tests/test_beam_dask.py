@@ -2,6 +2,7 @@
 processes on 127.0.0.1 (`dask scheduler` and two `dask worker`s, started and stopped here):
 the local CLI's bytes, shards and sidecars, in every mode; a worker killed in the middle of
 the job loses nothing; bad input is one line and leaves nothing behind."""
+import json
 import os
 import shutil
 import subprocess
@@ -119,7 +120,6 @@ def test_dask_writes_the_cli_bytes_in_every_mode(corpus, cluster):
 
 
 def _meta(path):
-    import json  # pylint: disable=import-outside-toplevel
     with open(f"{path}.meta.json", encoding="utf-8") as handle:
         return json.load(handle)
 
@@ -233,3 +233,18 @@ def test_workers_that_do_not_share_the_output_folder(corpus, cluster, tmp_path):
     assert "must be on a file system that this machine and every worker share" in last
     assert "Traceback" not in err
     assert os.listdir(out) == []
+
+
+def test_runner_names_and_task_size():
+    """Beam's spellings of the runner become its full path; each Create element is a task of
+    its own unless the user sizes Dask's partitions."""
+    from data_gen import beam_dask  # pylint: disable=import-outside-toplevel
+    full = beam_dask.RUNNER_PATH
+    assert beam_dask.prepare(["--runner", "DaskRunner"]) == [
+        "--runner", full, "--dask_partition_size=1"]
+    assert beam_dask.prepare(["--runner=dask", "--dask_npartitions=8"]) == [
+        f"--runner={full}", "--dask_npartitions=8"]
+    assert beam_dask.prepare([f"--runner={full}"]) == [f"--runner={full}",
+                                                       "--dask_partition_size=1"]
+    assert beam_dask.prepare(["--runner=DirectRunner", "--direct_num_workers=2"]) == [
+        "--runner=DirectRunner", "--direct_num_workers=2"]
