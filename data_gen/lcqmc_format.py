@@ -26,6 +26,7 @@ import re
 
 LABELS = ("0", "1")
 MAX_LOGGED = 20
+MAX_MALFORMED_SHARE = 0.01  # of the data lines, beyond which a reader stops (--max_malformed_share)
 _BOM = "\ufeff"
 
 
@@ -125,6 +126,19 @@ def parse_condition(text, size):
     if not all(math.isfinite(value) for value in values):
         raise ValueError(f"{text!r} overflows float; expected {expected}")
     return values
+
+
+def check_malformed_share(report, max_share, flag="--max_malformed_share"):
+    """LcqmcError when more than `max_share` of a file's data lines (pairs + malformed)
+    were malformed, naming the share, the first one and the flag; else nothing."""
+    total = report.pairs + len(report.malformed)
+    if not report.malformed or len(report.malformed) / total <= max_share:
+        return
+    line, reason = report.malformed[0]
+    raise LcqmcError(
+        f"{report.path}: {len(report.malformed)} of {total} lines "
+        f"({len(report.malformed) / total:.1%}) are malformed, more than {flag}={max_share}; "
+        f"the first is line {line}: {reason}. Fix the file (or raise {flag} to drop them)")
 
 
 def read_pairs(path, log_fn=print, condition_column=False):

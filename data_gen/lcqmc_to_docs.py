@@ -61,10 +61,12 @@ def parse_split_names(splits, allow_eval_splits):
     return names
 
 
-def read_pairs(path, account, report=print):
-    """Returns [(text_a, text_b, label)] of one LCQMC file, counting into `account`."""
+def read_pairs(path, account, report=print, max_malformed_share=1.0):
+    """Returns [(text_a, text_b, label)] of one LCQMC file, counting into `account`; stops
+    (LcqmcError) past `max_malformed_share` malformed lines."""
     pairs, read_report = lcqmc_format.read_pairs(
         path, log_fn=lambda message: report(f"lcqmc_to_docs: {message}"), condition_column=True)
+    lcqmc_format.check_malformed_share(read_report, max_malformed_share)
     account["lines_read"] += read_report.lines
     account["header_lines"] += int(read_report.header_skipped)
     account["blank_lines"] += read_report.blank_lines
@@ -135,7 +137,7 @@ def write_documents(documents, output_file):
 
 
 def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, report=print,
-            paraphrase_documents=True):
+            paraphrase_documents=True, max_malformed_share=lcqmc_format.MAX_MALFORMED_SHARE):
     """Reads the splits, writes the documents, returns the account (a Counter)."""
     names = parse_split_names(splits, allow_eval_splits)
     paths = [split_path(lcqmc_dir, name) for name in names]
@@ -147,7 +149,7 @@ def convert(lcqmc_dir, output_file, splits="train", allow_eval_splits=False, rep
     account = collections.Counter(files=len(paths))
     pairs = []
     for path in paths:
-        pairs.extend(read_pairs(path, account, report))
+        pairs.extend(read_pairs(path, account, report, max_malformed_share))
     documents = pairs_to_documents(pairs, account, paraphrase_documents)
     write_documents(documents, output_file)
     account["documents_written"] = len(documents)
@@ -177,6 +179,9 @@ class LcqmcToDocsOptions:
         True, "Write a paraphrase pair as one two-sentence document; with "
         "--noparaphrase_documents every distinct sentence is its own document (for "
         "--mode=albert: two paraphrases have no order for sentence-order prediction).")
+    max_malformed_share: float = cli_options.option(
+        lcqmc_format.MAX_MALFORMED_SHARE, "Stop if more than this share of a file's lines are "
+        "malformed (below it they are dropped and counted).")
 
 
 def run(options):
@@ -184,7 +189,8 @@ def run(options):
     account = convert(options.lcqmc_dir, options.output_file, options.splits,
                       options.allow_eval_splits,
                       report=lambda message: print(message, file=sys.stderr),
-                      paraphrase_documents=options.paraphrase_documents)
+                      paraphrase_documents=options.paraphrase_documents,
+                      max_malformed_share=options.max_malformed_share)
     print("lcqmc_to_docs: " + ", ".join(f"{key}={account[key]}" for key in ACCOUNT_ORDER))
     print(f"lcqmc_to_docs: wrote {options.output_file}")
 

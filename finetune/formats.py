@@ -69,9 +69,6 @@ class TaggedExample:
     text: str = None         # CLUENER: the original text
 
 
-MAX_MALFORMED_SHARE = 0.01  # lcqmc lines dropped as malformed beyond which reading stops
-
-
 @dataclasses.dataclass
 class ReadAccount:
     """What reading one file did: rows seen, examples kept, drops by reason, other counts."""
@@ -225,7 +222,7 @@ def read_text_examples(path, task, format=None, text_fields=None, label_field=No
                 "columns text_a<TAB>text_b<TAB>label[<TAB>condition]); drop them, or give the "
                 "file a header line and read it with --input_format tsv")
         if max_malformed_share is None:
-            max_malformed_share = MAX_MALFORMED_SHARE
+            max_malformed_share = lcqmc_format.MAX_MALFORMED_SHARE
         return _finish(_read_lcqmc(path, account, log_fn, max_malformed_share), account, log_fn)
     if format == "jsonl":
         fields, reader = fields or _JSON_TEXTS[task], _read_jsonl
@@ -387,14 +384,10 @@ def _read_lcqmc(path, account, log_fn, max_malformed_share):
     account.read = len(pairs) + len(report.malformed)
     if report.malformed:
         account.drop("malformed", len(report.malformed))
-        share = len(report.malformed) / account.read
-        if share > max_malformed_share:
-            line, reason = report.malformed[0]
-            raise DataFormatError(
-                f"{path}: {len(report.malformed)} of {account.read} lines ({share:.1%}) are "
-                f"malformed, more than --max_malformed_share={max_malformed_share}; the first "
-                f"is line {line}: {reason}. Fix the file (or raise --max_malformed_share to "
-                "drop them)")
+    try:
+        lcqmc_format.check_malformed_share(report, max_malformed_share)
+    except lcqmc_format.LcqmcError as error:
+        raise DataFormatError(str(error)) from None
     for key, count in (("header_lines", int(report.header_skipped)),
                        ("blank_lines", report.blank_lines)):
         if count:

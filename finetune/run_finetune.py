@@ -35,8 +35,9 @@ import tensorflow.compat.v1 as tf
 from common import cli_options, model_limits
 from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
+from data_gen import lcqmc_format
 from finetune import features as records
-from finetune import formats, tasks, vocab_files
+from finetune import tasks, vocab_files
 from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
                                       remove_training_checkpoints)
 from finetune.model_fn import model_fn_builder
@@ -76,7 +77,7 @@ class FinetuneSettings:
     tag_scheme: str = option("", "NER: BIO|IOB2|BIOES|BMES (default: detected from train).")
     allow_unseen_labels: bool = option(False, "Score dev/test labels that training never saw "
                                               "as errors instead of stopping.")
-    max_malformed_share: float = option(formats.MAX_MALFORMED_SHARE, "LCQMC-format files: stop if more than this "
+    max_malformed_share: float = option(lcqmc_format.MAX_MALFORMED_SHARE, "LCQMC-format files: stop if more than this "
                                               "share of lines are malformed (they are dropped "
                                               "and counted below it).")
     selection_metric: str = option("", "Dev metric that picks the best checkpoint (default: "

@@ -339,7 +339,8 @@ def test_lcqmc_malformed_lines_are_reported_by_line_number(tmp_path):
     ])
     messages = []
     examples, account = formats.read_text_examples(path, "pair", format="lcqmc",
-                                                   log_fn=messages.append)
+                                                   log_fn=messages.append,
+                                                   max_malformed_share=1.0)  # 4 of 6 lines
     assert [(e.line, e.texts, e.label) for e in examples] == [
         (2, ("我想买手机", "买手机"), "1"), (8, ("卡丢了", "怎么办"), "0")]
     assert account.dropped == {"malformed": 4} and (account.read, account.used) == (6, 2)
@@ -366,9 +367,18 @@ def test_finetune_and_lcqmc_to_docs_share_one_parser_and_header_rule(tmp_path, f
     from data_gen import lcqmc_to_docs
     path = write_lines(tmp_path / "train.txt", [first_line + "\r\n", "卡丢了\t怎么办\t0\n"])
     examples, account = formats.read_text_examples(path, "pair", format="lcqmc",
-                                                   log_fn=lambda m: None)
+                                                   log_fn=lambda m: None,
+                                                   max_malformed_share=0.5)
     counts = collections.Counter()
-    pairs = lcqmc_to_docs.read_pairs(path, counts, report=lambda m: None)
+    pairs = lcqmc_to_docs.read_pairs(path, counts, report=lambda m: None,
+                                     max_malformed_share=0.5)
+    # one rule past the share too: both readers stop at the same files
+    if account.dropped.get("malformed"):
+        with pytest.raises(formats.DataFormatError, match="1 of 2 lines"):
+            formats.read_text_examples(path, "pair", format="lcqmc", log_fn=lambda m: None)
+        with pytest.raises(lcqmc_format.LcqmcError, match="1 of 2 lines"):
+            lcqmc_to_docs.read_pairs(path, collections.Counter(), report=lambda m: None,
+                                     max_malformed_share=0.01)
     assert [(*e.texts, int(e.label)) for e in examples] == pairs
     assert ("header_lines" in account.notes) == is_header == (counts["header_lines"] == 1)
     assert account.dropped.get("malformed", 0) == counts["malformed_lines"]

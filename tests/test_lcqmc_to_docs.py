@@ -6,6 +6,13 @@ import pytest
 
 from data_gen import lcqmc_to_docs as l2d
 
+# TRAIN_LINES holds malformed lines on purpose (2 of 8): above the readers' 1% default share
+FIXTURE_SHARE = "0.5"
+
+
+def convert(*args, **kwargs):
+    return l2d.convert(*args, **dict({"max_malformed_share": float(FIXTURE_SHARE)}, **kwargs))
+
 TRAIN_LINES = [
     "text_a\ttext_b\tlabel",            # 1: header
     "怎么办银行卡\t如何办理银行卡\t1",      # 2: paraphrase -> one 2-sentence document
@@ -40,7 +47,7 @@ def test_documents_structure_and_dedup(tmp_path):
     directory = make_lcqmc(tmp_path)
     output = tmp_path / "docs.txt"
     reports = []
-    account = l2d.convert(str(directory), str(output), report=reports.append)
+    account = convert(str(directory), str(output), report=reports.append)
     assert read_documents(output) == [
         ["怎么办银行卡", "如何办理银行卡"],
         ["手机怎么充电"],
@@ -66,7 +73,7 @@ def test_sentence_of_a_paraphrase_pair_is_not_repeated_as_a_single(tmp_path):
     lines = ["甲问题\t乙问题\t0", "甲问题\t丙问题\t1"]
     directory = make_lcqmc(tmp_path, lines)
     output = tmp_path / "docs.txt"
-    l2d.convert(str(directory), str(output), report=lambda m: None)
+    convert(str(directory), str(output), report=lambda m: None)
     # 甲 belongs to the paraphrase document, so it is not also a single.
     assert read_documents(output) == [["乙问题"], ["甲问题", "丙问题"]]
 
@@ -76,12 +83,12 @@ def test_noparaphrase_documents_writes_every_distinct_sentence_once_alone(tmp_pa
     nothing); the same distinct sentences as the default, each once, in file order."""
     directory = make_lcqmc(tmp_path)
     output = tmp_path / "sentences.txt"
-    account = l2d.convert(str(directory), str(output), report=lambda m: None,
+    account = convert(str(directory), str(output), report=lambda m: None,
                           paraphrase_documents=False)
     documents = read_documents(output)
     assert documents == [["怎么办银行卡"], ["如何办理银行卡"], ["手机怎么充电"],
                          ["哪里可以吃火锅"], ["今天天气好吗"], ["学英语难吗"], ["学英语难不难"]]
-    l2d.convert(str(directory), str(tmp_path / "default.txt"), report=lambda m: None)
+    convert(str(directory), str(tmp_path / "default.txt"), report=lambda m: None)
     default = read_documents(tmp_path / "default.txt")
     assert sorted(d[0] for d in documents) == sorted({s for d in default for s in d})
     # lines 4 (2), 6 (2) and 8 (1): sentences already written.
@@ -91,7 +98,8 @@ def test_noparaphrase_documents_writes_every_distinct_sentence_once_alone(tmp_pa
     assert account["two_sentence_documents"] == 0
     cli = subprocess.run([sys.executable, "-m", "data_gen.lcqmc_to_docs",
                           f"--lcqmc_dir={directory}", f"--output_file={tmp_path / 'cli.txt'}",
-                          "--noparaphrase_documents"], capture_output=True, text=True,
+                          "--noparaphrase_documents", f"--max_malformed_share={FIXTURE_SHARE}"],
+                         capture_output=True, text=True,
                          cwd=repo_root)
     assert cli.returncode == 0, cli.stderr
     assert "two_sentence_documents=0" in cli.stdout
@@ -105,9 +113,9 @@ def test_condition_column_is_read_and_left_out_of_the_text(tmp_path):
     (tmp_path / "plain").mkdir()
     (tmp_path / "conditional").mkdir()
     plain_docs, conditional_docs = tmp_path / "plain.txt", tmp_path / "conditional.txt"
-    plain = l2d.convert(str(make_lcqmc(tmp_path / "plain")), str(plain_docs),
+    plain = convert(str(make_lcqmc(tmp_path / "plain")), str(plain_docs),
                         report=lambda m: None)
-    with_condition = l2d.convert(str(make_lcqmc(tmp_path / "conditional", conditional)),
+    with_condition = convert(str(make_lcqmc(tmp_path / "conditional", conditional)),
                                  str(conditional_docs), report=lambda m: None)
     assert conditional_docs.read_bytes() == plain_docs.read_bytes()
     assert with_condition["condition_fields_ignored"] == 6  # the pairs of lines 2-4, 6, 8, 9
@@ -120,7 +128,7 @@ def test_condition_column_is_read_and_left_out_of_the_text(tmp_path):
 def test_malformed_lines_reported_with_file_and_line(tmp_path):
     directory = make_lcqmc(tmp_path, extra_bytes=b"\xff\xfe bad\tbytes\t1\n")
     reports = []
-    account = l2d.convert(str(directory), str(tmp_path / "docs.txt"), report=reports.append)
+    account = convert(str(directory), str(tmp_path / "docs.txt"), report=reports.append)
     train = str(directory / "train.txt")
     assert any(f"{train}:5:" in r and "3 or 4 tab-separated fields" in r for r in reports), reports
     assert any(f"{train}:7:" in r and "label must be 0 or 1" in r for r in reports), reports
@@ -133,14 +141,14 @@ def test_malformed_lines_reported_with_file_and_line(tmp_path):
 def test_eval_splits_excluded_by_default_and_need_a_flag(tmp_path):
     directory = make_lcqmc(tmp_path)
     output = tmp_path / "docs.txt"
-    l2d.convert(str(directory), str(output), report=lambda m: None)
+    convert(str(directory), str(output), report=lambda m: None)
     text = output.read_text(encoding="utf-8")
     assert "开发集" not in text and "测试集" not in text
 
     with pytest.raises(l2d.LcqmcError, match="--allow_eval_splits"):
-        l2d.convert(str(directory), str(output), splits="train,dev", report=lambda m: None)
+        convert(str(directory), str(output), splits="train,dev", report=lambda m: None)
     reports = []
-    l2d.convert(str(directory), str(output), splits="train,dev,test", allow_eval_splits=True,
+    convert(str(directory), str(output), splits="train,dev,test", allow_eval_splits=True,
                 report=reports.append)
     text = output.read_text(encoding="utf-8")
     assert "开发集的问题一\n开发集的问题二" in text
@@ -152,14 +160,14 @@ def test_missing_split_file_is_a_clear_error(tmp_path):
     directory = tmp_path / "empty"
     directory.mkdir()
     with pytest.raises(l2d.LcqmcError, match="train.txt"):
-        l2d.convert(str(directory), str(tmp_path / "docs.txt"))
+        convert(str(directory), str(tmp_path / "docs.txt"))
 
 
 def test_cli_prints_account_and_refuses_eval_splits(tmp_path, repo_root):
     directory = make_lcqmc(tmp_path)
     output = tmp_path / "docs.txt"
     base = [sys.executable, "-m", "data_gen.lcqmc_to_docs", f"--lcqmc_dir={directory}",
-            f"--output_file={output}"]
+            f"--output_file={output}", f"--max_malformed_share={FIXTURE_SHARE}"]
     result = subprocess.run(base, cwd=repo_root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "lines_read=9" in result.stdout and "malformed_lines=2" in result.stdout
@@ -174,7 +182,7 @@ def test_real_lcqmc_train_only_has_no_dev_only_sentences(tmp_path):
     from tests.conftest import shared_path
     lcqmc_dir = shared_path("lcqmc")
     output = tmp_path / "lcqmc_docs.txt"
-    account = l2d.convert(str(lcqmc_dir), str(output), report=lambda m: None)
+    account = convert(str(lcqmc_dir), str(output), report=lambda m: None)
     assert account["malformed_lines"] == 0 and account["pairs"] > 200000
     train_sentences = set()
     with open(lcqmc_dir / "train.txt", encoding="utf-8") as reader:
@@ -184,3 +192,12 @@ def test_real_lcqmc_train_only_has_no_dev_only_sentences(tmp_path):
     assert len(written) == account["sentences_written"]
     assert set(written) <= train_sentences  # nothing from dev/test that train lacks
     assert len(set(written)) == len(train_sentences)  # every train sentence kept
+
+
+def test_more_malformed_lines_than_the_share_stop_the_conversion(tmp_path):
+    directory = make_lcqmc(tmp_path)
+    with pytest.raises(l2d.LcqmcError, match=r"train.txt: 2 of 8 lines \(25.0%\) are malformed, "
+                                             r"more than --max_malformed_share=0.01; the first "
+                                             r"is line 5"):
+        l2d.convert(str(directory), str(tmp_path / "docs.txt"), report=lambda m: None)
+    assert not (tmp_path / "docs.txt").exists()
