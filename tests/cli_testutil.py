@@ -87,6 +87,16 @@ def clean_env(**settings):
     return env
 
 
+def remove_tool_flags():
+    """Deletes every flag a tool defined in this process (absl's and TensorFlow's stay)."""
+    from absl import flags  # pylint: disable=import-outside-toplevel
+    flags.FLAGS.unparse_flags()
+    for name in list(flags.FLAGS):
+        module = flags.FLAGS.find_module_defining_flag(name) or ""
+        if not module.startswith(("absl.", "tensorflow.")):
+            delattr(flags.FLAGS, name)
+
+
 def run_main_in_process(module, args, cwd):
     """(exit code, stdout, stderr, seconds) of `module`.main([module, *args]) run in `cwd`, as
     its console script calls it, for refusals that come before any model is built (no
@@ -97,6 +107,7 @@ def run_main_in_process(module, args, cwd):
     tool = importlib.import_module(module)
     out, err, code = io.StringIO(), io.StringIO(), 0
     previous = os.getcwd()
+    remove_tool_flags()  # an earlier tool's same-named flag would keep its default
     defined_before = set(flags.FLAGS)
     os.chdir(cwd)
     try:

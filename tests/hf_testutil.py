@@ -232,7 +232,7 @@ def run_main(module, *args):
     """(exit code, stderr) of `python -m MODULE ARGS` (an absl CLI), run in this process."""
     import contextlib  # pylint: disable=import-outside-toplevel
     import io  # pylint: disable=import-outside-toplevel
-    from absl import flags  # pylint: disable=import-outside-toplevel
+    from cli_testutil import remove_tool_flags  # pylint: disable=import-outside-toplevel
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -241,7 +241,7 @@ def run_main(module, *args):
     except SystemExit as stop:
         code = stop.code
     finally:
-        flags.FLAGS.unparse_flags()
+        remove_tool_flags()  # the next tool in this process defines its own afresh
     return code, err.getvalue()
 
 

@@ -82,7 +82,8 @@ def test_read_pairs_with_conditions(tmp_path):
     ])
     messages = []
     examples, conditions = read_with_conditions(path, 3, log_fn=messages.append,
-                                                format="lcqmc")
+                                                format="lcqmc",
+                                                max_malformed_share=0.5)  # 1 of 4 lines
     assert [(e.line, e.label, c) for e, c in zip(examples, conditions)] == [
         (2, "1", (0.0, 0.0, 1.0)), (3, "0", (0.5, 0.0, -1.0)), (5, "0", (0.0, 1.0, 0.0))]
     assert f"{path}:4: malformed line skipped: expected 3 or 4 tab-separated fields" in messages[0]
