@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # make passes command-line variables to the scripts' environment, so no default
 # is repeated here.
 
-.PHONY: setup test demo data pretrain finetune lcqmc-finetune bench bench-google clean
+.PHONY: setup test test-fast demo data pretrain finetune lcqmc-finetune bench bench-google clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ $(STAMP): setup.cfg setup.py pyproject.toml $(wildcard data_gen/*.c) $(wildcard 
 test: setup
 	# one test file per worker (module fixtures run once); the 25 slowest listed: the suite's budget is 10 minutes
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25 tests
+
+test-fast: setup
+	# the fast tier while editing (tests/conftest.py: not slow, not live); CI runs make test
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not live" tests
 
 demo: setup
 	PYTHON=$(abspath $(PY)) bash scripts/demo.sh

@@ -51,3 +51,69 @@ from pretrain.training import strategy  # noqa: E402
 
 if strategy.graph_optimizer_off():
     _sessions_without_graph_optimizer()
+
+
+# Test tiers. `make test` (CI) runs everything; `make test-fast` skips `slow` and `live`.
+# slow: the files that took 8 s or more of the suite's time (setup, calls and teardown;
+# measured with --durations=0 on 2 cores, both workers busy): they build and train Estimators
+# or start tools as processes. live: needs torch and transformers (skipped without them).
+SLOW_FILES = {
+    "test_beam_dask.py",
+    "test_beam_pipeline.py",
+    "test_checkpoint_loading.py",
+    "test_cli_failures.py",
+    "test_cli_help.py",
+    "test_collectives.py",
+    "test_compare.py",
+    "test_conditional_finetune.py",
+    "test_continued_eval.py",
+    "test_cpu_kernels.py",
+    "test_create_pretraining_data.py",
+    "test_electra_finetune.py",
+    "test_electra_run_pretraining.py",
+    "test_export_finetuned.py",
+    "test_export_saved_model.py",
+    "test_finetune.py",
+    "test_finetune_formats.py",
+    "test_hf_electra.py",
+    "test_hf_import_cases.py",
+    "test_hf_interop.py",
+    "test_hf_xlnet.py",
+    "test_hierarchical_position.py",
+    "test_jieba_dictionary_cache.py",
+    "test_lcqmc_experiment_script.py",
+    "test_masking_recipes.py",
+    "test_model_options.py",
+    "test_modeling_numerics.py",
+    "test_moved_modules.py",
+    "test_native_instances.py",
+    "test_native_jieba.py",
+    "test_native_tokenize.py",
+    "test_resume.py",
+    "test_run_finetune.py",
+    "test_run_pretraining.py",
+    "test_script_defaults.py",
+    "test_span_boundary.py",
+    "test_strategies.py",
+    "test_tpu_path.py",
+    "test_training_numerics.py",
+    "test_xla.py",
+    "test_xlnet_beam.py",
+    "test_xlnet_finetune.py",
+    "test_xlnet_learns.py",
+    "test_xlnet_run_pretraining.py",
+    "test_xlnet_spm_finetune.py",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: trains or starts tools; skipped by make test-fast")
+    config.addinivalue_line("markers", "live: runs transformers/torch; skipped by make test-fast")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+        if "_live" in item.path.name or item.name.startswith("test_live_"):
+            item.add_marker(pytest.mark.live)
