@@ -21,12 +21,16 @@ NATIVE_PARTS = {
 }
 
 
+# Header-only code more than one module compiles (Python's random driven from C).
+SHARED_HEADERS = ["py_random.h"]
+
+
 def native_extension(name):
     parts, headers = NATIVE_PARTS.get(name, ([], []))
     return Extension(f"data_gen.{name}",
                      [f"data_gen/{name}.c"] + [f"{NATIVE_SRC}/{part}" for part in parts],
                      include_dirs=[NATIVE_SRC] if parts else [],
-                     depends=[f"{NATIVE_SRC}/{header}" for header in headers],
+                     depends=[f"{NATIVE_SRC}/{header}" for header in headers + SHARED_HEADERS],
                      optional=True, extra_compile_args=["-O2", "-std=c99", "-Wall"])
 
 

@@ -30,8 +30,7 @@ import time
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, REPO)
-from process_tree import _children  # noqa: E402  (after the path)
-from data_gen_bench import _read_kb  # noqa: E402
+from process_tree import tree_rss_kb  # noqa: E402  (after the path)
 
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 DEFAULT_CORPUS = os.path.join(SHARED, "corpus", "clue_small_sample.txt")
@@ -101,16 +100,8 @@ class PeakRss(threading.Thread):
     def run(self):
         while not self.done.is_set():
             for role, root in self.roots.items():
-                stack = [root]
-                while stack:
-                    pid = stack.pop()
-                    try:
-                        rss = _read_kb(f"/proc/{pid}/status", "VmRSS:")
-                    except (OSError, ValueError):
-                        continue
-                    key = (role, pid)
-                    self.peak_kb[key] = max(self.peak_kb.get(key, 0), rss)
-                    stack.extend(_children(pid))
+                for pid, rss in tree_rss_kb(root):
+                    self.peak_kb[(role, pid)] = max(self.peak_kb.get((role, pid), 0), rss)
             self.done.wait(self.interval)
 
     def stop(self):

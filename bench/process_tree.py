@@ -17,6 +17,20 @@ def _children(pid):
     return found
 
 
+def tree_rss_kb(root):
+    """(pid, VmRSS in KB) of every live process in root's tree now (zombies have none)."""
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            rss = _read_kb(f"/proc/{pid}/status", "VmRSS:")
+        except (OSError, ValueError):
+            continue
+        if rss:
+            yield pid, rss
+        stack.extend(_children(pid))
+
+
 class TreeSampler(threading.Thread):
     """Samples the process tree under `root`: per-pid peak VmRSS, peak RSS and PSS sums."""
 
@@ -30,17 +44,10 @@ class TreeSampler(threading.Thread):
     def run(self):
         tick = 0
         while not self.done.is_set():
-            stack, total = [self.root], 0
-            while stack:
-                pid = stack.pop()
-                try:
-                    rss = _read_kb(f"/proc/{pid}/status", "VmRSS:")
-                except (OSError, ValueError):
-                    continue
-                if rss:  # zombies have no VmRSS
-                    self.peak_kb[pid] = max(self.peak_kb.get(pid, 0), rss)
-                    total += rss
-                stack.extend(_children(pid))
+            total = 0
+            for pid, rss in tree_rss_kb(self.root):
+                self.peak_kb[pid] = max(self.peak_kb.get(pid, 0), rss)
+                total += rss
             self.peak_rss_sum_kb = max(self.peak_rss_sum_kb, total)
             if tick % self.pss_every == 0:
                 self.peak_pss_sum_kb = max(self.peak_pss_sum_kb, _tree_memory_kb(self.root)[1])

@@ -17,6 +17,7 @@ The cyclic collector is paused during the call (see py_build_pair_instances).
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include "native_src/py_random.h"
 #if PY_VERSION_HEX < 0x030A0000  /* Python 3.9: no PyGC_Disable; the collector stays on */
 #define PyGC_Disable() 0
 #define PyGC_Enable() ((void)0)
@@ -54,36 +55,11 @@ typedef struct { PyObject *rng, *random, *getrandbits; } Rng;
 
 /* ---- random.py ---------------------------------------------------------- */
 
-static int draw(Rng *r, double *out)
-{
-    PyObject *x = PyObject_CallNoArgs(r->random);
-    if (x == NULL) return -1;
-    *out = PyFloat_AsDouble(x);
-    Py_DECREF(x);
-    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
-}
+static int draw(Rng *r, double *out) { return py_random_draw(r->random, out); }
 
-/* Random._randbelow_with_getrandbits(n), n >= 1. */
 static int below(Rng *r, Py_ssize_t n, Py_ssize_t *out)
 {
-    int k = 0;
-    for (size_t v = (size_t)n; v; v >>= 1) k++;
-    PyObject *bits = PyLong_FromLong(k);
-    if (bits == NULL) return -1;
-    for (;;) {
-        PyObject *x = PyObject_CallOneArg(r->getrandbits, bits);
-        if (x == NULL) break;
-        unsigned long long v = PyLong_AsUnsignedLongLong(x);
-        Py_DECREF(x);
-        if (v == (unsigned long long)-1 && PyErr_Occurred()) break;
-        if (v < (unsigned long long)n) {
-            *out = (Py_ssize_t)v;
-            Py_DECREF(bits);
-            return 0;
-        }
-    }
-    Py_DECREF(bits);
-    return -1;
+    return py_random_below(r->getrandbits, n, out);
 }
 
 /* rng.randint(a, b); an empty range is left to random.py to raise its error. */

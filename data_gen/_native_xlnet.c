@@ -10,6 +10,7 @@ NotImplemented before any draw, and the caller runs the Python reference; the
 caller also checks that rng draws as a plain random.Random.
 */
 #include "xlnet.h"
+#include "py_random.h"
 
 #define MAX_SEQ (1 << 20)
 
@@ -17,36 +18,11 @@ static PyObject *str_random, *str_getrandbits;
 
 /* ---- random.py ---------------------------------------------------------- */
 
-int xlnet_draw(Rng *r, double *out)
-{
-    PyObject *x = PyObject_CallNoArgs(r->random);
-    if (x == NULL) return -1;
-    *out = PyFloat_AsDouble(x);
-    Py_DECREF(x);
-    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
-}
+int xlnet_draw(Rng *r, double *out) { return py_random_draw(r->random, out); }
 
-/* Random._randbelow_with_getrandbits(n), n >= 1. */
 static int below(Rng *r, Py_ssize_t n, Py_ssize_t *out)
 {
-    int k = 0;
-    for (size_t v = (size_t)n; v; v >>= 1) k++;
-    PyObject *bits = PyLong_FromLong(k);
-    if (bits == NULL) return -1;
-    for (;;) {
-        PyObject *x = PyObject_CallOneArg(r->getrandbits, bits);
-        if (x == NULL) break;
-        unsigned long long v = PyLong_AsUnsignedLongLong(x);
-        Py_DECREF(x);
-        if (v == (unsigned long long)-1 && PyErr_Occurred()) break;
-        if (v < (unsigned long long)n) {
-            *out = (Py_ssize_t)v;
-            Py_DECREF(bits);
-            return 0;
-        }
-    }
-    Py_DECREF(bits);
-    return -1;
+    return py_random_below(r->getrandbits, n, out);
 }
 
 /* int(x * n) as a list index below n (IndexError where Python's would raise). */

@@ -18,9 +18,8 @@ import os
 
 from common import cli_options
 from common.cli_options import UserError, option, required
-from common.file_utils import write_text_atomically
 from finetune import comparison_report, verdicts
-from finetune.experiment_table import MISSING, mean_sd
+from finetune.experiment_table import MISSING, mean_sd, show_and_write
 from pretrain.training import learning_check
 
 GENERAL, CONTINUED, RANDOM = "general", "general + continued", "random init"
@@ -125,11 +124,7 @@ def _run(options):
     if not rows:
         raise UserError(f"--runs_dir={options.runs_dir}: no TASK/MODEL/{COMPARISON} yet (run "
                         "bash scripts/continued_experiment.sh TASK MODEL)")
-    text = markdown_table(rows) + "\n\n" + footnote()
-    print(text)
-    if options.output_file:
-        write_text_atomically(options.output_file, text.splitlines())
-        print(f"wrote {options.output_file}")
+    show_and_write(markdown_table(rows) + "\n\n" + footnote(), options.output_file)
 
 
 def main(argv=None):

@@ -228,11 +228,15 @@ def _run(options):
         raise UserError(f"--runs_dir={options.runs_dir}: no recipe with a finished comparison "
                         f"yet (no RECIPE/{COMPARISON}; run bash scripts/lcqmc_experiment.sh "
                         "RECIPE)")
-    text = render(rows)
+    show_and_write(render(rows), options.output_file)
+
+
+def show_and_write(text, output_file):
+    """Prints a rendered table and, given a file, writes it there too (atomically)."""
     print(text)
-    if options.output_file:
-        write_text_atomically(options.output_file, text.splitlines())
-        print(f"wrote {options.output_file}")
+    if output_file:
+        write_text_atomically(output_file, text.splitlines())
+        print(f"wrote {output_file}")
 
 
 def main(argv=None):
