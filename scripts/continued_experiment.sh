@@ -20,9 +20,10 @@ MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
 MAX_PREDICTIONS="${MAX_PREDICTIONS:-10}"
 DUPE_FACTOR="${DUPE_FACTOR:-5}"
 EVAL_SHARE="${EVAL_SHARE:-0.05}"
-# The continuing recipe (docs/experiments.md, "Continued pretraining, measured": the sweep that chose it).
+# The continuing recipe: the one point run so far (docs/experiments.md, "Continued pretraining,
+# measured"); the sweep over learning rates and steps that should choose it is not done yet.
 CONTINUE_LEARNING_RATE="${CONTINUE_LEARNING_RATE:-1e-4}"
-CONTINUE_STEPS="${CONTINUE_STEPS:-1000}"
+CONTINUE_STEPS="${CONTINUE_STEPS:-500}"
 CONTINUE_BATCH_SIZE="${CONTINUE_BATCH_SIZE:-64}"
 CONTINUE_SEED="${CONTINUE_SEED:-1}"
 DRY_RUN="${DRY_RUN:-0}"
