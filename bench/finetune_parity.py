@@ -123,7 +123,10 @@ def _settings(args, task, data_dir, output_dir, **overrides):
                     warmup_proportion=args.warmup_proportion,
                     eval_every_steps=args.eval_every_steps, log_every_n_steps=1,
                     cache_dir=os.path.join(args.work_dir, "cache", task),
-                    overwrite_output_dir=True)
+                    overwrite_output_dir=True,
+                    # the 3,000-sentence MSRA sample's dev has a tag (S-PER) its training
+                    # sentences lack: scored as an error on both sides alike
+                    allow_unseen_labels=task == "ner")
     settings.update(overrides)
     return settings
 
