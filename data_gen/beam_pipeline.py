@@ -55,6 +55,7 @@ from data_gen import beam_dask
 from data_gen.config import GenerationConfig
 from data_gen.corpus_chunks import CorpusLayout
 from data_gen.corpus_reader import CorpusError, expand_input_patterns
+from data_gen.document_split import DocumentSplit
 from data_gen.unreadable_input import check_unreadable_share
 from data_gen.create_pretraining_data import (USER_ERRORS, EmptyOutputError, format_account,
                                               make_account, why_empty)
@@ -128,10 +129,11 @@ class MakePieces(beam.DoFn if beam else object):
     """Chunk index -> (shard, ("piece", ShardPiece)) per piece, its data written under
     temp_dir and dropped; then (index mod shards, ("counts", the chunk's Counter))."""
 
-    def __init__(self, config, layout, num_shards, temp_dir):
+    def __init__(self, config, layout, num_shards, temp_dir, document_split=None):
         super().__init__()
         self.config, self.layout = config, layout
         self.num_shards, self.temp_dir = num_shards, temp_dir
+        self.document_split = document_split  # --eval_share: this pass's documents only
         self.key = uuid.uuid4().hex  # one per pipeline: the job cache's key
         self.job = self.processor = None
 
@@ -145,7 +147,8 @@ class MakePieces(beam.DoFn if beam else object):
                 jieba_user_dict=localize(self.config.jieba_user_dict),
                 similar_words_file=localize(self.config.similar_words_file),
                 spm_model_file=localize(self.config.spm_model_file))
-            job = ChunkJob(local, self.layout, self.num_shards, opener=open_for_reading)
+            job = ChunkJob(local, self.layout, self.num_shards, opener=open_for_reading,
+                           document_split=self.document_split)
             _jobs[self.key] = (job, job.processor())
             while len(_jobs) > _JOBS_KEPT:
                 _jobs.popitem(last=False)
@@ -258,7 +261,7 @@ def _index_batches(num_chunks):
     return [(low, min(low + size, num_chunks)) for low in range(0, num_chunks, size)]
 
 
-def build_pipeline(pipeline, config, layout, num_shards, temp_dir):
+def build_pipeline(pipeline, config, layout, num_shards, temp_dir, document_split=None):
     """Adds the generation steps to `pipeline`: the shards' files and summary.json in
     temp_dir. Only Create, ParDo, Flatten and GroupByKey, each read as a main input (no
     side input, no global combine), with one final step that depends on all the others:
@@ -267,7 +270,8 @@ def build_pipeline(pipeline, config, layout, num_shards, temp_dir):
             | "ChunkIndexRanges" >> beam.Create(_index_batches(layout.num_chunks))
             | "ChunkIndices" >> beam.FlatMap(lambda bounds: range(*bounds))
             | "Spread" >> beam.Reshuffle()
-            | "MakePieces" >> beam.ParDo(MakePieces(config, layout, num_shards, temp_dir)))
+            | "MakePieces" >> beam.ParDo(MakePieces(config, layout, num_shards, temp_dir,
+                                                    document_split)))
     every_shard = pipeline | "Shards" >> beam.Create([(s, ("shard", None))
                                                       for s in range(num_shards)])
     _ = ((made, every_shard) | "AllShards" >> beam.Flatten()
@@ -316,11 +320,6 @@ def run(config, beam_args):
         raise cli_options.UserError(
             "--profile_workers profiles the local runner's worker processes; on Beam, the "
             "runner's own monitoring (e.g. Dataflow's step times) says where time goes: drop it")
-    if config.eval_share:
-        raise cli_options.UserError(
-            f"--eval_share={config.eval_share}: the Beam pipeline writes one split; hold the "
-            "documents out with python -m data_gen.create_pretraining_data --eval_share, or "
-            "give the eval documents their own --input_file here")
     on_dask = beam_dask.is_dask(beam_args)
     if on_dask:
         # Beam's local Dask cluster (no --dask_client_address) logs its workers' failures
@@ -342,27 +341,56 @@ def run(config, beam_args):
     vocabulary = load_run_vocabulary(config, local.get)
     files = expand_input_patterns(config.input_file, glob_files=_glob_with_beam)
     layout = CorpusLayout(files, _file_sizes(files), config.chunk_bytes)
-    output_paths = [_absolute(path) for path in config.output_paths()]
+    runner = "DaskRunner" if on_dask else options.get_all_options()["runner"] or "DirectRunner"
+
+    def one_pass(pass_config, paths, document_split):
+        account = _generate(pass_config, options, on_dask, vocabulary, files, layout,
+                            [_absolute(path) for path in paths], document_split, started)
+        account["runner"] = runner
+        return account
+
+    if not config.eval_share:
+        return one_pass(config, config.output_paths(), None)
+    # --eval_share: the CLI's two passes (data_gen.document_split), one pipeline each.
+    account = one_pass(config, config.output_paths(), DocumentSplit(
+        config.eval_share, config.random_seed, "train"))
+    try:
+        account["eval"] = one_pass(
+            dataclasses.replace(config, dupe_factor=config.eval_dupe_factor),
+            config.eval_output_paths(),
+            DocumentSplit(config.eval_share, config.random_seed, "eval"))
+    except BaseException:  # the training files alone would look like a finished run
+        FileSystems.delete([path for output in account["output_files"]
+                            for path in (output, metadata_path(output))
+                            if FileSystems.exists(path)])
+        raise
+    return account
+
+
+def _generate(config, options, on_dask, vocabulary, files, layout, output_paths,
+              document_split, started):
+    """One pipeline writing `output_paths` (document_split: its documents only) -> account."""
     temp_dir = _hidden_sibling(output_paths[0], f"beam-temp-{uuid.uuid4().hex[:12]}")
     try:
         _make_run_folder(temp_dir)
         _run_pipeline(options, lambda pipeline: build_pipeline(
-            pipeline, config, layout, len(output_paths), temp_dir), on_dask)
+            pipeline, config, layout, len(output_paths), temp_dir, document_split), on_dask)
         account, totals = _account(_read_summary(temp_dir), layout.total, started)
         # The sidecars hold the CLI's run_counts for the same flags, its worker count too.
         account["num_workers"] = min(config.resolved_num_workers(), layout.num_chunks)
         check_unreadable_share(account, files, config.max_unreadable_share)
         if account["instances"] == 0:
-            raise EmptyOutputError(why_empty(account, files))
-        _commit(config, vocabulary, account, totals, temp_dir, output_paths)
+            raise EmptyOutputError(why_empty(account, files, document_split))
+        _commit(config, vocabulary, account, totals, temp_dir, output_paths,
+                document_split.sidecar() if document_split else {})
     finally:
         _remove_run_folder(temp_dir)
     account["seconds"] = round(time.time() - started, 3)
     account["mb_per_second"] = round(layout.total / 1e6 / max(account["seconds"], 1e-9), 4)
     account["output_files"] = output_paths
     account["masking"] = config.masking_recipe()
-    account["runner"] = ("DaskRunner" if on_dask
-                         else options.get_all_options()["runner"] or "DirectRunner")
+    if document_split is not None:
+        account["document_split"] = document_split.split
     return account
 
 
@@ -435,7 +463,7 @@ def _account(summary, total_bytes, started):
                         time.time() - started, num_workers=0), totals
 
 
-def _commit(config, vocabulary, account, totals, temp_dir, output_paths):
+def _commit(config, vocabulary, account, totals, temp_dir, output_paths, split_sidecar):
     """Moves the shards to their final names and writes their sidecars; on any failure
     removes what it had put there."""
     run_counts = {key: value for key, value in account.items() if isinstance(value, int)}
@@ -447,7 +475,8 @@ def _commit(config, vocabulary, account, totals, temp_dir, output_paths):
         for shard, path in enumerate(output_paths):
             metadata = build_metadata(config, vocabulary.size, vocabulary.sha256,
                                       totals.max_ids[shard], totals.file_counts(shard),
-                                      run_counts, vocabulary.sidecar)
+                                      run_counts, dict(vocabulary.sidecar or {},
+                                                       **split_sidecar))
             committed.append(metadata_path(path))
             _write_atomically(metadata_path(path), (json.dumps(
                 metadata, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -25,7 +25,7 @@ from data_gen.create_pretraining_data import run  # noqa: E402
 MODES = {
     "roberta": dict(mode="roberta", compression="gzip"),
     "albert": dict(mode="albert", masking="macbert", similar_words_file="similar.tsv"),
-    "bert": dict(mode="bert", compression="none", num_output_shards=2),
+    "bert": dict(mode="bert", compression="none", num_output_shards=2, eval_share=0.2),
     "xlnet": dict(mode="xlnet", reuse_length=24, compression="gzip"),
 }
 
@@ -89,9 +89,14 @@ def _beam_command(settings, *runner_args):
                           "--noprogress", *runner_args)
 
 
+def _files_under(folder):
+    return sorted(os.path.relpath(os.path.join(root, file_name), folder)
+                  for root, _, file_names in os.walk(folder) for file_name in file_names)
+
+
 def _assert_same_files(reference, output, name):
-    names = sorted(os.listdir(reference))
-    assert len(names) >= 4 and sorted(os.listdir(output)) == names, name  # nothing else left
+    names = _files_under(reference)
+    assert len(names) >= 4 and _files_under(output) == names, name  # nothing else left
     for file_name in names:
         with open(reference / file_name, "rb") as cli, open(output / file_name, "rb") as dask:
             assert dask.read() == cli.read(), (name, file_name)

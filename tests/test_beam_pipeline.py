@@ -128,3 +128,34 @@ def test_beam_failures_are_one_line(corpus, tmp_path):
         last = err.strip().splitlines()[-1]
         assert last.startswith("error: ") and expected in last, err[-2000:]
     assert os.listdir(out) == []  # no shard, no temporary directory
+
+
+def test_eval_share_on_beam_writes_the_clis_two_splits(corpus, tmp_path):
+    """--eval_share on Beam: the CLI's two passes, train and held-out files byte for byte,
+    their sidecars' split fields and counts the CLI's."""
+    directory, vocab, pattern = corpus
+    settings = _flags(vocab, pattern, tmp_path / "beam" / "train", eval_share=0.2,
+                      eval_dupe_factor=1, mode="roberta", masking="auto",
+                      similar_words_file="", compression="none", num_output_shards=2)
+    argv = module_command("data_gen.beam_pipeline", *[f"--{k}={v}" for k, v in settings.items()],
+                          "--noprogress", *DIRECT_2_PROCESSES)
+    results = run_parallel([("beam", argv)], cwd=directory, env=tool_env())
+    cli = dict(settings, output_file=str(tmp_path / "cli" / "train"), num_workers=2,
+               progress=False)
+    account = run(GenerationConfig(**cli))
+    code, out, err, _ = results["beam"]
+    assert code == 0, err[-3000:]
+    assert "[data_gen] held out for eval:" in out
+    for split in ("", "eval/"):
+        cli_files = sorted(glob.glob(f"{tmp_path}/cli/{split}train-*-of-00002"))
+        beam_files = sorted(glob.glob(f"{tmp_path}/beam/{split}train-*-of-00002"))
+        assert len(cli_files) == len(beam_files) == 2, split
+        for cli_file, beam_file in zip(cli_files, beam_files):
+            assert open(cli_file, "rb").read() == open(beam_file, "rb").read(), beam_file
+            a, b = (json.load(open(p + ".meta.json")) for p in (cli_file, beam_file))
+            assert b["document_split"] == a["document_split"] == ("eval" if split else "train")
+            assert b["run_counts"] == {k: v for k, v in a["run_counts"].items()
+                                       if k in b["run_counts"]}
+            assert b["run_counts"]["documents_in_other_split"] == a["run_counts"][
+                "documents_in_other_split"] > 0
+    assert account["eval"]["instances"] > 0
