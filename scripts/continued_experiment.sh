@@ -64,18 +64,9 @@ Settings (environment variables) [defaults]:
 EOF
 }
 
-die() { echo "continued_experiment.sh: error: $*" >&2; exit 2; }
-ARGS=()
-for argument in "$@"; do
-  case "${argument}" in
-    -h|--help) usage; exit 0 ;;
-    --dry_run) DRY_RUN=1 ;;
-    -*) die "unknown option '${argument}' (see --help; settings are environment variables)" ;;
-    *) ARGS+=("${argument}") ;;
-  esac
-done
-[[ ${#ARGS[@]} -eq 2 ]] || { usage >&2; exit 2; }
-TASK="${ARGS[0]}"; MODEL="${ARGS[1]}"
+parse_script_args "$@"
+[[ ${#POSITIONAL[@]} -eq 2 ]] || { usage >&2; exit 2; }
+TASK="${POSITIONAL[0]}"; MODEL="${POSITIONAL[1]}"
 case "${MODEL}" in
   roberta) GENERAL="${GENERAL_MODELS}/bert"; MODE=roberta ;;
   albert) GENERAL="${GENERAL_MODELS}/albert"; MODE=albert ;;

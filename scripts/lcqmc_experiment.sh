@@ -117,18 +117,9 @@ $(for pair in "${DEPRECATED_SETTINGS[@]}"; do printf '  %-30s -> %s\n' "${pair%%
 EOF
 }
 
-die() { echo "lcqmc_experiment.sh: error: $*" >&2; exit 2; }
-
-RECIPE=""
-for argument in "$@"; do
-  case "${argument}" in
-    -h|--help) usage; exit 0 ;;
-    --dry_run) DRY_RUN=1 ;;
-    -*) die "unknown option '${argument}' (see --help; settings are environment variables)" ;;
-    *) [[ -z "${RECIPE}" ]] || { usage >&2; exit 2; }; RECIPE="${argument}" ;;
-  esac
-done
-[[ -n "${RECIPE}" ]] || { usage >&2; exit 2; }
+parse_script_args "$@"
+[[ ${#POSITIONAL[@]} -eq 1 ]] || { usage >&2; exit 2; }
+RECIPE="${POSITIONAL[0]}"
 [[ " ${RECIPES[*]} " == *" ${RECIPE} "* ]] || die "unknown RECIPE '${RECIPE}': choose one of ${RECIPES[*]}"
 [[ "${SEEDS}" =~ ^[0-9]+( *, *[0-9]+)*$ ]] || die "SEEDS must be integers separated by commas, not '${SEEDS}'"
 SEEDS="${SEEDS// /}"

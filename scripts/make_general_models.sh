@@ -54,15 +54,10 @@ Settings (environment variables) [defaults]:
 EOF
 }
 
-die() { echo "make_general_models.sh: error: $*" >&2; exit 2; }
 DRY_RUN="${DRY_RUN:-0}"
-for argument in "$@"; do
-  case "${argument}" in
-    -h|--help) usage; exit 0 ;;
-    --dry_run) DRY_RUN=1 ;;
-    *) die "unknown argument '${argument}' (see --help; settings are environment variables)" ;;
-  esac
-done
+parse_script_args "$@"
+[[ ${#POSITIONAL[@]} -eq 0 ]] || die "unknown argument '${POSITIONAL[0]}' (see --help; settings \
+are environment variables)"
 [[ -f "${GENERAL_CORPUS}" ]] || die "GENERAL_CORPUS=${GENERAL_CORPUS} not found"
 [[ -f "${VOCAB}" ]] || die "VOCAB=${VOCAB} not found"
 choose_python

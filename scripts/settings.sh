@@ -36,5 +36,23 @@ set PYTHON=/path/to/python3.11" >&2; exit 2; }
   export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 }
 
+die() { echo "${SCRIPT_NAME}: error: $*" >&2; exit 2; }
+
+# The scripts' one command-line convention: -h/--help prints usage (the script's own
+# function), --dry_run sets DRY_RUN=1, anything else starting with - is refused, and the
+# other arguments land in POSITIONAL (settings are environment variables).
+parse_script_args() {
+  POSITIONAL=()
+  local argument
+  for argument in "$@"; do
+    case "${argument}" in
+      -h|--help) usage; exit 0 ;;
+      --dry_run) DRY_RUN=1 ;;
+      -*) die "unknown option '${argument}' (see --help; settings are environment variables)" ;;
+      *) POSITIONAL+=("${argument}") ;;
+    esac
+  done
+}
+
 # Runs a command, or with DRY_RUN=1 prints it (shell-quoted) instead.
 run() { if [[ "${DRY_RUN:-0}" == "1" ]]; then printf '%q ' "$@"; printf '\n'; else "$@"; fi; }
