@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): setup.cfg setup.py pyproject.toml $(wildcard data_gen/*.c) $(wildcard data_gen/native_src/*)
+$(STAMP): setup.cfg setup.py pyproject.toml $(wildcard data_gen/native/*.c) $(wildcard data_gen/native/*.h)
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required (TensorFlow 2.15); found " + sys.version.split()[0]' \
 	  || { echo "set PYTHON=/path/to/python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)

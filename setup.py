@@ -1,4 +1,4 @@
-"""Build script for the optional C accelerators of data_gen.
+"""Build script for the optional C accelerators of data_gen (data_gen/native/).
 
 All metadata lives in setup.cfg. Each module below has a pure-Python
 equivalent that gives byte-identical output; a machine without a C compiler
@@ -7,17 +7,15 @@ gets a warning at install time and the slower Python path at run time
 """
 from setuptools import Extension, setup
 
-NATIVE_MODULES = ("_native_jieba", "_native_tokenize", "_native_records", "_native_instances",
-                  "_native_tfrecord", "_native_xlnet")
+NATIVE = "data_gen/native"
+NATIVE_MODULES = ("_jieba", "_tokenize", "_records", "_instances", "_tfrecord", "_xlnet")
 
-# Modules built from several translation units: data_gen/<name>.c (the Python
-# side and module init) plus these parts and their private header.
-NATIVE_SRC = "data_gen/native_src"
+# Modules built from several translation units: data_gen/native/<name>.c (the Python
+# side and module init) plus these parts and their private header, beside it.
 NATIVE_PARTS = {
-    "_native_jieba": (["jieba_dict.c", "jieba_route.c", "jieba_hmm.c"], ["jieba.h"]),
-    "_native_records": (["records_input.c", "records_mask.c", "records_encode.c"],
-                        ["records.h"]),
-    "_native_xlnet": (["xlnet_mask.c", "xlnet_encode.c"], ["xlnet.h"]),
+    "_jieba": (["jieba_dict.c", "jieba_route.c", "jieba_hmm.c"], ["jieba.h"]),
+    "_records": (["records_input.c", "records_mask.c", "records_encode.c"], ["records.h"]),
+    "_xlnet": (["xlnet_mask.c", "xlnet_encode.c"], ["xlnet.h"]),
 }
 
 
@@ -27,10 +25,10 @@ SHARED_HEADERS = ["py_random.h"]
 
 def native_extension(name):
     parts, headers = NATIVE_PARTS.get(name, ([], []))
-    return Extension(f"data_gen.{name}",
-                     [f"data_gen/{name}.c"] + [f"{NATIVE_SRC}/{part}" for part in parts],
-                     include_dirs=[NATIVE_SRC] if parts else [],
-                     depends=[f"{NATIVE_SRC}/{header}" for header in headers + SHARED_HEADERS],
+    return Extension(f"data_gen.native.{name}",
+                     [f"{NATIVE}/{name}.c"] + [f"{NATIVE}/{part}" for part in parts],
+                     include_dirs=[NATIVE] if parts else [],
+                     depends=[f"{NATIVE}/{header}" for header in headers + SHARED_HEADERS],
                      optional=True, extra_compile_args=["-O2", "-std=c99", "-Wall"])
 
 

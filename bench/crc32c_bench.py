@@ -7,7 +7,7 @@ from the first `corpus_kb` KB of ../shared/data/corpus/clue_small_sample.txt
 with Google's Chinese vocab, at max_seq_length 128 and 512, timing that run
 (after a warm-up run that loads jieba's dictionary).
 Then frames the same records, as data_gen does per chunk, two ways:
-`c_framer` (data_gen._native_tfrecord, one C call) and `python_google_crc32c`
+`c_framer` (data_gen.native._tfrecord, one C call) and `python_google_crc32c`
 (tfrecord_writer's Python framing, CRCs from the google-crc32c package); the
 best of `repeats` timings is kept. One JSON line per (seq length, path):
 microseconds per record, MB/s of framed output, and `share_of_generation`,
@@ -78,10 +78,10 @@ def main(argv=None):
         _emit({"bench": "crc32c_framing", "skipped": f"missing {', '.join(missing)}"})
         return 0
     from data_gen import native
-    from data_gen.tfrecord_writer import frame_records_joined
+    from data_gen.records.tfrecord_writer import frame_records_joined
     paths = {"python_google_crc32c": False}
     try:
-        native.resolve("_native_tfrecord", True)
+        native.resolve("_tfrecord", True)
         paths["c_framer"] = True
     except ImportError as error:
         _emit({"bench": "crc32c_framing", "path": "c_framer", "skipped": str(error)})

@@ -27,7 +27,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-from data_gen.metadata import metadata_path, read_metadata  # noqa: E402  (after the path)
+from data_gen.records.metadata import metadata_path, read_metadata  # noqa: E402  (after the path)
 
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 DEFAULT_CORPUS = os.path.join(SHARED, "corpus", "clue_small_sample.txt")

@@ -56,7 +56,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH_DIR)
 import data_gen_bench  # noqa: E402  (puts the repo on sys.path too)
 from data_gen_bench import REPO, SHARED, VOCAB, _emit  # noqa: E402
-from data_gen.metadata import read_metadata  # noqa: E402
+from data_gen.records.metadata import read_metadata  # noqa: E402
 from process_tree import TreeSampler  # noqa: E402
 import two_worker_rounds  # noqa: E402
 
@@ -168,7 +168,7 @@ def _read_documents(path):
 
 def build_large_corpus(path, target_mb, seed):
     """Writes the large corpus (see the module docstring); returns its number of copies."""
-    from data_gen import lcqmc_to_docs
+    from data_gen.tools import lcqmc_to_docs
     clue = _read_documents(SMALL_CORPUS)
     account = collections.Counter()
     pairs = lcqmc_to_docs.read_pairs(LCQMC_TRAIN, account, report=lambda message: None)
@@ -189,10 +189,10 @@ def build_large_corpus(path, target_mb, seed):
 
 def _beam_unavailable():
     """Why data_gen.beam_pipeline cannot be imported (None when it can)."""
-    result = subprocess.run([sys.executable, "-c", "import data_gen.beam_pipeline"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-c", "import data_gen.runner.beam_pipeline"], cwd=REPO,
                             capture_output=True, text=True)
     lines = result.stderr.strip().splitlines()
-    return None if result.returncode == 0 else "import data_gen.beam_pipeline failed: " + (
+    return None if result.returncode == 0 else "import data_gen.runner.beam_pipeline failed: " + (
         lines[-1] if lines else f"exit {result.returncode}")
 
 

@@ -4,7 +4,7 @@
         [--dupe_factor=5] [--workers=2,8,32,64] [--shards=1] [--seed=12345]
 
 Measured here, in this process, one at a time:
-  * every chunk's busy seconds and output bytes (ChunkProcessor on each chunk
+  * every chunk's busy seconds and output bytes (the mode's chunk processor on each chunk
     of the corpus, as one worker makes them);
   * the parent's CPU seconds per chunk, from a 2-worker run's profile;
   * os.pwrite and copy (read + write, as a merge by name does) in MB/s;
@@ -46,9 +46,9 @@ BENCH = "data_gen_worker_model"
 def measure_chunks(config):
     """(busy seconds, output bytes) of every chunk of config's corpus, made in this process."""
     from common.file_utils import input_size
-    from data_gen.corpus_chunks import CorpusLayout
-    from data_gen.corpus_reader import expand_input_patterns
-    from data_gen.parallel import ChunkJob, run_chunk
+    from data_gen.runner.corpus_chunks import CorpusLayout
+    from data_gen.text.corpus_reader import expand_input_patterns
+    from data_gen.runner.parallel import ChunkJob, run_chunk
     files = expand_input_patterns(config.input_file)
     layout = CorpusLayout(files, [input_size(path) for path in files], config.chunk_bytes)
     job = ChunkJob(config, layout, 1)
@@ -214,7 +214,7 @@ def main(argv=None):
         _emit({"bench": BENCH, "skipped": f"{VOCAB} not present"})
         return 0
     from data_gen.config import GenerationConfig
-    from data_gen.ordered_writes import QUEUED_CHUNKS
+    from data_gen.runner.ordered_writes import QUEUED_CHUNKS
     import data_gen_scale
     work_dir = tempfile.mkdtemp(prefix="worker_model_")
     corpus = args.corpus

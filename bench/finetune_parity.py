@@ -44,7 +44,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from pretrain import cpu_kernels  # noqa: E402,F401  (CPU kernel default before TF loads)
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from data_gen.tokenization import FullTokenizer  # noqa: E402
+from data_gen.text.tokenization import FullTokenizer  # noqa: E402
 from finetune import features as records  # noqa: E402
 from finetune import metrics, run_finetune, statistics, tasks  # noqa: E402
 from pretrain.interop.export_hf import export_model  # noqa: E402

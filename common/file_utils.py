@@ -18,7 +18,7 @@ import os
 import posixpath
 import threading
 
-SIDECAR_SUFFIX = ".meta.json"  # F.meta.json describes data file F (data_gen.metadata)
+SIDECAR_SUFFIX = ".meta.json"  # F.meta.json describes data file F (data_gen.records.metadata)
 
 _live_temporaries = set()
 

@@ -5,13 +5,12 @@ import os
 from common import model_limits
 from common.file_utils import missing_file_message
 from common.cli_options import UserError, option, required
-from data_gen.corpus_chunks import DEFAULT_CHUNK_BYTES
-from data_gen.corpus_reader import DECODE_ERROR_POLICIES
-from data_gen.document_split import default_eval_paths
-from data_gen.instances import MODES
-from data_gen.masking import MASKINGS
-from data_gen.segmentation import SEGMENTERS
-from data_gen.tfrecord_writer import COMPRESSIONS
+from data_gen import modes
+from data_gen.runner.corpus_chunks import DEFAULT_CHUNK_BYTES
+from data_gen.text.corpus_reader import DECODE_ERROR_POLICIES
+from data_gen.text.document_split import default_eval_paths
+from data_gen.text.segmentation import SEGMENTERS
+from data_gen.records.tfrecord_writer import COMPRESSIONS
 
 
 class ConfigError(UserError):
@@ -19,21 +18,17 @@ class ConfigError(UserError):
 
 
 @dataclasses.dataclass
-class GenerationConfig:
-    """Flags of create_pretraining_data; names and meanings follow google-research/bert's."""
+class GenerationConfig(*modes.FLAG_GROUPS):
+    """Flags of create_pretraining_data; names and meanings follow google-research/bert's.
+
+    The flags only some modes read come from their rooms (data_gen.modes.FLAG_GROUPS)."""
     input_file: str = required("Input text, comma-separated files or globs: one sentence per "
                                "line, blank line between documents.")
     output_file: str = required("Output TFRecord file(s), comma-separated; or a prefix when "
                                 "--num_output_shards > 0.")
-    vocab_file: str = option("", "BERT vocab file (one token per line). Required, except for "
-                             "--mode=xlnet with --spm_model_file.")
-    # --mode=xlnet ignores --masked_lm_prob, --masking, --ngram, --short_seq_prob and
-    # --pack_within_document: it predicts exactly --max_predictions_per_seq positions.
-    mode: str = option("roberta", "roberta: full-sentence packing, no sentence task; albert: "
-                       "sentence-order prediction + n-gram masking + token_boundary; bert: "
-                       "next-sentence prediction; xlnet: zihangdai/xlnet's permutation-LM "
-                       "records (reuse window, A, B; whole-word spans to predict).",
-                       choices=MODES)
+    vocab_file: str = option("", "BERT vocab file (one token per line). Required, unless the "
+                             "mode takes another tokenizer (--spm_model_file).")
+    mode: str = option(next(iter(modes.MODES)), modes.mode_help(), choices=tuple(modes.MODES))
     do_lower_case: bool = option(True, "Lower-case and strip accents (use with uncased/Chinese "
                                  "vocabs).")
     max_seq_length: int = option(128, "Maximum sequence length.")
@@ -42,25 +37,11 @@ class GenerationConfig:
                                    "against it before any work.")
     max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per "
                                           "sequence.")
-    masked_lm_prob: float = option(0.15, "Masked LM probability.")
     random_seed: int = option(12345, "Seed for data generation.")
     dupe_factor: int = option(10, "Number of times to duplicate the input data (with different "
                               "masks).")
-    short_seq_prob: float = option(0.1, "Probability of creating sequences shorter than the "
-                                   "maximum (albert/bert).")
     do_whole_word_mask: bool = option(True, "Mask whole words: jieba words for Chinese, "
                                       "WordPiece words otherwise.")
-    masking: str = option("auto", "Masking recipe over whole words. auto: wwm (roberta, bert) or "
-                          "ngram (albert); wwm: whole words, 80/10/10 per token; ngram: ALBERT "
-                          "n-grams, P(n) ~ 1/n up to --ngram; span: SpanBERT spans of "
-                          "Geometric(0.2) words (at most 10), one 80/10/10 decision per span, "
-                          "records carry span boundaries; macbert: n-grams of 1-4 words "
-                          "(40/30/20/10%), 80% similar words (--similar_words_file), 10% random, "
-                          "10% kept.", choices=MASKINGS)
-    similar_words_file: str = option("", "macbert masking: TSV of a word, then its similar words "
-                                     "(python -m data_gen.build_similar_words makes one).")
-    ngram: int = option(3, "albert mode: largest n of n-gram masking over whole words "
-                        "(P(n) ~ 1/n).")
     num_workers: int = option(0, "Worker processes (0 = all cores). Output is identical for any "
                               "value.")
     num_output_shards: int = option(0, "If > 0, write PREFIX-0000i-of-0000n shards with "
@@ -72,8 +53,6 @@ class GenerationConfig:
                              "default).")
     compression: str = option("none", "Output compression (gzip: read with "
                               "compression_type='GZIP').", choices=COMPRESSIONS)
-    pack_within_document: bool = option(False, "roberta mode: never pack sentences of two "
-                                        "documents together.")
     full_width_to_half: bool = option(False, "Map full-width ASCII variants (e.g. ＡＢＣ１２３，) "
                                       "to half-width.")
     on_decode_error: str = option("error", "Lines that are not UTF-8: 'error' stops naming file, "
@@ -88,17 +67,6 @@ class GenerationConfig:
     chunk_bytes: int = option(DEFAULT_CHUNK_BYTES, "Input bytes per work unit (the seed unit; "
                               "chunk k starts at the first blank line after byte k*chunk_bytes "
                               "of the inputs laid end to end). Changes the output.")
-    reuse_length: int = option(0, "xlnet mode: tokens of each record carried over from the "
-                               "token stream before its A segment (0 = max_seq_length // 2).")
-    mask_alpha: int = option(6, "xlnet mode: a span of n words to predict is placed in a context "
-                             "of mask_alpha * n / mask_beta tokens (zihangdai/xlnet's default 6).")
-    mask_beta: int = option(1, "xlnet mode: see --mask_alpha (zihangdai/xlnet's default 1).")
-    eod_token: str = option("[unused1]", "xlnet mode with --vocab_file: the vocab token written "
-                            "between documents (upstream's <eod>); never predicted.")
-    spm_model_file: str = option("", "xlnet mode: a sentencepiece model (e.g. the spiece.model of "
-                                 "hfl/chinese-xlnet-base) instead of --vocab_file; its pieces "
-                                 "<sep> <cls> <eod> <mask> <pad> <unk> are the special tokens. "
-                                 "Needs `pip install sentencepiece`.")
     eval_share: float = option(0.0, "Hold out this share of the documents for evaluation: "
                                "their records go to --eval_output_file, never to the training "
                                "files. A document's split follows a hash of its text and "
@@ -116,8 +84,11 @@ class GenerationConfig:
 
     def validate(self):
         """Raises ConfigError naming the flag when a value is unusable."""
+        try:
+            mode = modes.get(self.mode)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         checks = [
-            (self.mode in MODES, f"--mode={self.mode!r}: choose one of {', '.join(MODES)}"),
             (self.segmenter in SEGMENTERS,
              f"--segmenter={self.segmenter!r}: choose one of {', '.join(SEGMENTERS)}"),
             (self.compression in COMPRESSIONS,
@@ -130,10 +101,6 @@ class GenerationConfig:
             (self.max_seq_length >= 5, f"--max_seq_length={self.max_seq_length}: must be >= 5"),
             (self.max_predictions_per_seq >= 1,
              f"--max_predictions_per_seq={self.max_predictions_per_seq}: must be >= 1"),
-            (0.0 < self.masked_lm_prob <= 1.0,
-             f"--masked_lm_prob={self.masked_lm_prob}: must be in (0, 1]"),
-            (0.0 <= self.short_seq_prob <= 1.0,
-             f"--short_seq_prob={self.short_seq_prob}: must be in [0, 1]"),
             (self.dupe_factor >= 1, f"--dupe_factor={self.dupe_factor}: must be >= 1"),
             (0.0 <= self.eval_share < 1.0,
              f"--eval_share={self.eval_share}: must be in [0, 1) (e.g. 0.05 holds out 5% of "
@@ -142,16 +109,6 @@ class GenerationConfig:
              "--eval_output_file needs --eval_share > 0 (the share of documents to hold out)"),
             (self.eval_dupe_factor >= 1,
              f"--eval_dupe_factor={self.eval_dupe_factor}: must be >= 1"),
-            (self.ngram >= 1, f"--ngram={self.ngram}: must be >= 1"),
-            (self.masking in MASKINGS,
-             f"--masking={self.masking!r}: choose one of {', '.join(MASKINGS)}"),
-            (self.masking_recipe() != "macbert" or bool(self.similar_words_file),
-             "--masking=macbert needs --similar_words_file (a TSV of a word, then its similar "
-             "words; python -m data_gen.build_similar_words makes one from word vectors)"),
-            (bool(self.similar_words_file) <= (self.masking_recipe() == "macbert"),
-             f"--similar_words_file is used by --masking=macbert only (--masking={self.masking})"),
-            (self.masking_recipe() in ("wwm", "ngram") or self.do_whole_word_mask,
-             f"--masking={self.masking} works over whole words: drop --nodo_whole_word_mask"),
             (self.num_workers >= 0, f"--num_workers={self.num_workers}: must be >= 0 (0 = all cores)"),
             (self.chunk_bytes >= 1024, f"--chunk_bytes={self.chunk_bytes}: must be >= 1024"),
             (self.num_output_shards >= 0,
@@ -160,12 +117,12 @@ class GenerationConfig:
             (bool(self.input_file), "--input_file is required"),
             (bool(self.output_file), "--output_file is required"),
             (bool(self.vocab_file) or bool(self.spm_model_file),
-             "--vocab_file is required" + (" (or --spm_model_file)" if self.mode == "xlnet"
+             "--vocab_file is required" + (f" (or {mode.tokenizer_flag})" if mode.tokenizer_flag
                                            else "") + ": the vocab of the model the data is "
              "for, e.g. the vocab.txt beside its checkpoint (import_hf and run_pretraining "
              "write one there), or a new one from python -m data_gen.build_vocab"),
         ]
-        for ok, message in checks + self._xlnet_checks():
+        for ok, message in checks + modes.flag_checks(self):
             if not ok:
                 raise ConfigError(message)
         for flag, path, usual_name in (("--vocab_file", self.vocab_file, "vocab.txt"),
@@ -175,42 +132,6 @@ class GenerationConfig:
                 raise ConfigError(missing_file_message(flag, path, usual_name))
         if self.bert_config_file:
             self._check_against_model()
-
-    def _xlnet_checks(self):
-        """(ok, message) of the xlnet-only flags: in range in xlnet mode, unset otherwise."""
-        if self.mode != "xlnet":
-            return [(not self.spm_model_file,
-                     f"--spm_model_file is used by --mode=xlnet only (--mode={self.mode}); "
-                     "drop it or pass --vocab_file"),
-                    (self.reuse_length == 0,
-                     f"--reuse_length is used by --mode=xlnet only (--mode={self.mode})")]
-        seq, reuse = self.max_seq_length, self.xlnet_reuse_length()
-        predictions = self.max_predictions_per_seq
-        return [
-            (not (self.vocab_file and self.spm_model_file),
-             "--vocab_file and --spm_model_file: give one tokenizer, not both"),
-            (self.masking == "auto",
-             f"--masking={self.masking}: --mode=xlnet chooses whole-word spans as "
-             "zihangdai/xlnet does (--mask_alpha, --mask_beta); drop --masking"),
-            (not self.similar_words_file, "--similar_words_file is not used by --mode=xlnet"),
-            (self.mask_beta >= 1, f"--mask_beta={self.mask_beta}: must be >= 1"),
-            (self.mask_alpha >= self.mask_beta,
-             f"--mask_alpha={self.mask_alpha}: must be >= --mask_beta={self.mask_beta} (a span "
-             "of n words sits in a context of mask_alpha * n / mask_beta >= n tokens)"),
-            (1 <= reuse <= seq - 5,
-             f"--reuse_length={self.reuse_length}: must be in [1, max_seq_length - 5 = "
-             f"{seq - 5}]: a record holds the reused tokens, then A, <sep>, B, <sep>, <cls> "
-             "with at least one token in A and in B"),
-            (predictions - predictions // 2 <= reuse and predictions // 2 <= seq - reuse - 3,
-             f"--max_predictions_per_seq={predictions}: xlnet predicts "
-             f"{predictions - predictions // 2} of the {reuse} reused tokens (--reuse_length) "
-             f"and {predictions // 2} of the "
-             f"{seq - reuse - 3} tokens of A and B; lower it or change --reuse_length"),
-        ]
-
-    def xlnet_reuse_length(self):
-        """--reuse_length, 0 meaning half of --max_seq_length."""
-        return self.reuse_length or self.max_seq_length // 2
 
     def _check_against_model(self):
         """--max_seq_length fits the model of --bert_config_file (common.model_limits)."""
@@ -256,10 +177,10 @@ class GenerationConfig:
         return held_out
 
     def masking_recipe(self):
-        """The masking recipe: --masking, or the mode's own when auto (xlnet: "xlnet_spans")."""
+        """The masking recipe: --masking, or the mode's own when auto (DataMode.masking)."""
         if self.masking != "auto":
             return self.masking
-        return {"albert": "ngram", "xlnet": "xlnet_spans"}.get(self.mode, "wwm")
+        return modes.get(self.mode).masking
 
     def ngram_for_masking(self):
         """--ngram applies to the ngram recipe (albert's default) only."""

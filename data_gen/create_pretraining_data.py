@@ -15,22 +15,22 @@ import sys
 import time
 
 from common import cli_options
+from data_gen import modes
 from data_gen.config import ConfigError, GenerationConfig
-from data_gen.corpus_chunks import CorpusLayout
-from data_gen.corpus_reader import CorpusError, expand_input_patterns
-from data_gen import vocab_gaps
-from data_gen.document_split import DocumentSplit
-from data_gen.unreadable_input import check_unreadable_share
+from data_gen.runner.corpus_chunks import CorpusLayout
+from data_gen.text.corpus_reader import CorpusError, expand_input_patterns
+from data_gen.text import vocab_gaps
+from data_gen.text.document_split import DocumentSplit
+from data_gen.text.unreadable_input import check_unreadable_share
 from common.file_utils import (BackgroundSync, input_size, make_parent_folder,
                                remove_all_temporaries)
-from data_gen.metadata import build_metadata, metadata_path, write_metadata
-from data_gen.parallel import ChunkJob, process_chunks
-from data_gen.shard_pieces import ShardTotals
-from data_gen.segmentation import SegmenterError
-from data_gen.tfrecord_writer import TFRecordWriter
-from data_gen.tokenization import VocabError
-from data_gen.vocabulary import load_run_vocabulary
-from data_gen.worker_profile import RunProfile, format_profile
+from data_gen.records.metadata import build_metadata, metadata_path, write_metadata
+from data_gen.runner.parallel import ChunkJob, process_chunks
+from data_gen.records.shard_pieces import ShardTotals
+from data_gen.text.segmentation import SegmenterError
+from data_gen.records.tfrecord_writer import TFRecordWriter
+from data_gen.text.tokenization import VocabError
+from data_gen.runner.worker_profile import RunProfile, format_profile
 
 USER_ERRORS = (ConfigError, CorpusError, VocabError, SegmenterError, FileNotFoundError)
 PROGRESS_SECONDS = 2.0
@@ -80,13 +80,13 @@ def run(config):
     """Generates the output files of `config`; returns the account (a dict).
 
     With --eval_share, a second pass writes the held-out documents' records to the eval
-    files (data_gen.document_split); the account of that pass is account["eval"].
+    files (data_gen.text.document_split); the account of that pass is account["eval"].
     Raises ConfigError / CorpusError / VocabError / SegmenterError with a
     message naming the flag, file or line at fault. On any exception or
     SIGTERM, partially written files are removed (both passes' files).
     """
     config.validate()
-    vocabulary = load_run_vocabulary(config)
+    vocabulary = modes.get(config.mode).load_vocabulary(config)
     files = expand_input_patterns(config.input_file)
     layout = CorpusLayout(files, [input_size(path) for path in files], config.chunk_bytes)
     output_paths = config.output_paths()
@@ -148,7 +148,7 @@ def _generate(config, output_paths, document_split, vocabulary, files, layout):
         account["input_file"] = config.input_file
         check_unreadable_share(account, files, config.max_unreadable_share)
         if account["instances"] == 0:
-            raise EmptyOutputError(why_empty(account, files, document_split))
+            raise EmptyOutputError(why_empty(account, files, document_split, config.mode))
         for writer in writers:
             writer.close()
             committed.append(writer.path)
@@ -193,7 +193,7 @@ def _in_main_thread():
     return threading.current_thread() is threading.main_thread()
 
 
-def why_empty(account, files, document_split=None):
+def why_empty(account, files, document_split=None, mode=None):
     """The message for a run that made no instance: what was read and what dropped it."""
     if document_split is not None and document_split.split == "eval":
         return (f"no held-out instances: --eval_share={document_split.share} of "
@@ -206,9 +206,14 @@ def why_empty(account, files, document_split=None):
     return (f"no instances were made from {len(files)} file(s) ({account.get('documents', 0)} "
             f"documents, {account.get('sentences', 0)} sentences); dropped: {dropped}. Check "
             "that --input_file holds one sentence per line with a blank line between documents "
-            "(bert/albert need documents of 2+ sentences; xlnet a chunk's stream of at least "
-            "max_seq_length - 2 tokens) and that the text tokenizes with --vocab_file; no output "
+            f"({_needs(mode)}) and that the text tokenizes with --vocab_file; no output "
             "was written")
+
+
+def _needs(mode):
+    """What the corpus must give to make a record: of --mode `mode`, else of every mode."""
+    chosen = [modes.MODES[mode]] if mode in modes.MODES else modes.MODES.values()
+    return "; ".join(f"--mode={each.name} needs {each.needs}" for each in chosen if each.needs)
 
 
 def _skipped(account):
@@ -244,17 +249,6 @@ def _masking_line(account):
     return line
 
 
-def _xlnet_lines(account):
-    """--mode=xlnet: the token streams and what the records took of them."""
-    if "xlnet_stream_tokens" not in account:
-        return []
-    return ["[data_gen] xlnet: {tokens} stream tokens over all passes, {tail} after the last "
-            "window of a chunk's stream; labels: {real} B continues A, {random} B random".format(
-                tokens=account["xlnet_stream_tokens"],
-                tail=account.get("xlnet_stream_tokens_after_last_window", 0),
-                real=account.get("labels_1", 0), random=account.get("labels_0", 0))]
-
-
 def format_account(account):
     """Human-readable end-of-run report."""
     skipped = _skipped(account)
@@ -267,7 +261,7 @@ def format_account(account):
                                                    sorted(skipped.items())) or "nothing"),
         *vocab_gaps.account_lines(account, account.get("input_file")),
         _masking_line(account),
-        *_xlnet_lines(account),
+        *modes.report_lines(account),
         "[data_gen] wrote: {instances} instances, {masked} masked tokens to {n} file(s)".format(
             instances=account.get("instances", 0), masked=account.get("masked_tokens", 0),
             n=len(account.get("output_files", []))),

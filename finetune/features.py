@@ -1,7 +1,7 @@
 """Fine-tuning records: the TFRecord feature cache and the Estimator input_fn.
 
 Every task turns its examples into feature dicts whose names, dtypes and
-lengths are declared once in `data_gen.record_schema` (sequence records for
+lengths are declared once in `data_gen.records.record_schema` (sequence records for
 classification and pairs, token records for NER). They are written to a cache
 file whose name carries a hash of everything the features depend on (the data
 file's and vocab's SHA-256, the task, its labels, max_seq_length, lower-casing,
@@ -16,7 +16,7 @@ import os
 import tensorflow.compat.v1 as tf
 
 from common.file_utils import atomic_output, file_sha256, write_json_atomically
-from data_gen import record_schema
+from data_gen.records import record_schema
 
 CACHE_FORMAT_VERSION = 2
 

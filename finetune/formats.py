@@ -4,7 +4,7 @@ classification (one text) and pair (two texts) -> `read_text_examples`: `tsv`
 / `csv` (a header line naming the columns: default `label`, `text_a`[,
 `text_b`], an optional `condition`), `jsonl` (CLUE: default `sentence` or
 `sentence1`/`sentence2`, and `label`), `lcqmc` (pair only, no header, read by
-data_gen.lcqmc_format with its own rules). ner -> `read_tagged_examples`:
+data_gen.tools.lcqmc_format with its own rules). ner -> `read_tagged_examples`:
 `conll` (`token tag` lines, blank lines between sentences) and `cluener`
 (`{"text", "label": {type: {mention: [[start, end]]}}}`, end inclusive; the
 spans come back end-exclusive).
@@ -27,7 +27,8 @@ import json
 import re
 
 from common.cli_options import UserError
-from data_gen import lcqmc_format, unreadable_input
+from data_gen.tools import lcqmc_format
+from data_gen.text import unreadable_input
 
 FORMATS = ("tsv", "csv", "jsonl", "lcqmc", "conll", "cluener")
 TEXT_FORMATS = ("tsv", "csv", "jsonl", "lcqmc")

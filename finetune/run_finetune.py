@@ -12,7 +12,7 @@ set comes from the training file. The model config and vocab come from
 beside `--init_checkpoint` when not given (pretrain.checkpoints.checkpoint_assets), and a
 given vocab that differs from the checkpoint's is refused. An XLNet whose vocab is a
 sentencepiece model (spiece.model beside it, or `--spm_model_file`; the optional spm
-extra) is tokenised with it (data_gen.spm_tokenization.SpmFullTokenizer);
+extra) is tokenised with it (data_gen.text.spm_tokenization.SpmFullTokenizer);
 finetune.vocab_files says which of the two a run uses.
 
 Trains for `--num_train_epochs`, scores dev after every `--eval_every_steps`
@@ -35,7 +35,7 @@ import tensorflow.compat.v1 as tf
 from common import cli_options, model_limits
 from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
-from data_gen import lcqmc_format
+from data_gen.tools import lcqmc_format
 from finetune import features as records
 from finetune import tasks, vocab_files
 from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,

@@ -5,8 +5,8 @@ Checkpoints carry one or the other beside them (pretrain.checkpoints.checkpoint_
 run_pretraining on data made with --spm_model_file and import_hf of a transformers XLNet
 with XLNetTokenizer leave a spiece.model, everything else a vocab.txt. The flags
 --vocab_file and --spm_model_file name one explicitly (not both). `choose_vocab` decides,
-`make_tokenizer` builds data_gen.tokenization.FullTokenizer or
-data_gen.spm_tokenization.SpmFullTokenizer (the same interface for the task layer; the
+`make_tokenizer` builds data_gen.text.tokenization.FullTokenizer or
+data_gen.text.spm_tokenization.SpmFullTokenizer (the same interface for the task layer; the
 sentencepiece package is the optional spm extra). Used by finetune.run_finetune
 (resolve_model, which finetune.compare also calls for each starting point).
 """
@@ -14,8 +14,8 @@ import dataclasses
 
 from common.cli_options import UserError
 from common.file_utils import input_exists
-from data_gen import spm_tokenization
-from data_gen.tokenization import FullTokenizer, VocabError
+from data_gen.text import spm_tokenization
+from data_gen.text.tokenization import FullTokenizer, VocabError
 from pretrain.checkpoints import checkpoint_assets
 from pretrain.models import registry
 

@@ -25,7 +25,7 @@ from absl import logging
 from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import input_exists
-from data_gen import metadata
+from data_gen.records import metadata
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
 from pretrain.models import modeling, registry
 from pretrain.training import (continued_eval, data_checks, input_pipeline, learning_check,

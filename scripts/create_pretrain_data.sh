@@ -18,7 +18,7 @@ VOCAB_INPUT="${VOCAB_INPUT:-${REPO_ROOT}/data/sample/*.txt}"
 DEMO_VOCAB_SIZE=5000  # the default vocab is the demo's: configs/demo_tiny_bert.json has 5000 ids
 DRY_RUN="${DRY_RUN:-0}"
 # Settings of the Python tools, VARIABLE:flag. Unset or empty = that flag's default in
-# data_gen/config.py (generation) or data_gen/build_vocab.py (VOCAB_SIZE), so this script
+# data_gen/config.py (generation) or data_gen/tools/build_vocab.py (VOCAB_SIZE), so this script
 # holds no second copy of the defaults (tests/test_script_defaults.py checks it).
 GENERATION_SETTINGS=(MODE:mode MAX_SEQ_LENGTH:max_seq_length MAX_PREDICTIONS:max_predictions_per_seq
   MASKED_LM_PROB:masked_lm_prob DUPE_FACTOR:dupe_factor SEED:random_seed

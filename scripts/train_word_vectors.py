@@ -5,7 +5,7 @@ PYTHONHASHSEED, which gensim's per-word initialisation depends on). Needs
 gensim and jieba, which are NOT dependencies of this project: use a separate
 environment (see the .sh). Reads DOCS (one sentence per line, blank lines
 between documents); each non-blank line is normalised as data_gen's tokenizer
-does (data_gen.tokenization.BasicTokenizer: lower case, cleaned, so the words
+does (data_gen.text.tokenization.BasicTokenizer: lower case, cleaned, so the words
 match what the masker sees), cut with jieba (default dictionary, HMM on), its
 whitespace tokens dropped, and written to a temporary file that Word2Vec
 streams (never the whole corpus in memory). OUT is word2vec text format,
@@ -47,7 +47,7 @@ def segment(docs, segmented):
     """Writes DOCS's non-blank lines as space-separated jieba words; returns (lines, words)."""
     import jieba  # pylint: disable=import-outside-toplevel
     sys.path.insert(0, str(REPO_ROOT))
-    from data_gen.tokenization import BasicTokenizer  # pylint: disable=import-outside-toplevel
+    from data_gen.text.tokenization import BasicTokenizer  # pylint: disable=import-outside-toplevel
     jieba.setLogLevel(logging.WARNING)
     normalize = BasicTokenizer(do_lower_case=True).normalize
     lines = words = 0

@@ -84,7 +84,7 @@ def _signal_group(process, signum):
 
 class KillOnFirstPiece(WorkerPlugin):
     """Dask worker plugin: the first worker process (of the cluster) that writes a shard piece
-    of data_gen.beam_pipeline writes half of it under its temporary name, records its pid in
+    of data_gen.runner.beam_pipeline writes half of it under its temporary name, records its pid in
     `claim` and dies by SIGKILL (no cleanup, as on a lost machine). Later pieces and other
     workers write as usual; teardown puts the writer back."""
 
@@ -95,7 +95,7 @@ class KillOnFirstPiece(WorkerPlugin):
         self.original = None
 
     def setup(self, worker):  # pylint: disable=unused-argument
-        from data_gen import beam_pipeline  # pylint: disable=import-outside-toplevel
+        from data_gen.runner import beam_pipeline  # pylint: disable=import-outside-toplevel
         self.original = beam_pipeline._write_from_worker
         claim, original = self.claim, self.original
 
@@ -116,12 +116,12 @@ class KillOnFirstPiece(WorkerPlugin):
 
     def teardown(self, worker):  # pylint: disable=unused-argument
         if self.original is not None:
-            from data_gen import beam_pipeline  # pylint: disable=import-outside-toplevel
+            from data_gen.runner import beam_pipeline  # pylint: disable=import-outside-toplevel
             beam_pipeline._write_from_worker = self.original
 
 
 def made_chunks():
     """Run in each worker (Client.run): whether this process has made chunks of a
-    data_gen.beam_pipeline job."""
-    module = sys.modules.get("data_gen.beam_pipeline")
+    data_gen.runner.beam_pipeline job."""
+    module = sys.modules.get("data_gen.runner.beam_pipeline")
     return bool(module is not None and module._jobs)  # pylint: disable=protected-access

@@ -142,7 +142,7 @@ CASES = [
 
 FULL_DISK = textwrap.dedent("""
     import errno, sys
-    from data_gen import tfrecord_writer
+    from data_gen.records import tfrecord_writer
 
     class FullDisk:
         def __init__(self, handle):

@@ -6,7 +6,7 @@ covered without touching this file. Each is run twice: as the console script
 (the installed one beside sys.executable, else the equivalent
 `python -c "from MODULE import main; main()"`, which is what the installed
 script does) and as `python -m MODULE`; so are the `python -m` paths kept where
-the code lived before pretrain/ had rooms (KEPT_MODULES). Every run imports
+the code lived before pretrain/ and data_gen/ had rooms (KEPT_MODULES). Every run imports
 TensorFlow, so the runs go in parallel.
 """
 import ast
@@ -27,7 +27,11 @@ ABSL_FLAGS = {"help", "helpshort", "helpfull", "helpxml", "flagfile", "undefok",
 KEPT_MODULES = {"pretrain.import_hf": "pretrain.interop.import_hf",
                 "pretrain.export_hf": "pretrain.interop.export_hf",
                 "pretrain.export_saved_model": "pretrain.interop.export_saved_model",
-                "pretrain.vocab_surgery": "pretrain.checkpoints.vocab_surgery"}
+                "pretrain.vocab_surgery": "pretrain.checkpoints.vocab_surgery",
+                # ... and before data_gen/ had rooms (issue #45).
+                **{f"data_gen.{name}": f"data_gen.tools.{name}" for name in (
+                    "build_vocab", "build_similar_words", "lcqmc_to_docs", "inspect_records")},
+                "data_gen.beam_pipeline": "data_gen.runner.beam_pipeline"}
 
 
 def help_commands():

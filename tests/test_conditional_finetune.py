@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_gen import lcqmc_format
-from data_gen.tokenization import FullTokenizer
+from data_gen.tools import lcqmc_format
+from data_gen.text.tokenization import FullTokenizer
 from finetune import features, formats, run_lcqmc, tasks
 from finetune.model_fn import model_fn_builder
 from finetune.tasks.base import TaskDataError

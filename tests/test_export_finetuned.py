@@ -24,7 +24,7 @@ import tensorflow.compat.v1 as tf
 from safetensors import safe_open
 
 from cli_testutil import run_main_in_process
-from data_gen.tokenization import FullTokenizer
+from data_gen.text.tokenization import FullTokenizer
 from hf_testutil import (assert_log_probs_close, bert_chain, dense_scale, interop_ulps,
                          worst_case_ulps)
 from pretrain.checkpoints import checkpoint_io

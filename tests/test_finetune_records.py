@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_gen import lcqmc_format
-from data_gen.tokenization import FullTokenizer
+from data_gen.tools import lcqmc_format
+from data_gen.text.tokenization import FullTokenizer
 from finetune import features, formats, tasks
 from finetune.tasks import classification
 from finetune.tasks.base import TaskDataError
@@ -325,7 +325,7 @@ def test_input_fn_of_token_and_conditional_records(tmp_path, tokenizer):
     assert training_order(3) == order
 
 
-# ---- LCQMC lines (data_gen.lcqmc_format through finetune.formats) ---------------------------
+# ---- LCQMC lines (data_gen.tools.lcqmc_format through finetune.formats) ---------------------------
 def test_lcqmc_malformed_lines_are_reported_by_line_number(tmp_path):
     path = write_lines(tmp_path / "train.txt", [
         "\ufefftext_a\ttext_b\tlabel\r\n",   # 1: header (with BOM, CRLF)
@@ -364,7 +364,7 @@ def test_lcqmc_first_line_with_a_label_is_data_not_header(tmp_path):
     ("我想\t买手机\t1", False), ("我想\t买手机\t2", False), ("我想\t买手机", False)])
 def test_finetune_and_lcqmc_to_docs_share_one_parser_and_header_rule(tmp_path, first_line,
                                                                      is_header):
-    from data_gen import lcqmc_to_docs
+    from data_gen.tools import lcqmc_to_docs
     path = write_lines(tmp_path / "train.txt", [first_line + "\r\n", "卡丢了\t怎么办\t0\n"])
     examples, account = formats.read_text_examples(path, "pair", format="lcqmc",
                                                    log_fn=lambda m: None,

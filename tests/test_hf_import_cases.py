@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from data_gen.tokenization import VocabError, load_tokenizer_json_vocab
+from data_gen.text.tokenization import VocabError, load_tokenizer_json_vocab
 from hf_testutil import random_checkpoint, write_tiny_vocab
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop import hf_config, hf_files

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_gen.tokenization import FullTokenizer
+from data_gen.text.tokenization import FullTokenizer
 from hf_testutil import (assert_log_probs_close, bert_chain, interop_ulps, log_softmax_bound,
                          logits_of, model_outputs, random_checkpoint)
 from pretrain import run_pretraining

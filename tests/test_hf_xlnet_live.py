@@ -18,7 +18,7 @@ import json
 import numpy as np
 import pytest
 
-from data_gen.tokenization import FullTokenizer
+from data_gen.text.tokenization import FullTokenizer
 from hf_testutil import interop_ulps
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop.export_hf import export_model

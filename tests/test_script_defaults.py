@@ -24,7 +24,7 @@ import pytest
 
 from cli_testutil import clean_env
 
-from data_gen.build_vocab import BuildVocabOptions
+from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
 from finetune import run_lcqmc
 from finetune.compare import CompareOptions

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cli_testutil import run_main_in_process
-from data_gen.tokenization import FullTokenizer
+from data_gen.text.tokenization import FullTokenizer
 from pretrain.checkpoints import checkpoint_io, vocab_extension, vocab_surgery
 from tests.modeling_helpers import (ModelRunner, random_weights, tiny_config,
                                     write_checkpoint)

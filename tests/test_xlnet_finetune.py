@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_gen.tokenization import FullTokenizer
+from data_gen.text.tokenization import FullTokenizer
 from finetune.tasks import layout
 from finetune.tasks.classification import encode_texts
 from finetune.tasks.ner import NerTask

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from data_gen.spm_tokenization import INSTALL_HINT, SpmFullTokenizer, prepare_text
+from data_gen.text.spm_tokenization import INSTALL_HINT, SpmFullTokenizer, prepare_text
 from finetune import compare, run_finetune
 from finetune_helpers import (TINY_CONFIG, write_random_pretraining_checkpoint,
                               xlnet_pretraining_features)

@@ -73,7 +73,7 @@ def majority_share(predicted):
 class Task:
     """The interface; see the module docstring. Subclasses set these attributes."""
     name = None          # the --task value
-    record_kind = None   # "sequence" or "token" (data_gen.record_schema)
+    record_kind = None   # "sequence" or "token" (data_gen.records.record_schema)
     metric_kind = None   # "classification" or "ner" (finetune.metrics)
     metrics = ()         # what score() reports that can pick the best checkpoint and that
                          # compare tabulates; the first is --selection_metric's default

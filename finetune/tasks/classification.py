@@ -10,7 +10,7 @@ the longer text truncated first; for XLNet as zihangdai/xlnet's does, `a [SEP] b
 [CLS]` (finetune.tasks.layout). A conditional-LayerNorm model (config
 `layer_norm_cond_size` = C) also needs a condition per example: the 4th field
 of an LCQMC line or a `condition` column, a class id in [0, C) (one-hot) or C
-comma-separated numbers (data_gen.lcqmc_format.parse_condition).
+comma-separated numbers (data_gen.tools.lcqmc_format.parse_condition).
 
 Head: the pooled output -> `classifier/output_weights` [N, H],
 `classifier/output_bias` [N] (pretrain.models.task_heads) -> softmax cross-entropy.
@@ -26,7 +26,7 @@ upstream's sequence summary: dense + tanh over the last real token, [CLS]
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from data_gen import lcqmc_format
+from data_gen.tools import lcqmc_format
 from finetune import formats, metrics
 from finetune.tasks import layout as layout_lib
 from finetune.tasks.base import (COLLAPSE_SHARE, Task, TaskDataError, check_known_labels,

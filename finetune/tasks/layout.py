@@ -37,7 +37,7 @@ def wrap(texts_tokens, layout="bert"):
 
 
 def pad_id(tokenizer):
-    """The id padding positions hold: the tokenizer's `pad_id` (data_gen.spm_tokenization.
+    """The id padding positions hold: the tokenizer's `pad_id` (data_gen.text.spm_tokenization.
     SpmFullTokenizer: <pad>), else 0 (a WordPiece vocab's [PAD], BERT's padding)."""
     return getattr(tokenizer, "pad_id", 0)
 

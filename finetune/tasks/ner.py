@@ -14,7 +14,7 @@ windows at token boundaries, `[CLS] window [SEP]` each (for XLNet `window [SEP]
 [CLS]`, finetune.tasks.layout), so no token is dropped; a token that tokenises to nothing (a space, a control character) is
 predicted "O" and counted. With a sentencepiece model (XLNet's spiece.model) a token's
 pieces are those it has inside its sentence: without the "▁" sentencepiece puts before
-a text (data_gen.spm_tokenization.SpmFullTokenizer.tokenize_token).
+a text (data_gen.text.spm_tokenization.SpmFullTokenizer.tokenize_token).
 
 Head: the sequence output -> `token_classifier/output_weights` [N, H],
 `token_classifier/output_bias` [N] (pretrain.models.task_heads) -> softmax

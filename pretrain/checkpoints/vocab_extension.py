@@ -4,7 +4,7 @@
         --extend_from_corpus='domain/*.txt' --output_dir=runs/roberta_extended
 
 The characters of the corpus that the checkpoint's vocab maps to [UNK]
-(data_gen.vocab_gaps.unknown_characters), seen at least --min_count times, most frequent
+(data_gen.text.vocab_gaps.unknown_characters), seen at least --min_count times, most frequent
 first, take the vocab's free `[unusedN]` lines in id order (Google's Chinese vocab has 99),
 never a line a data mode reserves (RESERVED: [unused1] is XLNet's default --eod_token).
 Those ids keep their rows, which no text used, so the model's outputs on text without the
@@ -61,7 +61,8 @@ def plan(tokens, counts, min_count):
 def extend(init_checkpoint, pattern, output_dir, min_count=1, do_lower_case=True,
            overwrite=False, log_fn=print):
     """Writes the extended checkpoint (module docstring); returns vocab_extension.json's dict."""
-    from data_gen import tokenization, vocab_gaps  # pylint: disable=import-outside-toplevel
+    from data_gen.text import tokenization
+    from data_gen.text import vocab_gaps  # pylint: disable=import-outside-toplevel
     assets = checkpoint_assets.resolve(init_checkpoint)
     if not assets.vocab_file or not assets.config_file:
         raise UserError(f"--init_checkpoint={init_checkpoint}: needs its vocab.txt and "

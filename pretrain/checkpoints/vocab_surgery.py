@@ -31,7 +31,7 @@ def read_vocab_tokens(vocab_file):
     A repeated token keeps its first id; the later line's id becomes None
     (the tokenizer never produces it, so it is never kept).
     """
-    from data_gen import tokenization  # pylint: disable=import-outside-toplevel
+    from data_gen.text import tokenization  # pylint: disable=import-outside-toplevel
     vocab = tokenization.load_vocab(vocab_file)
     tokens = [None] * (max(vocab.values()) + 1)
     for token, token_id in vocab.items():
@@ -59,7 +59,7 @@ def select_keep_tokens(vocab_tokens, token_counts, min_count=1, always_keep=ALWA
 
 def count_corpus_tokens(corpus_files, vocab_file, do_lower_case=True):
     """Counts WordPiece tokens of every line of the corpus files."""
-    from data_gen import tokenization  # text processing lives in data_gen
+    from data_gen.text import tokenization  # text processing lives in data_gen
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
     counts = collections.Counter()
     for path in corpus_files:
@@ -159,7 +159,7 @@ def reduce_vocab(options):
 
 
 def main(argv=None):
-    from data_gen.tokenization import VocabError  # pylint: disable=import-outside-toplevel
+    from data_gen.text.tokenization import VocabError  # pylint: disable=import-outside-toplevel
     cli_options.run_main(ReduceVocabOptions, reduce_vocab, argv,
                          expected=(VocabError, OSError, UnicodeDecodeError))
 

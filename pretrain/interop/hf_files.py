@@ -27,7 +27,7 @@ import uuid
 
 import numpy as np
 
-from data_gen.tokenization import (SPECIAL_TOKENS, VocabError, load_tokenizer_json_vocab,
+from data_gen.text.tokenization import (SPECIAL_TOKENS, VocabError, load_tokenizer_json_vocab,
                                    load_vocab)
 from common.cli_options import UserError
 

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 
 from common.cli_options import UserError
-from data_gen import metadata
+from data_gen.records import metadata
 
 EVAL_SEED = 20201
 INIT_PREFIX = "init_"
@@ -87,7 +87,7 @@ def evaluate_all(make_estimator, make_input_fn, eval_sets, init_checkpoint, step
 
 def data_warnings(train_files, eval_files, sidecars):
     """Warnings about what the eval measures: the training records themselves, or records
-    that may share documents with them (data_gen.metadata.shares_documents)."""
+    that may share documents with them (data_gen.records.metadata.shares_documents)."""
     if not train_files or not eval_files:
         return []
     if set(eval_files) <= set(train_files):

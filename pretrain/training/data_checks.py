@@ -5,8 +5,8 @@ data_gen) and through its first record (which also proves the file is
 readable, non-empty and not corrupt). Files without a sidecar, e.g. made by
 google-research/bert's script, get a warning and the checks the first record
 allows. Any mismatch raises `DataCheckError` naming the file and the value.
-Features, sidecar fields and compression are data_gen.record_schema's and
-data_gen.metadata's, as the writer uses them.
+Features, sidecar fields and compression are data_gen.records.record_schema's and
+data_gen.records.metadata's, as the writer uses them.
 
 A record that goes bad later in a file surfaces during training as
 TensorFlow's DataLossError; `describe_corrupt_input` then finds and names the
@@ -16,10 +16,10 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 from absl import logging
 
-from data_gen import metadata
+from data_gen.records import metadata
 from common import model_limits
-from data_gen import record_schema
-from data_gen import tfrecord_scan
+from data_gen.records import record_schema
+from data_gen.records import tfrecord_scan
 from common.file_utils import SIDECAR_SUFFIX, expand_input_patterns
 from pretrain.models.xlnet.permutation import PermutationInput
 

@@ -1,6 +1,6 @@
 """Pretraining input: TFRecord globs -> batched int32 features for the model_fn.
 
-Features are data_gen.record_schema's (docs/architecture.md §1): input_ids,
+Features are data_gen.records.record_schema's (docs/architecture.md §1): input_ids,
 input_mask, segment_ids [B, S]; masked_lm_positions, masked_lm_ids [B, P];
 masked_lm_weights [B, P] float32; next_sentence_labels [B, 1]. ALBERT's
 optional `token_boundary` is not in the parse spec, so it is ignored; the
@@ -8,13 +8,13 @@ span boundaries (masked_lm_span_left/right [B, P]) are parsed only for the SBO
 head (span_boundaries=True), else ignored too. XLNet's records (input, seg_id,
 is_masked, ...) become input_ids, input_mask, segment_ids [B, S], perm_mask [B, S, S],
 target_mapping [B, P, S], target_ids, target_weights [B, P]. Globs
-and compression follow common.file_utils and data_gen.metadata, the same
+and compression follow common.file_utils and data_gen.records.metadata, the same
 rules data_gen's own tools use (gs:// paths through tf.io.gfile).
 """
 import tensorflow.compat.v1 as tf
 
-from data_gen import metadata
-from data_gen import record_schema
+from data_gen.records import metadata
+from data_gen.records import record_schema
 from common.file_utils import expand_input_patterns
 from pretrain.models.xlnet import permutation
 from pretrain.training import strategy as strategy_lib
@@ -24,7 +24,7 @@ _TF_DTYPES = {"int64": tf.int64, "float32": tf.float32}
 
 def feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries=False,
                  permutation_lm=False):
-    """tf.io parse spec of one pretraining record: data_gen.record_schema's required
+    """tf.io parse spec of one pretraining record: data_gen.records.record_schema's required
     features, and with span_boundaries its SPAN_BOUNDARIES (required then); with
     permutation_lm, XLNet's records (record_schema.xlnet_feature_lengths)."""
     if permutation_lm:
@@ -41,7 +41,7 @@ def compression_types(files, compression=None):
     """TFRecordDataset's compression_type ("GZIP" or "") of each file.
 
     compression: None (per file: its sidecar, else its first bytes; see
-    data_gen.metadata.detect_compression), or "none"/"gzip" for all files.
+    data_gen.records.metadata.detect_compression), or "none"/"gzip" for all files.
     """
     return [metadata.TF_COMPRESSION_TYPES[metadata.detect_compression(path, requested=compression)]
             for path in files]
@@ -76,7 +76,7 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
         (TPUEstimator) nor "train_batch_size"/"eval_batch_size" (build_estimator).
       skip_corrupt_records: a file ends at its first truncated or corrupt record
         instead of stopping the run (TensorFlow's reader cannot resume past it;
-        data_gen.tfrecord_scan counts what is skipped).
+        data_gen.records.tfrecord_scan counts what is skipped).
       span_boundaries: also parse masked_lm_span_left/right (for the SBO head).
       permutation_input: XLNet's records instead, each turned into the permutation LM's
         features by pretrain.models.xlnet.permutation.record_features with these

@@ -1,0 +1,25 @@
+"""The masked-LM modes (roberta, albert, bert): instances (instances.py), the masking
+recipes (masking.py; MacBERT's similar words, similar_words.py), their chunk processor
+(mlm_processing.py) and flags (mlm_flags.py). The hooks of data_gen.modes.registry."""
+from data_gen.modes.mlm.mlm_flags import MaskedLMFlags as FLAGS  # noqa: F401 (a hook)
+from data_gen.modes.mlm.mlm_flags import flag_checks  # noqa: F401 (a hook)
+
+inspector = None  # BERT-style records: data_gen.tools.inspect_records formats them itself
+
+
+def make_processor(mode, config, use_native=None):
+    """The MaskedLMChunkProcessor of `config`."""
+    from data_gen.modes.mlm.mlm_processing import MaskedLMChunkProcessor  # noqa
+    return MaskedLMChunkProcessor(mode, config, use_native)
+
+
+def load_vocabulary(mode, config, localize=lambda path: path):
+    """--vocab_file's RunVocabulary (no mode-specific sidecar fields)."""
+    from data_gen.text.vocabulary import load_wordpiece  # noqa
+    return load_wordpiece(config, localize)[1]
+
+
+def report_lines(account):
+    """No lines of its own: the shared report says all."""
+    del account
+    return []

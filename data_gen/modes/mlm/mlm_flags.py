@@ -1,0 +1,48 @@
+"""The flags only the masked-LM modes (roberta, albert, bert) read, and their checks
+(GenerationConfig inherits MaskedLMFlags)."""
+import dataclasses
+
+from common.cli_options import option
+from data_gen.modes.mlm.masking import MASKINGS
+
+
+@dataclasses.dataclass
+class MaskedLMFlags:
+    """Masked-LM instances and masking recipes."""
+    masked_lm_prob: float = option(0.15, "Masked LM probability.")
+    short_seq_prob: float = option(0.1, "Probability of creating sequences shorter than the "
+                                   "maximum (albert/bert).")
+    masking: str = option("auto", "Masking recipe over whole words. auto: wwm (roberta, bert) or "
+                          "ngram (albert); wwm: whole words, 80/10/10 per token; ngram: ALBERT "
+                          "n-grams, P(n) ~ 1/n up to --ngram; span: SpanBERT spans of "
+                          "Geometric(0.2) words (at most 10), one 80/10/10 decision per span, "
+                          "records carry span boundaries; macbert: n-grams of 1-4 words "
+                          "(40/30/20/10%), 80% similar words (--similar_words_file), 10% random, "
+                          "10% kept.", choices=MASKINGS)
+    similar_words_file: str = option("", "macbert masking: TSV of a word, then its similar words "
+                                     "(python -m data_gen.build_similar_words makes one).")
+    ngram: int = option(3, "albert mode: largest n of n-gram masking over whole words "
+                        "(P(n) ~ 1/n).")
+    pack_within_document: bool = option(False, "roberta mode: never pack sentences of two "
+                                        "documents together.")
+
+
+def flag_checks(config, active):
+    """(ok, message) of the masking flags (whatever the mode: another mode refuses them)."""
+    del active
+    return [
+        (0.0 < config.masked_lm_prob <= 1.0,
+         f"--masked_lm_prob={config.masked_lm_prob}: must be in (0, 1]"),
+        (0.0 <= config.short_seq_prob <= 1.0,
+         f"--short_seq_prob={config.short_seq_prob}: must be in [0, 1]"),
+        (config.ngram >= 1, f"--ngram={config.ngram}: must be >= 1"),
+        (config.masking in MASKINGS,
+         f"--masking={config.masking!r}: choose one of {', '.join(MASKINGS)}"),
+        (config.masking_recipe() != "macbert" or bool(config.similar_words_file),
+         "--masking=macbert needs --similar_words_file (a TSV of a word, then its similar "
+         "words; python -m data_gen.build_similar_words makes one from word vectors)"),
+        (bool(config.similar_words_file) <= (config.masking_recipe() == "macbert"),
+         f"--similar_words_file is used by --masking=macbert only (--masking={config.masking})"),
+        (config.masking_recipe() in ("wwm", "ngram") or config.do_whole_word_mask,
+         f"--masking={config.masking} works over whole words: drop --nodo_whole_word_mask"),
+    ]
