@@ -37,7 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # `pretrain` before TensorFlow: its CPU kernel default must apply before TF loads.
 from pretrain import cpu_kernels  # noqa: E402
-from pretrain.models import modeling  # noqa: E402
+from pretrain.models.bert import modeling  # noqa: E402
 
 import tensorflow.compat.v1 as tf  # noqa: E402
 from finetune import features as records  # noqa: E402

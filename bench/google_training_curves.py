@@ -211,7 +211,7 @@ def _google_spec(family, google_modeling, google_run, values, args, features, te
 
 def _our_spec(values, args, features, tensors, init_checkpoint):
     """Our model_fn in TRAIN mode from Google's initial weights; losses into `tensors`."""
-    from pretrain.models import config as our_config
+    from pretrain.models.bert import config as our_config
     from pretrain.training import pretraining_model_fn as ours
     original = _capture(ours, "pretraining_losses", tensors,
                         ["masked_lm_loss", "sentence_loss"])

@@ -10,14 +10,13 @@ config dict (a parsed bert_config.json), so data_gen needs no TensorFlow.
 """
 import json
 
+from common import model_families
 from common.file_utils import open_input
 
 # google-research/bert's default, as pretrain.models.config's (a config without the field).
 DEFAULT_MAX_POSITION_EMBEDDINGS = 512
 # The alpha the messages suggest (bert4keras's and the issue's example).
 SUGGESTED_ALPHA = 0.4
-# Families whose positions are relative (sinusoids of distances): no trained table, no limit.
-RELATIVE_POSITION_MODEL_TYPES = ("xlnet",)
 
 
 def longest_input(config):
@@ -25,10 +24,10 @@ def longest_input(config):
 
     Args:
       config: dict with `max_position_embeddings` (n) and optionally
-        `hierarchical_position` (alpha, or None/absent when off); an XLNet config
-        (model_type "xlnet", relative positions) has no limit: None.
+        `hierarchical_position` (alpha, or None/absent when off); a config of a family
+        with relative positions (common.model_families) has no limit: None.
     """
-    if config.get("model_type") in RELATIVE_POSITION_MODEL_TYPES:
+    if model_families.length_rule(config.get("model_type")) == model_families.RELATIVE_POSITIONS:
         return None
     n = config.get("max_position_embeddings", DEFAULT_MAX_POSITION_EMBEDDINGS)
     return n * n if config.get("hierarchical_position") else n

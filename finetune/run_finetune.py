@@ -42,6 +42,7 @@ from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
                                       remove_training_checkpoints)
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
+from finetune.tasks import layout as layout_lib
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
@@ -83,8 +84,10 @@ class FinetuneSettings:
     selection_metric: str = option("", "Dev metric that picks the best checkpoint (default: "
                                        "accuracy; f1 for ner).")
     vocab_file: str = option(None, "Vocab; default: the vocab.txt beside --init_checkpoint.")
-    spm_model_file: str = option(None, "XLNet's sentencepiece model, instead of a vocab; "
-                                       "default: the spiece.model beside --init_checkpoint.")
+    spm_model_file: str = option(None, "A sentencepiece model (model_type "
+                                       f"{vocab_files.sentencepiece_families()}), instead of a "
+                                       "vocab; default: the spiece.model beside "
+                                       "--init_checkpoint.")
     bert_config_file: str = option(None, "Model config JSON; default: the bert_config.json "
                                          "beside --init_checkpoint.")
     cache_dir: str = option(None, "Feature cache folder (default OUTPUT_DIR/feature_cache).")
@@ -165,7 +168,7 @@ def resolve_model(settings):
     if vocab_flag and spm_flag:
         raise SettingsError(f"--vocab_file={vocab_flag} and --spm_model_file={spm_flag}: give "
                             "one, the vocab the model was pretrained with (a WordPiece vocab.txt, "
-                            "or XLNet's sentencepiece model)")
+                            "or a sentencepiece model)")
     # The checkpoint's own files first; a given --vocab_file must then list its vocab's tokens.
     assets = checkpoint_assets.resolve(init, bert_config_file=settings["bert_config_file"] or None)
     if vocab_flag:
@@ -258,7 +261,7 @@ def _load_splits(task, files, settings, log_fn):
 
 
 def _build_records(task, split, labels, tokenizer, settings, condition_size, cache_dir, log_fn,
-                   layout="bert"):
+                   layout=layout_lib.BERT_LAYOUT):
     """Writes (or reuses) the split's records. Dev and test are featurised every time, as
     their plan maps predictions back to examples; training records come from the cache.
     layout: where the model family wants its special tokens (finetune.tasks.layout)."""
@@ -278,7 +281,8 @@ def _build_records(task, split, labels, tokenizer, settings, condition_size, cac
         split.path, tokenizer.vocab_file, task=task.name, labels=labels,
         max_seq_length=settings["max_seq_length"], do_lower_case=settings["do_lower_case"],
         examples=len(split.examples), condition_size=condition_size,
-        layout=None if layout == "bert" else layout, input_format=settings["input_format"] or None, text_fields=settings["text_fields"] or None,
+        layout=None if layout.name == layout_lib.BERT_LAYOUT.name else layout.name,
+        input_format=settings["input_format"] or None, text_fields=settings["text_fields"] or None,
         label_field=settings["label_field"] or None)
     split.record_path, info = records.cached_records(
         split.name, cache_dir, key, key_hash, lengths, (lambda: made) if made else featurize,

@@ -25,8 +25,15 @@ class VocabChoiceError(UserError):
 
 
 def uses_spm(config):
-    """Whether the model family fine-tunes with a sentencepiece model: XLNet's only."""
-    return registry.family_of(config).input_layout == "xlnet"
+    """Whether the model family fine-tunes with a sentencepiece model
+    (ModelFamily.takes_sentencepiece)."""
+    return registry.family_of(config).takes_sentencepiece
+
+
+def sentencepiece_families():
+    """"a or b": the model types that take a sentencepiece model, for messages."""
+    return " or ".join(name for name in registry.model_types()
+                       if registry.family(name).takes_sentencepiece)
 
 
 def choose_vocab(config, assets, vocab_flag=None, spm_flag=None, init_checkpoint=None):
@@ -71,17 +78,19 @@ def choose_vocab(config, assets, vocab_flag=None, spm_flag=None, init_checkpoint
     if spm and not uses_spm(config):
         raise VocabChoiceError(
             f"{spm} is a sentencepiece model, but {assets.config_file} is a "
-            f"{config.model_type} config: only XLNet fine-tunes with a sentencepiece model here "
-            "(BERT, ALBERT and ELECTRA take a WordPiece vocab.txt): pass --vocab_file, the "
-            "vocab the model was pretrained with, or an XLNet --bert_config_file")
+            f"{config.model_type} config: only model_type {sentencepiece_families()} fine-tunes "
+            "with a sentencepiece model here (the others take a WordPiece vocab.txt): pass "
+            "--vocab_file, the vocab the model was pretrained with, or a --bert_config_file of "
+            f"model_type {sentencepiece_families()}")
     if spm:
         return dataclasses.replace(assets, vocab_file=None, spm_model_file=spm,
                                    vocab_source=source)
     vocab = vocab_flag or own_vocab
     if not vocab:
         raise VocabChoiceError(
-            "no vocab: pass --vocab_file, the vocab the model was pretrained with (an XLNet's "
-            "sentencepiece model: --spm_model_file), or start from a checkpoint with a "
+            "no vocab: pass --vocab_file, the vocab the model was pretrained with (or, for "
+            f"model_type {sentencepiece_families()}, its sentencepiece model: "
+            "--spm_model_file), or start from a checkpoint with a "
             f"{checkpoint_assets.VOCAB_NAME} or {checkpoint_assets.SPM_NAME} beside it")
     return dataclasses.replace(assets, vocab_file=vocab, spm_model_file=None,
                                vocab_source=source)

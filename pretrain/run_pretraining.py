@@ -27,7 +27,9 @@ from common.cli_options import UserError, option
 from common.file_utils import input_exists
 from data_gen.records import metadata
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
-from pretrain.models import modeling, registry
+from pretrain.models import registry
+from pretrain.models.config import ConfigError
+from pretrain.models.family import RecordInputError
 from pretrain.training import (continued_eval, data_checks, input_pipeline, learning_check,
                                mixed_precision, optimization, pretraining_model_fn,
                                training_hooks)
@@ -97,7 +99,7 @@ class PretrainingOptions:
                                 choices=("auto", "true", "false"))
     span_boundary_objective: bool = option(False, "Add SpanBERT's span boundary objective (SBO) "
                                            "head; needs data made with --masking=span.")
-    perm_size: int = option(None, "XLNet: block of the local permutation, dividing the "
+    perm_size: int = option(None, "Permutation LM: block of the local permutation, dividing the "
                             "reuse window and the rest (default: the data's reuse_length, so "
                             "the reuse window never sees the new part).")
     compression: str = option("auto", "Input TFRecord compression (auto: sidecar, else the "
@@ -245,16 +247,17 @@ def run(values):
         logging.info("sentence head %s (data sentence_task=%s)",
                      "on" if use_sentence_head else "off", task or "unknown")
 
-    permutation_input = None
-    if family.model_type == "xlnet":
-        permutation_input = data_checks.permutation_input(
-            sidecars, opts.perm_size, opts.max_seq_length, opts.max_predictions_per_seq)
-        logging.info("permutation LM: reuse_length=%d perm_size=%d num_predict=%d",
-                     permutation_input.reuse_length, permutation_input.perm_size,
-                     permutation_input.num_predict)
-    elif opts.perm_size is not None:
-        raise UserError(f"--perm_size is XLNet's; model_type {family.model_type!r} does not "
-                        "use it")
+    records, prepared = family.records, None
+    if records is not None:
+        try:
+            prepared, described = records.prepare(sidecars, opts)
+        except RecordInputError as err:
+            raise data_checks.DataCheckError(str(err)) from None
+        logging.info(described)
+    for flag, readers in _record_reader_flags().items():
+        if getattr(opts, flag) is not None and family.model_type not in readers:
+            raise UserError(f"--{flag} is read by model_type {', '.join(readers)} only; "
+                            f"model_type {family.model_type!r} does not use it")
     vocab, no_vocab_reason = _output_vocab(opts, assets, sidecars)
     k = int(opts.gradient_accumulation_steps)
     try:
@@ -309,7 +312,7 @@ def run(values):
             num_cpu_threads=opts.num_cpu_threads, compression=compression,
             shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed,
             skip_corrupt_records=opts.skip_corrupt_records,
-            span_boundaries=opts.span_boundary_objective, permutation_input=permutation_input)
+            span_boundaries=opts.span_boundary_objective, record_reader=records, prepared=prepared)
 
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head,
@@ -321,7 +324,7 @@ def run(values):
         result["skipped_records"] = data_checks.account_for_damage(input_files, compression)
     try:
         _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result,
-                            make_eval_estimator, extra_evals)
+                            make_eval_estimator, extra_evals, family.heads_line)
     except tf.errors.DataLossError as err:
         raise data_checks.DataCheckError(
             data_checks.describe_corrupt_input(input_files, compression, err)) from None
@@ -423,8 +426,18 @@ def _output_vocab(opts, assets, sidecars):
     return vocab, reason
 
 
+def _record_reader_flags():
+    """{flag: model_types whose record reader takes it} (ModelFamily.record_input)."""
+    readers = {}
+    for name in registry.model_types():
+        records = registry.family(name).records
+        for flag in getattr(records, "flags", ()):
+            readers.setdefault(flag, []).append(name)
+    return readers
+
+
 def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result,
-                        make_eval_estimator, extra_evals):
+                        make_eval_estimator, extra_evals, heads_line=None):
     """estimator.train (or train_and_evaluate for multi_worker), then the evals of
     pretrain.training.continued_eval (the start's too, with --init_checkpoint); fills
     `result`."""
@@ -433,7 +446,8 @@ def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_inpu
         max_steps = opts.num_train_steps * k
         hooks = [] if opts.use_tpu else [training_hooks.PretrainingLoggingHook(
             every_n_steps=opts.log_every_n_steps, examples_per_step=opts.train_batch_size,
-            last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k)]
+            last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k,
+            heads_line=heads_line)]
         if strategy_name == "multi_worker":
             eval_fn = make_input_fn(eval_input, False) if opts.do_eval else train_input_fn
             tf.estimator.train_and_evaluate(
@@ -484,7 +498,7 @@ def main(argv=None):
     """Console-script entry (`zh-run-pretraining`) and `python -m` entry."""
     cli_options.run_main(
         PretrainingOptions, _run_from_options, argv,
-        expected=(data_checks.DataCheckError, modeling.ConfigError,
+        expected=(data_checks.DataCheckError, ConfigError,
                   checkpoint_loading.CheckpointMismatchError, training_hooks.NonFiniteLossError, tf.errors.PermissionDeniedError,
                   tf.errors.NotFoundError))
 

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from hf_testutil import encoder_chain, interop_ulps, log_softmax_bound
-from pretrain.interop import hf_electra
+from pretrain.models.electra import hf as hf_electra
 from pretrain.models import registry
 from pretrain.models.electra import pretraining
 from pretrain.models.electra.config import ElectraConfig

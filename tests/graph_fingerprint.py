@@ -12,7 +12,8 @@ import json
 
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import modeling, registry
+from pretrain.models import registry
+from pretrain.models.bert import modeling
 
 from tests.modeling_helpers import tiny_config
 

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from pretrain.models import heads, registry
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 from tests.float32_bounds import (ELEMENTWISE_ULPS, assert_close, encoder_ulps, magnitude,
                                   random_rounding_ulps)
 

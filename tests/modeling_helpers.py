@@ -212,7 +212,8 @@ class ModelRunner(object):
 
     def __init__(self, config_dict, checkpoint=None, shape=(None, None), **model_kwargs):
         from pretrain.checkpoints import checkpoint_loading  # pylint: disable=import-outside-toplevel
-        from pretrain.models import modeling, registry  # pylint: disable=import-outside-toplevel
+        from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+        from pretrain.models.bert import modeling
         self.graph = tf.Graph()
         with self.graph.as_default():
             self.ids, self.mask, self.types = (tf.placeholder(tf.int32, list(shape))

@@ -5,7 +5,8 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.checkpoints import checkpoint_loading
 from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError, init_from_checkpoint
-from pretrain.models import heads, modeling, registry
+from pretrain.models import heads, registry
+from pretrain.models.bert import modeling
 
 from tests.float32_bounds import assert_close, encoder_ulps, magnitude, summation_ulps
 from tests.modeling_helpers import (expected_variables, input_batch, random_tensors,

@@ -18,7 +18,7 @@ import tensorflow.compat.v1 as tf
 from common.cli_options import UserError
 from finetune import comparison_report, compare, dev_curve_plot, experiment_table
 from finetune_helpers import TINY_CONFIG, fast_settings, trained_run
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB,

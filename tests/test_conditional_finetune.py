@@ -24,7 +24,7 @@ from finetune.model_fn import model_fn_builder
 from finetune.tasks.base import TaskDataError
 from finetune.tasks.classification import encode_texts, parse_conditions
 from finetune_helpers import FILLERS, KEYS, SPECIALS, TINY_CONFIG, fast_settings, read_jsonl
-from pretrain.models.modeling import BertConfig
+from pretrain.models.bert.modeling import BertConfig
 
 COND_CONFIG = dict(TINY_CONFIG, layer_norm_cond_size=2)
 

@@ -1,7 +1,7 @@
 """Pre-graph data checks: each mismatch names the file and the value."""
 import pytest
 
-from pretrain.models import modeling
+from pretrain.models.bert import modeling
 from pretrain.training import data_checks
 from pretrain_testdata import make_examples, write_records
 

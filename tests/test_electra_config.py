@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models.bert.config import BertConfig
+from pretrain.models.config import ConfigError
 from pretrain.models.electra.config import ELECTRA_DEFAULTS, ElectraConfig
 
 # HFL's chinese-electra-180g-small-discriminator shape (ELECTRA-Small).

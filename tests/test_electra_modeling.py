@@ -74,7 +74,7 @@ def test_tied_networks_read_the_same_embeddings_and_the_pooled_output_is_the_fir
 
 
 def test_an_albert_config_is_refused():
-    from pretrain.models.config import BertConfig
+    from pretrain.models.bert.config import BertConfig
     albert = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=1,
                         num_attention_heads=1, intermediate_size=64, embedding_size=16)
     with tf.Graph().as_default(), pytest.raises(TypeError, match="BERT-type BertConfig"):

@@ -13,7 +13,7 @@ import pytest
 from cli_testutil import tool_env
 from finetune import comparison_report, experiment_table, statistics
 from pretrain.models import flops
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 
 BERT = "bert L4 H256 V21128"
 N = 40  # test examples

@@ -32,7 +32,7 @@ from pretrain.interop.export_hf import export_model
 from pretrain.interop.export_saved_model import export_saved_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models import registry, task_heads
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 from pretrain_testdata import tiny_config
 from tests.float32_bounds import assert_close, summation_ulps
 

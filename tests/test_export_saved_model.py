@@ -18,7 +18,7 @@ import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
 from pretrain.models import registry, task_heads
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 from common.cli_options import UserError
 from pretrain.interop.export_saved_model import export_saved_model
 

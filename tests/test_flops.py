@@ -11,7 +11,8 @@ import tensorflow.compat.v1 as tf
 
 from test_electra_modeling import CASES, electra_config
 from pretrain.models import flops, registry
-from pretrain.models.config import BertConfig
+from pretrain.models.electra import flops as electra_flops
+from pretrain.models.bert.config import BertConfig
 from pretrain.training.pretraining_model_fn import pretraining_losses
 
 SEQ, PREDS = 8, 3
@@ -53,7 +54,7 @@ def test_electra_count_matches_upstreams_variable_shapes(case):
     expected = _count_from_shapes(
         variables, SEQ, PREDS, per_token=("electra/", "generator/", "discriminator_predictions/"),
         per_example=(), per_prediction=("generator_predictions/",), output_table=table)
-    assert flops.electra_training_flops(config, SEQ, PREDS) == expected
+    assert electra_flops.training_flops(config, SEQ, PREDS) == expected
     assert registry.family_of(config).training_flops_per_example(config, SEQ, PREDS) == expected
 
 

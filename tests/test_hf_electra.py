@@ -14,7 +14,8 @@ from electra_hf_testutil import (FIXTURES, electra_bound, electra_outputs, load_
                                  random_electra_tensors)
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
-from pretrain.interop import export_saved_model, hf_electra, import_hf
+from pretrain.interop import export_saved_model, import_hf
+from pretrain.models.electra import hf as hf_electra
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.electra.config import ElectraConfig
@@ -203,8 +204,8 @@ def test_bad_input_is_one_clear_message(tmp_path):
         (["--model_dir=%s" % DISC, "--generator_model_dir=%s" % (tmp_path / "nope")],
          "--generator_model_dir %s does not exist" % (tmp_path / "nope")),
         (["--model_dir=%s" % (FIXTURES.parent / "hf" / "bert_mlm"),
-          "--generator_model_dir=%s" % GEN], "--generator_model_dir is for an ELECTRA "
-                                             "discriminator"),
+          "--generator_model_dir=%s" % GEN], "--generator_model_dir is not read for a bert "
+                                             "model"),
         (["--model_dir=%s" % DISC, "--generator_model_dir=%s" % _variant(
             tmp_path, "heads", GEN, {"num_attention_heads": 2, "hidden_size": 8})],
          "num_attention_heads=2, but ELECTRA sizes a generator of hidden_size 8 as 2 layers, "

@@ -22,7 +22,7 @@ from safetensors.numpy import load_file
 from electra_hf_testutil import FIXTURES, electra_bound, electra_outputs, load_fixture_arrays
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
-from pretrain.interop import hf_electra
+from pretrain.models.electra import hf as hf_electra
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models import registry

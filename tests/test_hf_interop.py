@@ -19,7 +19,7 @@ from pretrain.checkpoints import checkpoint_assets, checkpoint_io, checkpoint_lo
 from pretrain.interop import hf_files
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 from pretrain_testdata import make_examples, tiny_config, write_records
 from tests.float32_bounds import assert_close, magnitude, tolerance
 

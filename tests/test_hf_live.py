@@ -28,7 +28,7 @@ from hf_testutil import (assert_log_probs_close, bert_chain, interop_ulps, log_s
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
 from pretrain.models import heads, registry, task_heads
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 from tests.float32_bounds import assert_close, tolerance
 

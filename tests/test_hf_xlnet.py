@@ -11,7 +11,8 @@ import hf_testutil
 from safetensors.numpy import load_file
 
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io
-from pretrain.interop import export_hf, hf_files, hf_xlnet, import_hf
+from pretrain.interop import export_hf, hf_files, import_hf
+from pretrain.models.xlnet import hf as hf_xlnet
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.xlnet.config import XLNetConfig

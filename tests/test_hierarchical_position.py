@@ -17,7 +17,7 @@ import tensorflow.compat.v1 as tf
 from conftest import REPO_ROOT
 from data_gen.config import ConfigError, GenerationConfig
 from finetune import run_finetune
-from pretrain.models import modeling
+from pretrain.models.bert import modeling
 from pretrain.models import position_embeddings as positions
 from pretrain.training import data_checks
 from pretrain_testdata import make_examples, write_records

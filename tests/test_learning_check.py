@@ -8,7 +8,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain import run_pretraining
-from pretrain.training import baseline_metrics, learning_check
+from pretrain.models import eval_metrics
+from pretrain.training import learning_check
 from pretrain_testdata import make_examples, run_options, tiny_config, write_records
 from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
 
@@ -31,7 +32,7 @@ def test_unigram_baseline_matches_numpy_over_several_batches():
                for _ in range(3)]
     with tf.Graph().as_default():
         ids, weights = tf.placeholder(tf.int32, [None, 5]), tf.placeholder(tf.float32, [None, 5])
-        results = _evaluate(baseline_metrics.masked_lm_baseline_metrics(ids, weights, 7),
+        results = _evaluate(eval_metrics.masked_lm_baseline_metrics(ids, weights, 7),
                             batches, (ids, weights))
     counts = np.zeros(7)
     for batch_ids, batch_weights in batches:
@@ -49,7 +50,7 @@ def test_sentence_chance_is_the_majority_share_and_its_entropy():
     labels = [np.array([0, 1, 1, 1]), np.array([1, 0, 1, 1])]    # 6 of 8 are 1
     with tf.Graph().as_default():
         placeholder = tf.placeholder(tf.int32, [None])
-        results = _evaluate(baseline_metrics.sentence_baseline_metrics(placeholder),
+        results = _evaluate(eval_metrics.sentence_baseline_metrics(placeholder),
                             [(batch,) for batch in labels], (placeholder,))
     assert_close(results["sentence_chance_accuracy"], 0.75, 1)  # 6 / 8: one division
     # two terms of one log and two roundings each, and their sum

@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import modeling, registry
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models import registry
+from pretrain.models.bert import modeling
+from pretrain.models.bert.config import BertConfig
+from pretrain.models.config import ConfigError
 
 from tests import graph_fingerprint
 from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, encoder_ulps

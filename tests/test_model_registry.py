@@ -10,9 +10,12 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
-from pretrain.interop import hf_config, hf_electra, hf_weights
-from pretrain.models import masked_lm_pretraining, modeling, registry
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.interop import hf_config, hf_weights
+from pretrain.models.electra import hf as hf_electra
+from pretrain.models import registry
+from pretrain.models.bert import modeling, pretraining as masked_lm_pretraining
+from pretrain.models.bert.config import BertConfig
+from pretrain.models.config import ConfigError
 from pretrain.models.electra.config import ElectraConfig
 from pretrain.models.electra.modeling import ElectraDiscriminator
 from pretrain.models.electra.pretraining import electra_pretraining_losses
@@ -78,7 +81,7 @@ def test_an_electra_config_is_read_by_its_class(tmp_path):
     assert sorted(hf_electra.TABLES) == ["discriminator", "generator"]  # its name tables
     assert [c["architectures"] for c in hf_electra.hf_configs(config).values()] == [
         ["ElectraForPreTraining"], ["ElectraForMaskedLM"]]
-    with pytest.raises(UserError, match="electra model exports as its own pair"):
+    with pytest.raises(UserError, match="electra model exports as its own transformers model"):
         hf_config.hf_config_from_bert(config)
     with tf.Graph().as_default():
         model = registry.create_encoder(config, False, tf.zeros([2, 5], tf.int32))
@@ -177,3 +180,14 @@ def test_reading_a_config_does_not_load_tensorflow(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=str(REPO_CONFIGS.parent))
     assert out.stdout.split() == ["albert", "False"]
+
+
+def test_the_data_side_registry_lists_the_same_families():
+    """common.model_families (what data_gen and common know of a family: its length rule) is
+    linked to this registry by model_type."""
+    from common import model_families  # pylint: disable=import-outside-toplevel
+    assert set(model_families.LENGTH_RULES) == set(registry.model_types())
+    for name in registry.model_types():
+        relative = model_families.length_rule(name) == model_families.RELATIVE_POSITIONS
+        config_class = registry.family(name).config_class
+        assert relative == (name == "xlnet"), (name, config_class)

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models.bert.config import BertConfig
+from pretrain.models.config import ConfigError
 
 from tests.conftest import REPO_ROOT
 from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close

@@ -6,8 +6,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain.checkpoints import vocab_surgery
-from pretrain.models import heads, modeling
-from pretrain.training import pretraining_model_fn
+from pretrain.models import heads
+from pretrain.models.bert import modeling
+from pretrain.models import eval_metrics
 
 from tests.conftest import shared_path
 from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
@@ -70,10 +71,10 @@ def test_sentence_head_and_metrics_values():
     with tf.Graph().as_default(), tf.Session() as session:
         loss, per_example, log_probs = heads.get_sentence_output(
             config, tf.constant(pooled), tf.constant(labels))
-        metrics = pretraining_model_fn.metric_fn(
+        metrics = eval_metrics.metric_fn(
             tf.constant(mlm_loss), tf.constant(mlm_log_probs), tf.constant(mlm_ids),
             tf.constant(mlm_weights), per_example, log_probs, tf.constant(labels))
-        only_mlm = pretraining_model_fn.pretraining_metrics(
+        only_mlm = eval_metrics.metric_fn(
             tf.constant(mlm_loss), tf.constant(mlm_log_probs), tf.constant(mlm_ids),
             tf.constant(mlm_weights))
         session.run([tf.global_variables_initializer(), tf.local_variables_initializer()])

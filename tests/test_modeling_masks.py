@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import attention, modeling
+from pretrain.models import attention
+from pretrain.models.bert import modeling
 
 from tests.modeling_helpers import tiny_config
 

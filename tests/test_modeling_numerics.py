@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import modeling
+from pretrain.models.bert import modeling
 
 from tests.float32_bounds import (EPS16, EPS_BF16, ELEMENTWISE_ULPS, assert_close,
                                   encoder_ulps, random_rounding_ulps)

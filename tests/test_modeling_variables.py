@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import heads, modeling, registry
+from pretrain.models import heads, registry
+from pretrain.models.bert import modeling
 
 from tests.modeling_helpers import expected_variables, tiny_config
 

@@ -23,8 +23,14 @@ def test_every_old_path_reaches_its_new_module():
 def test_the_import_forms_users_wrote_work_in_a_fresh_interpreter(tmp_path):
     script = (
         "from pretrain import modeling\n"
-        "from pretrain.models import modeling as new\n"
+        "from pretrain.models.bert import modeling as new\n"
         "assert modeling.BertModel is new.BertModel and modeling.BertConfig is new.BertConfig\n"
+        "from pretrain.models import modeling as before_the_family_folder\n"
+        "assert before_the_family_folder.AlbertModel is new.AlbertModel\n"
+        "import pretrain.models.masked_lm_pretraining as objective\n"
+        "from pretrain.models.bert import pretraining\n"
+        "assert objective.masked_lm_pretraining_losses is "
+        "pretraining.masked_lm_pretraining_losses\n"
         "import pretrain.optimization\n"
         "from pretrain.training import optimization\n"
         "assert pretrain.optimization.create_optimizer is optimization.create_optimizer\n"

@@ -1,4 +1,4 @@
-"""SpanBERT's span boundary objective (pretrain.models.span_boundary, --span_boundary_objective):
+"""SpanBERT's span boundary objective (pretrain.models.bert.span_boundary, --span_boundary_objective):
 the head's variables, a NumPy reference, its loss falling on toy data, eval/log output,
 the TPU build, checkpoints without the head, and the refusal of data without boundaries."""
 import collections
@@ -15,7 +15,7 @@ from tensorflow.python.tpu import tpu as tpu_lib
 from cli_testutil import module_command, run_parallel
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_loading
-from pretrain.models import modeling, span_boundary
+from pretrain.models.bert import modeling, span_boundary
 from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
 from pretrain_testdata import make_examples, make_span_examples, tiny_config, write_records
 from tests import modeling_helpers

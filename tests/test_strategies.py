@@ -15,7 +15,8 @@ import tensorflow.compat.v1 as tf
 from cli_testutil import free_ports
 from float32_bounds import magnitude, summation_ulps, tolerance
 from pretrain import run_pretraining
-from pretrain.models import modeling, registry
+from pretrain.models import registry
+from pretrain.models.bert import modeling
 from pretrain.training import input_pipeline, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import (ARGMAX_ELECTRA, assert_trained_alike, encoder_gradient_ulps,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import modeling
+from pretrain.models.bert import modeling
 from pretrain.training import mixed_precision, optimization, pretraining_model_fn, training_hooks
 from float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
                             random_rounding_ulps, summation_ulps, tolerance)

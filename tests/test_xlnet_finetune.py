@@ -14,6 +14,7 @@ from finetune.tasks.ner import NerTask
 from finetune_helpers import (read_eval_results, write_random_pretraining_checkpoint,
                               xlnet_pretraining_features)
 from pretrain.models import registry
+from pretrain.models.xlnet.family import XLNET_LAYOUT
 from pretrain.models.xlnet.modeling import XLNetModel
 from hf_testutil import dense_scale, worst_case_ulps
 from test_electra_finetune import finetune_from
@@ -26,17 +27,17 @@ XLNET = {"model_type": "xlnet", "d_model": 32, "n_layer": 2, "n_head": 2, "d_hea
 
 
 def test_the_xlnet_layout_puts_cls_last_in_its_own_segment():
-    assert layout.wrap([["a", "b"], ["c"]], "xlnet") == (
+    assert layout.wrap([["a", "b"], ["c"]], XLNET_LAYOUT) == (
         ["a", "b", "[SEP]", "c", "[SEP]", "[CLS]"], [0, 0, 0, 1, 1, 2])
     assert layout.wrap([["a", "b"], ["c"]]) == (
         ["[CLS]", "a", "b", "[SEP]", "c", "[SEP]"], [0, 0, 0, 0, 1, 1])
-    assert layout.wrap([["a"]], "xlnet") == (["a", "[SEP]", "[CLS]"], [0, 0, 2])
+    assert layout.wrap([["a"]], XLNET_LAYOUT) == (["a", "[SEP]", "[CLS]"], [0, 0, 2])
 
 
 def test_records_in_the_xlnet_layout(model, tmp_path):  # noqa: F811
     tokenizer = FullTokenizer(model["vocab_file"])
     c1, c2, c3, c4 = [t for t in tokenizer.vocab if len(t) == 1 and "\u4e00" <= t <= "\u9fff"][:4]
-    ids, mask, segments, cut = encode_texts([c1 + c2, c3 + c4], tokenizer, 10, "xlnet")
+    ids, mask, segments, cut = encode_texts([c1 + c2, c3 + c4], tokenizer, 10, XLNET_LAYOUT)
     tokens = tokenizer.convert_ids_to_tokens(ids[:7])
     assert tokens == [c1, c2, "[SEP]", c3, c4, "[SEP]", "[CLS]"] and not cut
     assert ids[7:] == [0, 0, 0] and mask == [1] * 7 + [0] * 3
@@ -47,7 +48,7 @@ def test_records_in_the_xlnet_layout(model, tmp_path):  # noqa: F811
     task = NerTask()
     examples, _ = task.read(str(train), {}, True, lambda *_: None)
     labels = task.label_list(examples, {}, str(train))
-    features, plan, _ = task.featurize(examples, tokenizer, 6, labels, layout="xlnet")
+    features, plan, _ = task.featurize(examples, tokenizer, 6, labels, layout=XLNET_LAYOUT)
     record = features[0]
     assert tokenizer.convert_ids_to_tokens(record["input_ids"][:4]) == [c1, c2, "[SEP]", "[CLS]"]
     assert record["segment_ids"] == [0, 0, 0, 2, 0, 0] and record["input_mask"][:5] == [1] * 4 + [0]

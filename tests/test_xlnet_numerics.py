@@ -14,7 +14,7 @@ from safetensors.numpy import load_file
 
 from conftest import REPO_ROOT
 from hf_testutil import interop_ulps
-from pretrain.interop import hf_xlnet
+from pretrain.models.xlnet import hf as hf_xlnet
 from pretrain.models.xlnet.config import XLNetConfig
 from pretrain.models.xlnet.modeling import XLNetModel, lm_logits
 from tests.float32_bounds import assert_close
@@ -26,7 +26,7 @@ CONFIG = XLNetConfig(n_token=115, d_model=16, n_layer=2, n_head=2, d_head=8, d_i
 
 
 def _our_weights(hf):
-    """transformers' tensors under zihangdai/xlnet's names (pretrain.interop.hf_xlnet's table:
+    """transformers' tensors under zihangdai/xlnet's names (pretrain.models.xlnet.hf's table:
     untie_r's per-layer biases stacked, ff kernels transposed)."""
     return hf_xlnet.hf_to_ours(hf, CONFIG)[0]
 

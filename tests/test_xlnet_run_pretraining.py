@@ -2,6 +2,8 @@
 xlnet records, the permutation LM trained and reported as plm_loss / plm_accuracy beside
 their unigram baseline, zihangdai's variable names in the checkpoint, precision,
 accumulation, resume and TPUEstimator's plumbing, and the data or flags it refuses."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -10,6 +12,7 @@ from common.cli_options import UserError
 from pretrain import run_pretraining
 from pretrain.models import registry
 from pretrain.models.xlnet.permutation import PermutationInput
+from pretrain.models.xlnet.record_input import RECORDS
 from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import (XLNET_SPECIAL_IDS, make_examples, make_xlnet_examples,
@@ -71,11 +74,12 @@ def test_the_permutation_lm_trains_and_is_reported_beside_its_baseline(data, tmp
 def test_input_features_follow_the_records_and_their_sidecar(data):
     files, metas = data_checks.check_input_data(
         data["records"], SEQ, PREDS, registry.read_config(data["cfg"]))
-    options = data_checks.permutation_input(list(zip(files, metas)), None, SEQ, PREDS)
+    options, _ = RECORDS.prepare(list(zip(files, metas)), SimpleNamespace(
+        perm_size=None, max_seq_length=SEQ, max_predictions_per_seq=PREDS))
     assert options == PermutationInput(REUSE, REUSE, PREDS, (XLNET_SPECIAL_IDS["sep"],
                                                              XLNET_SPECIAL_IDS["cls"]))
     input_fn = input_pipeline.input_fn_builder(files, SEQ, PREDS, False, batch_size=BATCH,
-                                               permutation_input=options, seed=2)
+                                               record_reader=RECORDS, prepared=options, seed=2)
     with tf.Graph().as_default():
         batch = tf.data.make_one_shot_iterator(input_fn({})).get_next()
         with tf.Session() as session:
@@ -129,24 +133,27 @@ def test_tpu_estimator_plumbing_on_cpu_in_bf16(data, tmp_path):
                                              eval_batch_size=8, _tpu_estimator_on_cpu=True)
     options = PermutationInput(REUSE, 4, PREDS, (1, 2))
     estimator.train(input_pipeline.input_fn_builder(
-        data["records"], SEQ, PREDS, True, seed=1, permutation_input=options), max_steps=4)
+        data["records"], SEQ, PREDS, True, seed=1, record_reader=RECORDS, prepared=options),
+        max_steps=4)
     results = estimator.evaluate(input_pipeline.input_fn_builder(
-        data["records"], SEQ, PREDS, False, permutation_input=options), steps=1)
+        data["records"], SEQ, PREDS, False, record_reader=RECORDS, prepared=options), steps=1)
     assert results["global_step"] == 4 and results["plm_num_targets"] == 32.0
     assert 0.0 <= results["plm_accuracy"] <= 1.0 and np.isfinite(results["plm_loss"])
 
 
 def test_refused_data_and_flags_are_named(data, tmp_path):
     with pytest.raises(data_checks.DataCheckError,
-                       match=r"roberta.tfrecord.meta.json: mode=roberta data holds masked-LM "
-                             r"records, but an XLNet model .*data_gen --mode=xlnet"):
+                       match=r"roberta.tfrecord.meta.json: mode=roberta data, but model_type "
+                             r"xlnet trains on --mode=xlnet data; make them with data_gen "
+                             r"--mode=xlnet, or train a bert/albert/electra model on these"):
         run_pretraining.run(_opts(data, tmp_path / "a", input_file=data["roberta"]))
     bert = tmp_path / "bert.json"
     bert.write_text('{"vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 1, '
                     '"num_attention_heads": 2, "intermediate_size": 64}')
     with pytest.raises(data_checks.DataCheckError,
-                       match=r"mode=xlnet data holds XLNet's permutation-LM records, but the "
-                             r"model is bert"):
+                       match=r"mode=xlnet data, but model_type bert trains on "
+                             r"--mode=roberta/albert/bert data; make them with data_gen "
+                             r"--mode=roberta, or train a xlnet model on these"):
         run_pretraining.run(_opts(data, tmp_path / "b", bert_config_file=str(bert)))
     with pytest.raises(data_checks.DataCheckError,
                        match=r"--perm_size=3 must divide the data's reuse_length=8 and the "
@@ -154,7 +161,7 @@ def test_refused_data_and_flags_are_named(data, tmp_path):
         run_pretraining.run(_opts(data, tmp_path / "c", perm_size=3))
     with pytest.raises(UserError, match=r"--sentence_head: model_type 'xlnet'"):
         run_pretraining.run(_opts(data, tmp_path / "d", sentence_head="true"))
-    with pytest.raises(UserError, match=r"--perm_size is XLNet's"):
+    with pytest.raises(UserError, match=r"--perm_size is read by model_type xlnet only"):
         run_pretraining.run(_opts(data, tmp_path / "e", bert_config_file=str(bert),
                                   input_file=data["roberta"], perm_size=4))
 

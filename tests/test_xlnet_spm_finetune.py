@@ -205,7 +205,7 @@ def test_vocab_settings_that_cannot_work_are_refused(spm_checkpoint, tmp_path, m
                                           r"vocab.txt or spiece.model beside it"),
         (dict(init_checkpoint="", bert_config_file=str(bert), spm_model_file=spm),
          r"spiece.model is a sentencepiece model, but .*bert_config.json is a bert config: only "
-         r"XLNet"),
+         r"model_type xlnet fine-tunes with a sentencepiece model"),
     ]
     for overrides, message in cases:
         settings = dict(_settings(spm_checkpoint, tmp_path / "out", **pair), **overrides)

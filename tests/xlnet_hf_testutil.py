@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from hf_testutil import encoder_chain
-from pretrain.interop import hf_xlnet
+from pretrain.models.xlnet import hf as hf_xlnet
 from pretrain.models import registry, task_heads
 from pretrain.models.xlnet.config import XLNetConfig
 from pretrain.models.xlnet.modeling import XLNetModel, lm_logits

@@ -18,6 +18,7 @@ same way:
 import re
 
 from common.cli_options import UserError
+from finetune.tasks import layout as layout_lib
 
 
 class TaskDataError(UserError):
@@ -88,7 +89,7 @@ class Task:
         raise NotImplementedError
 
     def featurize(self, examples, tokenizer, max_seq_length, labels, condition_size=None,
-                  path=None, layout="bert"):
+                  path=None, layout=layout_lib.BERT_LAYOUT):
         """(feature dicts, plan, counts); layout: the model family's (finetune.tasks.layout)."""
         raise NotImplementedError
 

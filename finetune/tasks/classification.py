@@ -47,7 +47,7 @@ def truncate_pair(tokens_a, tokens_b, max_tokens):
     return truncated
 
 
-def encode_texts(texts, tokenizer, max_seq_length, layout="bert"):
+def encode_texts(texts, tokenizer, max_seq_length, layout=layout_lib.BERT_LAYOUT):
     """(input_ids, input_mask, segment_ids: lists of max_seq_length ints, truncated: bool),
     special tokens placed as `layout` says (finetune.tasks.layout), padding on the right
     (the tokenizer's pad id, layout.pad_id). Each text is tokenised alone, as upstream's
@@ -160,7 +160,7 @@ class ClassificationTask(Task):
                                   allow_unseen)
 
     def featurize(self, examples, tokenizer, max_seq_length, labels, condition_size=None,
-                  path=None, layout="bert"):
+                  path=None, layout=layout_lib.BERT_LAYOUT):
         """Returns (feature dicts, plan = None, counts); one record per example, in order,
         laid out as the model family wants (finetune.tasks.layout)."""
         index = {label: i for i, label in enumerate(labels)}

@@ -84,7 +84,7 @@ class NerTask(Task):
 
     # ---- records -------------------------------------------------------------------------
     def featurize(self, examples, tokenizer, max_seq_length, labels, condition_size=None,
-                  path=None, layout="bert"):
+                  path=None, layout=layout_lib.BERT_LAYOUT):
         """Returns (feature dicts, plan, counts).
 
         plan[r] = (example index, [(position, token index), ...]) of record r.
@@ -106,10 +106,10 @@ class NerTask(Task):
         counts = {"examples": len(examples), "records": 0, "tokens": 0,
                   "tokens_without_pieces": 0, "split_sentences": 0, "pieces_truncated": 0}
 
-        xlnet = layout == "xlnet"  # window [SEP] [CLS] (finetune.tasks.layout), else [CLS] first
+        cls_last = not layout.cls_first  # window [SEP] [CLS] (finetune.tasks.layout)
 
         def emit(example_index, window, tags):
-            ids, label_ids, weights, positions = ([], [], [], []) if xlnet else (
+            ids, label_ids, weights, positions = ([], [], [], []) if cls_last else (
                 [cls_id], [0], [0.0], [])
             for token_index, piece_ids in window:
                 positions.append((len(ids), token_index))
@@ -117,11 +117,11 @@ class NerTask(Task):
                     len(piece_ids) - 1)
                 weights += [1.0] + [0.0] * (len(piece_ids) - 1)
                 ids += piece_ids
-            ends = [sep_id, cls_id] if xlnet else [sep_id]
+            ends = [sep_id, cls_id] if cls_last else [sep_id]
             ids += ends
             label_ids += [0] * len(ends)
             weights += [0.0] * len(ends)
-            segment_ids = [0] * (len(ids) - 1) + [layout_lib.XLNET_CLS_SEGMENT if xlnet else 0]
+            segment_ids = [0] * (len(ids) - 1) + [layout.cls_segment]
             padding = max_seq_length - len(ids)
             features.append({"input_ids": ids + [pad_id] * padding,
                              "input_mask": [1] * len(ids) + [0] * padding,

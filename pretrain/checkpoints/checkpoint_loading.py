@@ -42,17 +42,14 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from pretrain.checkpoints import checkpoint_io
+from pretrain.models import registry
 
 IGNORE_INVALID_WEIGHTS_HELP = ("--init_checkpoint: a variable whose shape differs from the checkpoint's keeps its "
                                "initial value (MISMATCH in the loading table) instead of stopping the run "
                                "(bert4keras's ignore_invalid_weights).")
-# The vocab-sized variables: BERT's/ALBERT's, then ELECTRA's (google-research/electra's
-# names; the generator's own table only with untied_generator_embeddings).
-WORD_EMBEDDING_TABLES = ("bert/embeddings/word_embeddings", "electra/embeddings/word_embeddings",
-                         "generator/embeddings/word_embeddings")
-SURGERY_VARIABLES = WORD_EMBEDDING_TABLES + (
-    "cls/predictions/output_bias", "cls/span_boundary/output_bias",
-    "generator_predictions/output_bias")
+# The vocab-sized variables of every registered family (ModelFamily.vocab_tables/_biases).
+WORD_EMBEDDING_TABLES = registry.declared("vocab_tables")
+SURGERY_VARIABLES = WORD_EMBEDDING_TABLES + registry.declared("vocab_biases")
 _WRAPPER_PREFIXES = ("module/",)
 _TRAINING_STATE = re.compile(
     r"(^|/)(global_step|bad_steps|good_steps|loss_scale|current_loss_scale|"
@@ -75,15 +72,9 @@ ScopeMapping = collections.namedtuple("ScopeMapping",
 ScopeMapping.__doc__ = """A model variable `<model_scope>/REST` reads `<checkpoint_scope>/REST`
 when the checkpoint has no `<model_scope>/` variable but has `<checkpoint_scope>/` ones."""
 
-SCOPE_MAPPINGS = (
-    ScopeMapping("electra", "bert",
-                 "a BERT/RoBERTa checkpoint initialises the ELECTRA discriminator: its "
-                 "embeddings (shared with the generator) and encoder layers; the generator's "
-                 "encoder, generator_predictions and discriminator_predictions start fresh. "
-                 "The ELECTRA config needs the checkpoint's vocab_size, hidden_size, "
-                 "intermediate_size and num_attention_heads, and no embedding_size other "
-                 "than hidden_size"),
-)
+# Another family's checkpoint that a family initialises from (its checkpoint_scope_mappings).
+SCOPE_MAPPINGS = tuple(ScopeMapping(*mapping)
+                       for mapping in registry.declared("checkpoint_scope_mappings"))
 
 
 class CheckpointMismatchError(ValueError):

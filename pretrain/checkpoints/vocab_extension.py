@@ -27,6 +27,7 @@ import numpy as np
 
 from common.cli_options import UserError
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io
+from pretrain.models import registry
 
 RESERVED = ("[unused1]",)
 UNUSED = re.compile(r"^\[unused\d+\]$")
@@ -69,13 +70,12 @@ def extend(init_checkpoint, pattern, output_dir, min_count=1, do_lower_case=True
                         "bert_config.json beside it (import_hf and run_pretraining write them)")
     with open(assets.config_file, encoding="utf-8") as reader:
         config_dict = json.load(reader)
-    family = config_dict.get("model_type") or "bert"
-    if family not in ("bert", "albert"):
-        raise UserError(f"--extend_from_corpus extends BERT and ALBERT vocabs; "
-                        f"{assets.config_file} is a {family} model ("
-                        + ("its generator and discriminator share the embedding table; "
-                           if family == "electra" else "")
-                        + "add the characters when making its own vocab instead)")
+    family = registry.family(config_dict.get("model_type") or "bert")
+    if family.vocab_extension_refusal:
+        raise UserError(f"--extend_from_corpus does not extend {family.model_type} vocabs; "
+                        f"{assets.config_file} is a {family.model_type} model "
+                        f"({family.vocab_extension_refusal}; add the characters when making "
+                        "its own vocab instead)")
     if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
         raise UserError(f"--output_dir={output_dir} is not empty; pass --overwrite or choose "
                         "another folder")

@@ -23,12 +23,12 @@ brightmart ALBERT as the equivalent BERT. An ELECTRA checkpoint exports as two
 models, each a directory with the files above: OUT/discriminator
 (ElectraForPreTraining) and OUT/generator (ElectraForMaskedLM, sharing the
 discriminator's embedding tables; left out when the checkpoint has no
-generator), named as pretrain.interop.hf_electra says. An XLNet exports as
+generator), named as pretrain.models.electra.hf says. An XLNet exports as
 XLNetLMHeadModel (XLNetForSequenceClassification / XLNetForTokenClassification
 for a fine-tuned one; AutoModelForCausalLM loads it), config.json with ff_activation
 "gelu_new" for our tanh GELU, and, with spiece.model beside the checkpoint,
 XLNetTokenizer's files (else BertTokenizer's for its vocab.txt; then the pair layout
-is BERT's, not XLNet's A <sep> B <sep> <cls>): pretrain.interop.hf_xlnet.
+is BERT's, not XLNet's A <sep> B <sep> <cls>): pretrain.models.xlnet.hf.
 Heads or pooler missing from the checkpoint (e.g. no sentence head after
 roberta-mode training) are listed and will be initialised randomly by
 transformers. Optimizer slots, global_step and other training state are
@@ -43,7 +43,7 @@ import os
 
 from common import cli_options
 from pretrain.checkpoints import checkpoint_assets
-from pretrain.interop import export_saved_model, hf_config, hf_files
+from pretrain.interop import export_saved_model, hf_config, hf_converter, hf_files
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
 
@@ -61,36 +61,20 @@ class ExportOptions(export_saved_model.ExportSavedModelOptions):
               "else true).")
 
 
-def _convert_checkpoint(prefix, config, task=None, task_file=None):
-    """(training-state names, hf_weights.google_to_hf(...) result).
+def _convert_checkpoint(prefix, config, converter, task=None, task_file=None):
+    """(training-state names, the converter's parts: [(subdirectory, state dict, Report,
+    transformers config dict, the config exported or None)]).
 
     TensorFlow is imported here, so bad flags are answered without loading it.
     """
     # pylint: disable=import-outside-toplevel,protected-access
     import tensorflow.compat.v1 as tf
     from pretrain.checkpoints import checkpoint_io, checkpoint_loading
-    from pretrain.interop import hf_weights
     shapes = dict(tf.train.list_variables(prefix))
     checkpoint_assets.head_of_checkpoint(task, shapes, prefix, task_file)
     state = [name for name in shapes if checkpoint_loading._TRAINING_STATE.search(name)]
     tensors = checkpoint_io.read_checkpoint(prefix, sorted(set(shapes) - set(state)))
-    if hf_config.exported_model_type(config) == "electra":
-        from pretrain.interop import hf_electra
-        return state, hf_electra.export_parts(tensors, config)
-    if hf_config.exported_model_type(config) == "xlnet":
-        from pretrain.interop import hf_xlnet
-        return state, hf_xlnet.export_parts(tensors, config, (task or {}).get("labels"))
-    return state, hf_weights.google_to_hf(tensors, config)
-
-
-def _parts(converted, labels):
-    """[(subdirectory or "", state dict, Report, transformers config dict, the config
-    exported)] to write."""
-    if isinstance(converted, list):  # ELECTRA: discriminator/ and generator/; XLNet: ""
-        return [(part.network, part.state_dict, part.report, part.hf_config, None)
-                for part in converted]
-    return [("", converted.state_dict, converted.report, hf_config.hf_config_from_bert(
-        converted.config, converted.task, converted.num_labels, labels), converted.config)]
+    return state, converter.export_parts(tensors, config, (task or {}).get("labels"))
 
 
 def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_file=None,
@@ -113,75 +97,52 @@ def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_
         config = registry.read_config(assets.config_file)
     except ConfigError as err:
         raise cli_options.UserError("--bert_config_file: %s" % err) from None
-    model_type = hf_config.exported_model_type(config)  # refuses pre-LN before reading weights
-    if not assets.vocab_file and not (model_type == "xlnet" and assets.spm_model_file):
+    converter = hf_converter.converter_of(registry.family_of(config))
+    hf_config.exported_model_type(config)  # refuses pre-LN before reading weights
+    if not assets.vocab_file and converter.needs_vocab_file(assets):
         raise checkpoint_assets.missing_file_error("vocab", checkpoint_assets.VOCAB_NAME,
                                                    "--vocab_file", init_checkpoint,
                                                    assets.checkpoint)
     output_dir = hf_files.check_output_dir(output_dir, overwrite)
     prefix = assets.checkpoint
-    training_state, converted = _convert_checkpoint(prefix, config, assets.task,
-                                                    assets.task_file)
-    parts = _parts(converted, assets.labels)
+    training_state, parts = _convert_checkpoint(prefix, config, converter, assets.task,
+                                                assets.task_file)
     lower_case_flag = do_lower_case
     if do_lower_case is None:
         do_lower_case = (assets.task or {}).get("do_lower_case", True)
+    tokenizer_lines = []
     with hf_files.output_directory(output_dir, overwrite) as temporary:
         for subdirectory, state_dict, _, hf, _ in parts:
             directory = os.path.join(temporary, subdirectory)
             os.makedirs(directory, exist_ok=True)
-            if model_type == "xlnet":
-                from pretrain.interop import hf_xlnet  # pylint: disable=import-outside-toplevel
-                tokenizer = hf_xlnet.write_tokenizer_files(directory, assets, lower_case_flag, hf)
-                hf_files.write_json(os.path.join(directory, hf_files.CONFIG), hf)
-                hf_files.write_safetensors(state_dict, os.path.join(directory,
-                                                                    hf_files.SAFETENSORS))
-                continue
-            vocab = hf_files.write_tokenizer_files(directory, assets.vocab_file, do_lower_case,
-                                                   config.max_position_embeddings)
-            if len(vocab) > config.vocab_size:
-                raise cli_options.UserError("vocab %s has %d tokens but the config %s has "
-                                            "vocab_size=%d" % (assets.vocab_file, len(vocab),
-                                                               assets.config_file,
-                                                               config.vocab_size))
-            hf["pad_token_id"] = vocab["[PAD]"]
-            if hf["model_type"] == "albert":  # AlbertConfig's defaults (2, 3) assume its vocab
-                hf.update(bos_token_id=vocab["[CLS]"], eos_token_id=vocab["[SEP]"])
+            line = converter.write_tokenizer(directory, assets, config, hf, do_lower_case,
+                                             lower_case_flag)
+            tokenizer_lines += [line] if line else []
             hf_files.write_json(os.path.join(directory, hf_files.CONFIG), hf)
             hf_files.write_safetensors(state_dict, os.path.join(directory, hf_files.SAFETENSORS))
     if log_fn is not None:
-        _log(log_fn, prefix, output_dir, parts, training_state, assets, config)
-        if model_type == "xlnet":
-            log_fn("tokenizer: " + tokenizer)
+        _log(log_fn, prefix, output_dir, parts, training_state, assets, config, converter)
+        for line in tokenizer_lines:
+            log_fn(line)
     return output_dir
 
 
-def _log(log_fn, prefix, output_dir, parts, training_state, assets, config):
-    # pylint: disable=import-outside-toplevel
-    from pretrain.interop import hf_electra, hf_xlnet
-    from pretrain.interop.hf_weights import format_report
+def _log(log_fn, prefix, output_dir, parts, training_state, assets, config, converter):
+    from pretrain.interop.hf_weights import format_report  # pylint: disable=import-outside-toplevel
     for subdirectory, _, report, hf, _ in parts:
         log_fn(format_report(report, "Exported %s -> %s (%s)" % (
-            prefix, os.path.join(output_dir, subdirectory) if subdirectory else output_dir,
+            prefix, hf_converter.subdirectory(output_dir, subdirectory),
             hf["architectures"][0])))
     hf = parts[0][3]
     log_fn("ignored %d optimizer/step tensors; config.json %s; config %s (%s), "
            "vocab %s (%s)%s" % (
-               len(training_state), "ff_activation %s" % hf["ff_activation"]
-               if hf["model_type"] == "xlnet" else "hidden_act %s" % hf["hidden_act"],
+               len(training_state), converter.exported_activation(hf),
                assets.config_file, assets.config_source,
                assets.vocab_file or assets.spm_model_file, assets.vocab_source,
                "; labels %s" % list(hf["id2label"].values()) if "id2label" in hf else ""))
-    if hf["model_type"] == "electra":
-        caveats = hf_electra.caveats(config)
-        if len(parts) == 1:
-            log_fn("the checkpoint holds no generator (generator/*): wrote %s only"
-                   % os.path.join(output_dir, "discriminator"))
-    elif hf["model_type"] == "xlnet":
-        caveats = hf_xlnet.caveats(config, {"XLNetForSequenceClassification": "classifier"}.get(
-            hf["architectures"][0]))
-    else:
-        caveats = hf_config.transformers_caveats(parts[0][4])
+    info, caveats = converter.export_notes(config, parts, output_dir)
+    for line in info:
+        log_fn(line)
     for caveat in caveats:
         log_fn("WARNING: " + caveat)
 

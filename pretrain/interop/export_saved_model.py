@@ -58,8 +58,6 @@ from common import cli_options
 from common.cli_options import UserError
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
-POOLER_SCOPE = "bert/pooler/"
-POOLER_SCOPES = {"xlnet": "model/sequnece_summary/"}  # by model_type; else POOLER_SCOPE
 EXTRA_ASSETS = "assets.extra"
 
 
@@ -139,7 +137,7 @@ def _write_saved_model(checkpoint, config, export_dir, task=None, task_file=None
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
     from pretrain.checkpoints import checkpoint_assets  # pylint: disable=import-outside-toplevel
     from pretrain.models import registry  # pylint: disable=import-outside-toplevel
-    pooler_scope = POOLER_SCOPES.get(registry.family_of(config).model_type, POOLER_SCOPE)
+    pooler_scope = registry.family_of(config).pooler_scope
     shapes = dict(tf.train.list_variables(checkpoint))
     head, num_labels = checkpoint_assets.head_of_checkpoint(task, shapes, checkpoint, task_file)
     with tf.Graph().as_default() as graph:

@@ -14,7 +14,8 @@ import math
 
 from common.cli_options import UserError
 from pretrain.models import registry
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models.bert.config import BertConfig
+from pretrain.models.config import ConfigError
 
 LAYER_NORM_EPS = 1e-12  # fixed in pretrain.models.layers.layer_norm
 
@@ -29,7 +30,8 @@ _ACTIVATIONS_TO_HF = {
     "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "swish": "swish", "linear": "linear",
 }
 
-# Values transformers assumes when a field is absent (BertConfig / AlbertConfig defaults).
+# Values transformers assumes when a field is absent (BertConfig / AlbertConfig defaults; a
+# family's converter passes its own to bert_fields_from_hf).
 _HF_DEFAULTS = {
     "bert": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
              "intermediate_size": 3072, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -40,11 +42,6 @@ _HF_DEFAULTS = {
                "inner_group_num": 1, "hidden_act": "gelu_new", "hidden_dropout_prob": 0.0,
                "attention_probs_dropout_prob": 0.0, "max_position_embeddings": 512,
                "type_vocab_size": 2, "initializer_range": 0.02},
-    "electra": {"embedding_size": 128, "hidden_size": 256, "num_hidden_layers": 12,
-                "num_attention_heads": 4, "intermediate_size": 1024, "hidden_act": "gelu",
-                "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-                "max_position_embeddings": 512, "type_vocab_size": 2,
-                "initializer_range": 0.02},
 }
 _SHARED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                   "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
@@ -62,36 +59,45 @@ CLASSIFIER_TASKS = ("sequence_classification", "token_classification")
 
 
 def hf_model_type(hf_config, source="config.json"):
-    """"bert", "albert", "electra" or "xlnet" from model_type (or architectures); else
-    UserError. (An XLNet's config is read by pretrain.interop.hf_xlnet.)"""
+    """transformers' model_type of a config dict (or, without one, its architectures'), one
+    that a registered family's converter imports (pretrain.interop.hf_converter); else
+    UserError."""
+    from pretrain.interop import hf_converter  # pylint: disable=import-outside-toplevel
+    families = [registry.family(name) for name in registry.model_types()]
+    converters = [hf_converter.converter_of(family) for family in families]
     model_type = hf_config.get("model_type")
     architectures = hf_config.get("architectures") or []
     if model_type is None:
-        for prefix in ("Albert", "Bert", "Electra", "XLNet"):
-            if any(str(name).startswith(prefix) for name in architectures):
-                model_type = prefix.lower()
-                break
+        prefixes = sorted(((prefix, converter.hf_model_types[index])
+                           for converter in converters
+                           for index, prefix in enumerate(converter.architecture_prefixes)),
+                          key=lambda pair: -len(pair[0]))
+        model_type = next((hf_type for prefix, hf_type in prefixes
+                           if any(str(name).startswith(prefix) for name in architectures)),
+                          None)
     if model_type == "roberta":
         raise UserError(
             "%s: model_type \"roberta\" is fairseq-style RoBERTa (byte-level BPE, positions "
             "offset by padding_idx), which this toolkit cannot represent. The Chinese "
             "RoBERTa-wwm checkpoints (e.g. hfl/chinese-roberta-wwm-ext) are published as BERT "
             "(model_type \"bert\") and import as they are." % source)
-    if model_type not in _HF_DEFAULTS and model_type != "xlnet":
+    if hf_converter.converter_for_hf_type(model_type, families) is None:
+        known = [hf_type for converter in converters for hf_type in converter.hf_model_types]
         raise UserError("%s: model_type %r (architectures %s) is not supported; import a "
-                        "BERT (model_type \"bert\"), ALBERT (\"albert\"), ELECTRA (\"electra\") "
-                        "or XLNet (\"xlnet\") model"
-                        % (source, model_type, architectures))
+                        "model of model_type %s"
+                        % (source, model_type, architectures,
+                           ", ".join('"%s"' % name for name in dict.fromkeys(known))))
     return model_type
 
 
-def bert_fields_from_hf(hf_config, source="config.json"):
+def bert_fields_from_hf(hf_config, source="config.json", defaults=None):
     """(transformers model_type, our BERT config fields {name: value}, the transformers
     fields with transformers' defaults for absent ones) of a transformers config dict;
     UserError for what our encoder cannot compute exactly (relative positions, another
-    LayerNorm epsilon, an activation)."""
+    LayerNorm epsilon, an activation). defaults: transformers' values of absent fields
+    (default: BERT's or ALBERT's)."""
     model_type = hf_model_type(hf_config, source)
-    values = dict(_HF_DEFAULTS[model_type])
+    values = dict(defaults if defaults is not None else _HF_DEFAULTS[model_type])
     values.update({key: value for key, value in hf_config.items() if value is not None})
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
@@ -115,7 +121,7 @@ def bert_fields_from_hf(hf_config, source="config.json"):
 def bert_config_from_hf(hf_config, source="config.json"):
     """Our BertConfig for a transformers config dict (BERT or ALBERT)."""
     model_type, ours, values = bert_fields_from_hf(hf_config, source)
-    if model_type not in ("bert", "albert"):
+    if model_type not in _HF_DEFAULTS:
         raise UserError("%s: model_type %r is not BERT or ALBERT" % (source, model_type))
     ours["model_type"] = model_type
     if model_type == "albert":
@@ -128,14 +134,20 @@ def bert_config_from_hf(hf_config, source="config.json"):
 
 
 def exported_model_type(config):
-    """transformers' model_type our config exports as: "bert", "albert" (Google layout) or
-    "electra"."""
+    """transformers' model_type our config exports as (ModelFamily.hf_model_type), after
+    the family's converter has checked that transformers can hold it."""
+    from pretrain.interop import hf_converter  # pylint: disable=import-outside-toplevel
     family = registry.family_of(config)
     if family.hf_model_type(config) is None:
-        raise UserError("model_type %r cannot be exported to transformers yet; only BERT, "
-                        "ALBERT, ELECTRA and XLNet models can" % family.model_type)
-    if family.model_type == "xlnet":  # its own checks: pretrain.interop.hf_xlnet
-        return family.hf_model_type(config)
+        raise UserError("model_type %r cannot be exported to transformers yet"
+                        % family.model_type)
+    hf_converter.converter_of(family).check_exportable(config)
+    return family.hf_model_type(config)
+
+
+def check_bert_exportable(config):
+    """UserError for what transformers' BERT and ALBERT cannot compute (pre-LN, RealFormer
+    attention, other head widths, conditional LayerNorm)."""
     if config.layer_norm_position == "pre":
         raise UserError(
             "layer_norm_position \"pre\" (pre-LN) cannot be exported: transformers' BERT and "
@@ -157,7 +169,6 @@ def exported_model_type(config):
             raise UserError("config field %s=%r cannot be exported: transformers' BERT and "
                             "ALBERT have no %s, so the exported model would compute something "
                             "else" % (field, getattr(config, field), what))
-    return family.hf_model_type(config)
 
 
 def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):
@@ -171,9 +182,8 @@ def hf_config_from_bert(config, task="pretraining", num_labels=2, labels=None):
     """
     model_type = exported_model_type(config)
     if (model_type, task) not in ARCHITECTURES:
-        what = "its own pair of transformers models" if model_type == "electra" else "its own model"
-        raise UserError("a %s model exports as %s (pretrain.interop.hf_%s), not as %s"
-                        % (model_type, what, model_type, task))
+        raise UserError("a %s model exports as its own transformers model(s) (its family's "
+                        "converter, ModelFamily.hf_converter), not as %s" % (model_type, task))
     hf = hf_fields(config, model_type, ARCHITECTURES[(model_type, task)])
     if model_type == "albert":
         hf.update({field: getattr(config, field) for field in _ALBERT_FIELDS})

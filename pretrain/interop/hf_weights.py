@@ -31,7 +31,7 @@ import numpy as np
 from pretrain.models import encoder
 from common.cli_options import UserError
 from pretrain.interop.hf_config import exported_model_type
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 
 # The fine-tuning heads (pretrain.models.task_heads): transformers' *ForSequenceClassification and
 # *ForTokenClassification both call theirs `classifier`.
@@ -364,7 +364,7 @@ def google_to_hf(tensors, config):
     expected = model_variable_shapes(config, *((num_labels, None) if head == "classifier"
                                                else (None, num_labels)))
     check_shapes(tensors, expected, lambda name: "checkpoint tensor %s" % name)
-    from pretrain.models import span_boundary  # pylint: disable=import-outside-toplevel
+    from pretrain.models.bert import span_boundary  # pylint: disable=import-outside-toplevel
     unknown = sorted(name for name in set(tensors) - set(expected)
                      if not span_boundary.is_span_boundary_variable(name))
     if unknown:

@@ -26,14 +26,14 @@ head, which is not written and so starts from a fresh initialisation.
 
 An ELECTRA is the discriminator (ElectraForPreTraining) as --model_dir and its generator
 (ElectraForMaskedLM) as --generator_model_dir; bert_config.json then holds the
-ElectraConfig, the generator sized from its config.json (pretrain.interop.hf_electra).
+ElectraConfig, the generator sized from its config.json (pretrain.models.electra.hf).
 Without --generator_model_dir the generator is not written: one of the configured size
 (bert_config.json's generator_hidden_size, generator_layers) starts fresh, and the
 printed table says so.
 
 An XLNet (XLNetLMHeadModel, XLNetModel, XLNetForSequenceClassification,
 XLNetForTokenClassification) is written under zihangdai/xlnet's names, bert_config.json
-holding the XLNetConfig (pretrain.interop.hf_xlnet: what is refused, and transformers'
+holding the XLNetConfig (pretrain.models.xlnet.hf: what is refused, and transformers'
 erf "gelu" imported as our tanh "gelu" with a warning), and its vocab as vocab.txt when the
 directory has one, else its sentencepiece model copied as OUT/spiece.model.
 
@@ -45,7 +45,7 @@ import shutil
 
 from common import cli_options
 from pretrain.checkpoints import checkpoint_assets
-from pretrain.interop import hf_config, hf_files
+from pretrain.interop import hf_config, hf_converter, hf_files
 
 CHECKPOINT_NAME = "model.ckpt"
 HEADS = {"ForSequenceClassification": "classifier", "ForTokenClassification": "token_classifier"}
@@ -56,12 +56,22 @@ class ImportReport:
     """What `import_model` wrote and from where."""
     output_dir: str
     checkpoint: str          # OUT/model.ckpt
-    config: object           # our BertConfig (ElectraConfig, XLNetConfig for those)
+    config: object           # our config (the family's config class)
     weights: str             # which weights file(s) were read
-    vocab_source: str        # vocab.txt, spiece.model (XLNet) or tokenizer.json path
+    vocab_source: str        # vocab.txt, spiece.model or tokenizer.json path
     do_lower_case: object    # from tokenizer_config.json, or None
     conversion: object       # hf_weights.Report
     task: dict = None        # task.json written for a classifier, else None
+
+
+def _converter_option_help(option):
+    """--help of an option one family's converter reads, named from the registry."""
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+    for name in registry.model_types():
+        converter = hf_converter.converter_of(registry.family(name))
+        if option in converter.import_options:
+            return "%s only: %s." % (name, converter.import_options[option])
+    return "(no registered family reads it)"
 
 
 @dataclasses.dataclass
@@ -70,40 +80,35 @@ class ImportOptions:
     output_dir: str = cli_options.required("Directory to write model.ckpt, bert_config.json, "
                                            "vocab.txt to.")
     overwrite: bool = cli_options.option(False, "Replace a non-empty output_dir.")
-    generator_model_dir: str = cli_options.option(
-        None, "ELECTRA only: the generator (ElectraForMaskedLM) of the --model_dir "
-              "discriminator (ElectraForPreTraining). Without it a fresh generator of the "
-              "configured size is trained from scratch.")
+    generator_model_dir: str = cli_options.option(None,
+                                                  _converter_option_help("generator_model_dir"))
 
 
 def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
                  generator_model_dir=None):
-    """Converts `model_dir` (and an ELECTRA's `generator_model_dir`) into `output_dir`;
-    returns an ImportReport.
+    """Converts `model_dir` (and the options its family's converter reads, e.g. an
+    ELECTRA's `generator_model_dir`) into `output_dir`; returns an ImportReport.
 
     Raises cli_options.UserError for input it cannot convert (nothing is written then).
     """
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
     model_dir = os.path.expanduser(str(model_dir))
     output_dir = hf_files.check_output_dir(output_dir, overwrite)
     raw_config = hf_files.read_config(model_dir)
     config_path = os.path.join(model_dir, hf_files.CONFIG)
     model_type = hf_config.hf_model_type(raw_config, config_path)
+    converter = hf_converter.converter_for_hf_type(
+        model_type, [registry.family(name) for name in registry.model_types()])
+    options = {"generator_model_dir": generator_model_dir}
+    for option, value in options.items():
+        if value and option not in converter.import_options:
+            raise cli_options.UserError("--%s is not read for a %s model (%s); %s" % (
+                option, model_type, config_path, _converter_option_help(option)))
     head = classifier_head(raw_config.get("architectures"))
-    notes = []
-    if model_type == "xlnet":
-        from pretrain.interop import hf_xlnet  # pylint: disable=import-outside-toplevel
-        config, notes = hf_xlnet.xlnet_config(raw_config, config_path, head)
-        vocab_size = config.n_token
-    if generator_model_dir and model_type != "electra":
-        raise cli_options.UserError("--generator_model_dir is for an ELECTRA discriminator; "
-                                    "%s is a %s model" % (config_path, model_type))
-    if model_type == "electra":  # the ElectraConfig waits for the generator's config
-        vocab_size = hf_config.bert_fields_from_hf(raw_config, config_path)[1]["vocab_size"]
-    elif model_type != "xlnet":
-        config = hf_config.bert_config_from_hf(raw_config, config_path)
-        vocab_size = config.vocab_size
+    config, vocab_size, notes = converter.import_config(raw_config, config_path, model_type,
+                                                        head)
     hf_files.find_weights(model_dir)  # fail fast, before reading the vocab
-    vocab, vocab_source = hf_files.read_vocab(model_dir, spm=model_type == "xlnet")
+    vocab, vocab_source = hf_files.read_vocab(model_dir, spm=converter.sentencepiece_vocab)
     if len(vocab) > vocab_size:
         raise cli_options.UserError(
             "%s has %d tokens but config.json has vocab_size=%d"
@@ -113,15 +118,9 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
     # TensorFlow loads only now, so bad input is answered in a fraction of a second.
     from pretrain.checkpoints import checkpoint_io  # pylint: disable=import-outside-toplevel
     from pretrain.interop import hf_weights  # pylint: disable=import-outside-toplevel
-    if model_type == "electra":
-        config, tensors, conversion, weights = _import_electra(
-            model_dir, raw_config, state_dict, weights, generator_model_dir)
-        head = None
-    elif model_type == "xlnet":
-        tensors, conversion, config = hf_xlnet.hf_to_ours(state_dict, config, head)
-        notes += hf_xlnet.caveats(config, head)
-    else:
-        tensors, conversion = hf_weights.hf_to_google(state_dict, config, model_type, head)
+    config, tensors, conversion, weights, head = converter.import_weights(
+        model_dir, raw_config, config, state_dict, weights, model_type, head, options)
+    notes += converter.import_caveats(config, head, options)
     task = None
     if head and "%s/output_weights" % head in tensors:
         task = task_from_hf(raw_config, head, tensors["%s/output_weights" % head].shape[0],
@@ -146,7 +145,7 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
         log_fn(hf_weights.format_report(conversion, "Imported %s/%s (%s) -> %s" % (
             model_dir, weights, model_type, report.checkpoint)))
         log_fn("wrote %s, bert_config.json (%s), %s (%d tokens from %s)%s" % (
-            report.checkpoint, _activation(config), os.path.basename(vocab_path)
+            report.checkpoint, converter.activation(config), os.path.basename(vocab_path)
             if os.path.basename(vocab_source) != hf_files.SPIECE
             else checkpoint_assets.SPM_NAME, len(vocab), vocab_source,
             "" if report.do_lower_case is None
@@ -156,38 +155,7 @@ def import_model(model_dir, output_dir, overwrite=False, log_fn=print,
                 task["task"], len(task["labels"]), task["labels"][:8]))
         for note in notes:
             log_fn("WARNING: " + note)
-        if generator_model_dir and model_type == "electra":
-            from pretrain.interop import hf_electra  # pylint: disable=import-outside-toplevel
-            for caveat in hf_electra.caveats(config):
-                log_fn("WARNING: " + caveat)
     return report
-
-
-def _activation(config):
-    if hasattr(config, "ff_activation"):  # XLNet
-        return "ff_activation %s" % config.ff_activation
-    return "hidden_act %s" % config.hidden_act
-
-
-def _import_electra(model_dir, raw_config, state_dict, weights, generator_model_dir):
-    """(ElectraConfig, tensors, Report, weights read) of a discriminator directory and the
-    optional generator directory."""
-    from pretrain.interop import hf_electra  # pylint: disable=import-outside-toplevel
-    source = os.path.join(model_dir, hf_files.CONFIG)
-    if not generator_model_dir:
-        config, tensors, conversion = hf_electra.import_pair(source, raw_config, state_dict)
-        return config, tensors, conversion, weights
-    generator_model_dir = os.path.expanduser(str(generator_model_dir))
-    if not os.path.isdir(generator_model_dir):
-        raise cli_options.UserError("--generator_model_dir %s does not exist or is not a "
-                                    "directory" % generator_model_dir)
-    gen_raw = hf_files.read_config(generator_model_dir)
-    gen_state, gen_weights = hf_files.read_weights(generator_model_dir)
-    config, tensors, conversion = hf_electra.import_pair(
-        source, raw_config, state_dict, os.path.join(generator_model_dir, hf_files.CONFIG),
-        gen_raw, gen_state)
-    return config, tensors, conversion, "%s + %s/%s" % (weights, generator_model_dir,
-                                                        gen_weights)
 
 
 def classifier_head(architectures):

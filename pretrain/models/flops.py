@@ -4,7 +4,8 @@ Forward + backward = 3 x forward (the backward pass does two matmuls for every o
 of the forward pass). Counted: dense layers, attention scores and mixing, the output
 layers over the vocab. Left out, as in the usual 6·N·T estimate: layer norms,
 softmaxes, activations, sampling and embedding lookups. A family's count is its
-registry entry's `training_flops`; all take
+registry entry's `training_flops` (the masked-LM families' below, the others' in their
+folders); all take
 (config, seq_length, max_predictions, sentence_head=..., span_boundary=...).
 
 Plain Python over the config's fields: no TensorFlow.
@@ -40,46 +41,4 @@ def masked_lm_training_flops(config, seq_length, max_predictions, sentence_head=
         forward += 2 * h * h + 2 * h * 2              # pooler, seq_relationship
     if span_boundary:  # MLP over [left; right; position] -> E, then the tied output layer
         forward += max_predictions * (2 * 3 * h * h + 2 * h * e + 2 * e * v)
-    return 3 * forward
-
-
-def electra_training_flops(config, seq_length, max_predictions, sentence_head=False,
-                           span_boundary=False):
-    """ELECTRA: the generator (embeddings_project, encoder, generator_predictions and the
-    tied output layer at the `max_predictions` masked positions) and the discriminator
-    (embeddings_project, encoder, discriminator_predictions at every token). It has no
-    sentence or span heads; the flags are accepted for a common signature."""
-    del sentence_head, span_boundary
-    e, v, h = config.embedding_width, config.vocab_size, config.hidden_size
-    generator, discriminator = config.generator_config(), config.discriminator_config()
-    hg = generator.hidden_size
-    generator_width = hg if config.untied_generator_embeddings else e
-    forward = 0
-    for network, width in ((generator, generator_width), (discriminator, e)):
-        if width != network.hidden_size:
-            forward += seq_length * 2 * width * network.hidden_size
-        forward += encoder_forward_flops(network.hidden_size, network.intermediate_size,
-                                         network.num_hidden_layers, seq_length)
-    forward += max_predictions * (2 * hg * generator_width + 2 * generator_width * v)
-    forward += seq_length * (2 * h * h + 2 * h)       # dense, dense_1
-    return 3 * forward
-
-
-def xlnet_training_flops(config, seq_length, max_predictions, sentence_head=False,
-                         span_boundary=False):
-    """XLNet without memory: the content stream over `seq_length` tokens (with the r
-    projection of the 2S relative positions and the position scores, S x 2S per
-    head, per layer), the query stream at `max_predictions` positions (its q and o
-    projections, scores against the S keys and positions, feed-forward), and the tied LM
-    head at the predictions. No sentence or span heads; the flags are accepted for a
-    common signature."""
-    del sentence_head, span_boundary
-    d, inner, layers_, v = config.d_model, config.d_inner, config.n_layer, config.n_token
-    width = config.n_head * config.d_head
-    s, p = seq_length, max_predictions
-    content = s * (2 * 4 * d * width + 2 * 2 * d * inner + 2 * 2 * s * width)
-    content += 2 * s * 2 * d * width + s * 2 * (2 * s) * width  # r projection, position scores
-    query = p * (2 * 2 * d * width + 2 * 2 * d * inner + 2 * 2 * s * width
-                 + 2 * (2 * s) * width)
-    forward = layers_ * (content + query) + p * 2 * d * v
     return 3 * forward

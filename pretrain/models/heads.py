@@ -11,7 +11,6 @@ import tensorflow.compat.v1 as tf
 
 from pretrain import cpu_kernels
 from pretrain.models import layers
-from pretrain.models.modeling import EMBEDDING_PROJECTION_COLLECTION
 
 
 def gather_indexes(sequence_tensor, positions):
@@ -109,7 +108,7 @@ def get_masked_lm_output(config, input_tensor, output_weights, positions, label_
             hidden = layers.layer_norm(hidden, "LayerNorm")
         if config.is_albert and config.albert_layout == "brightmart":
             if output_projection is None:
-                found = tf.get_collection(EMBEDDING_PROJECTION_COLLECTION)
+                found = tf.get_collection(layers.EMBEDDING_PROJECTION_COLLECTION)
                 if not found:
                     raise ValueError("brightmart ALBERT MLM head needs output_projection="
                                      "model.get_embedding_projection()")

@@ -17,6 +17,8 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 _STATE = threading.local()
+# ALBERT's embedding projection (brightmart layout), which its MLM head reuses transposed.
+EMBEDDING_PROJECTION_COLLECTION = "pretrain_embedding_projection"
 
 
 def _float32_reads_active():

@@ -21,7 +21,7 @@ from common import model_limits
 from data_gen.records import record_schema
 from data_gen.records import tfrecord_scan
 from common.file_utils import SIDECAR_SUFFIX, expand_input_patterns
-from pretrain.models.xlnet.permutation import PermutationInput
+from pretrain.models import registry
 
 
 class DataCheckError(ValueError):
@@ -69,21 +69,19 @@ def expected_sentence_task(use_sentence_head):
     return "sop/nsp" if use_sentence_head else "none"
 
 
-XLNET_MODE = "xlnet"  # data_gen --mode of XLNet's records (record_schema's xlnet table)
-
-
 def _check_meta(path, meta, flags):
     """Sidecar fields vs flags; returns the list of problems (strings)."""
     problems = []
     where = metadata.metadata_path(path)
-    xlnet_model, xlnet_data = flags.get("model_type") == "xlnet", meta.get("mode") == XLNET_MODE
-    if xlnet_model != xlnet_data:
+    family = registry.family(flags.get("model_type") or "bert")
+    if meta.get("mode") is not None and meta["mode"] not in family.data_modes:
+        wanted = "/".join(family.data_modes)
+        others = [name for name in registry.model_types()
+                  if meta["mode"] in registry.family(name).data_modes]
         problems.append(
-            f"{where}: mode={meta.get('mode')} data " + (
-                "holds masked-LM records, but an XLNet model trains on permutation-LM "
-                "records; make them with data_gen --mode=xlnet" if xlnet_model else
-                "holds XLNet's permutation-LM records, but the model is "
-                f"{flags.get('model_type')}; use an XLNet config or roberta/albert/bert data"))
+            f"{where}: mode={meta['mode']} data, but model_type {family.model_type} trains on "
+            f"--mode={wanted} data; make them with data_gen --mode={family.data_modes[0]}"
+            + (f", or train a {'/'.join(others)} model on these" if others else ""))
     vocab_size = flags["vocab_size"]
     if meta.get("max_token_id") is not None and int(meta["max_token_id"]) >= vocab_size:
         problems.append(f"{where}: max_token_id={meta['max_token_id']} is not below the model's "
@@ -109,8 +107,9 @@ def _check_meta(path, meta, flags):
 def _check_record(path, record, flags):
     """First-record shapes and ids vs flags; returns the list of problems."""
     problems = []
-    if flags.get("model_type") == "xlnet":
-        lengths = record_schema.xlnet_feature_lengths(flags["max_seq_length"])
+    records = registry.family(flags.get("model_type") or "bert").records
+    if records is not None:
+        lengths = records.lengths(flags["max_seq_length"], flags["max_predictions_per_seq"])
         required = list(lengths)
 
         def length_flag(name):
@@ -287,41 +286,6 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
         head = f"input data does not fit the flags/model config ({len(problems)} problem(s)):"
         raise DataCheckError("\n  ".join([head] + problems[:20]))
     return files, metas
-
-
-def permutation_input(sidecars, perm_size, max_seq_length, max_predictions_per_seq):
-    """XLNet's PermutationInput from its records' sidecars and --perm_size (None: the
-    reuse length); DataCheckError when the sidecars are missing or disagree, or the
-    permutation blocks do not tile the reuse window and the rest.
-
-    sidecars: (path, sidecar dict or None) of every input file.
-    """
-    found = {}
-    for path, meta in sidecars:
-        where = metadata.metadata_path(path)
-        if not meta:
-            raise DataCheckError(f"{path} has no {SIDECAR_SUFFIX} sidecar: XLNet training reads "
-                                 "the reuse length and the <sep>/<cls> ids from it; make the "
-                                 "data with data_gen --mode=xlnet")
-        special = meta.get("xlnet_special_ids") or {}
-        if "reuse_length" not in meta or not {"sep", "cls"} <= set(special):
-            raise DataCheckError(f"{where} lacks reuse_length or xlnet_special_ids sep/cls; "
-                                 "make the data with data_gen --mode=xlnet")
-        found.setdefault((int(meta["reuse_length"]), int(special["sep"]), int(special["cls"])),
-                         where)
-    if len(found) > 1:
-        (first, one), (second, other) = list(found.items())[:2]
-        raise DataCheckError(f"the input files disagree: {one} has reuse_length, sep, cls = "
-                             f"{first}, {other} has {second}; train on data of one setting")
-    (reuse_length, sep, cls), _ = found.popitem()
-    rest = max_seq_length - reuse_length
-    perm_size = (reuse_length or rest) if perm_size is None else int(perm_size)
-    if perm_size <= 0 or (reuse_length and reuse_length % perm_size) or rest % perm_size:
-        raise DataCheckError(
-            f"--perm_size={perm_size} must divide the data's reuse_length={reuse_length} "
-            f"and the rest of the sequence, {rest} (max_seq_length {max_seq_length}); choose a "
-            "common divisor (default: the reuse length)")
-    return PermutationInput(reuse_length, perm_size, max_predictions_per_seq, (sep, cls))
 
 
 def infer_sentence_task(metas):

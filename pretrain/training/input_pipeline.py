@@ -16,19 +16,18 @@ import tensorflow.compat.v1 as tf
 from data_gen.records import metadata
 from data_gen.records import record_schema
 from common.file_utils import expand_input_patterns
-from pretrain.models.xlnet import permutation
 from pretrain.training import strategy as strategy_lib
 
 _TF_DTYPES = {"int64": tf.int64, "float32": tf.float32}
 
 
 def feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries=False,
-                 permutation_lm=False):
+                 record_reader=None):
     """tf.io parse spec of one pretraining record: data_gen.records.record_schema's required
-    features, and with span_boundaries its SPAN_BOUNDARIES (required then); with
-    permutation_lm, XLNet's records (record_schema.xlnet_feature_lengths)."""
-    if permutation_lm:
-        lengths = record_schema.xlnet_feature_lengths(max_seq_length)
+    features, and with span_boundaries its SPAN_BOUNDARIES (required then); with a
+    family's record reader (ModelFamily.record_input), the features it reads."""
+    if record_reader is not None:
+        lengths = record_reader.lengths(max_seq_length, max_predictions_per_seq)
     else:
         optional = record_schema.SPAN_BOUNDARIES if span_boundaries else False
         lengths = record_schema.feature_lengths(max_seq_length, max_predictions_per_seq,
@@ -65,7 +64,7 @@ def _shard(dataset, files_count, input_context, by_file):
 def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_training,
                      num_cpu_threads=4, compression=None, batch_size=None,
                      shuffle_buffer=1000, seed=None, skip_corrupt_records=False,
-                     span_boundaries=False, permutation_input=None):
+                     span_boundaries=False, record_reader=None, prepared=None):
     """Returns `input_fn(params, input_context=None)` for Estimator / TPUEstimator.
 
     Args:
@@ -78,9 +77,9 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
         instead of stopping the run (TensorFlow's reader cannot resume past it;
         data_gen.records.tfrecord_scan counts what is skipped).
       span_boundaries: also parse masked_lm_span_left/right (for the SBO head).
-      permutation_input: XLNet's records instead, each turned into the permutation LM's
-        features by pretrain.models.xlnet.permutation.record_features with these
-        options (a PermutationInput); a new order is drawn each time a record is read.
+      record_reader, prepared: a family's record reader (ModelFamily.record_input) and what its
+        prepare() made of the run; each decoded record becomes record_reader.features(record,
+        prepared, seed) (XLNet: a new permutation each time a record is read).
     Training: files sharded per input pipeline (or records, when there are
     fewer files than pipelines), shuffled, repeated, read by parallel
     interleave, records shuffled; eval reads files in order once. Both drop
@@ -118,13 +117,13 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
             if not by_file:
                 records = _shard(records, len(files), input_context, by_file=False)
         spec = feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries,
-                            permutation_lm=permutation_input is not None)
+                            record_reader)
 
         def features(record):
             decoded = decode_record(record, spec)
-            if permutation_input is None:
+            if record_reader is None:
                 return decoded
-            return permutation.record_features(decoded, permutation_input, seed)
+            return record_reader.features(decoded, prepared, seed)
 
         dataset = records.map(features, num_parallel_calls=tf.data.AUTOTUNE)
         dataset = dataset.batch(batch, drop_remainder=True)

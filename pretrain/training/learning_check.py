@@ -7,8 +7,8 @@ plateau, about 5% accuracy on Chinese character vocabularies). Only after that
 does it use the context. The sentence head's plateau is chance.
 
 The eval pass measures both baselines on exactly the batches it scores
-(pretrain.training.baseline_metrics, called from
-pretrain.training.pretraining_model_fn.metric_fn):
+(pretrain.models.eval_metrics, and each family's own in its folder, called from
+the model_fn as ModelFamily.eval_metrics says):
 
   <prefix>_unigram_accuracy  share of the most frequent label (weighted)
   <prefix>_unigram_loss      entropy of the label distribution, in nats: the
@@ -33,11 +33,19 @@ import os
 import sys
 
 from common import cli_options
+from pretrain.models import registry
 
 NOT_LEARNED = "the checkpoint has not yet learned from context: "
 MIN_GAIN = 0.02         # accuracy points (absolute) a head must clear its baseline by
 STANDARD_ERRORS = 3.0   # ... and at least this many standard errors of its accuracy
-LOSSES = ("masked_lm_loss", "plm_loss")  # the language-model losses a continued run compares
+def heads():
+    """Every registered family's pretraining heads (ModelFamily.eval_heads), each once."""
+    return registry.declared("eval_heads")
+
+
+def language_model_losses():
+    """The language-model losses a continued run compares with its start's."""
+    return tuple(head.loss for head in heads() if head.language_model)
 
 
 def required_accuracy(baseline_accuracy, count):
@@ -47,40 +55,17 @@ def required_accuracy(baseline_accuracy, count):
     return baseline_accuracy + max(MIN_GAIN, STANDARD_ERRORS * spread)
 
 
-HEADS = (
-    # (accuracy, loss, baseline accuracy, baseline loss, count, what the baseline is, advice)
-    ("masked_lm_accuracy", "masked_lm_loss", "masked_lm_unigram_accuracy",
-     "masked_lm_unigram_loss", "masked_lm_num_targets",
-     "the unigram baseline of its eval data (always predicting the masked labels' "
-     "distribution)",
-     "train longer; steps that are too large early on also hold a model here, so try "
-     "--adam_bias_correction or a longer warmup before a higher learning rate; check the "
-     "masking of the data; and do not fine-tune from it yet: a checkpoint on this plateau is "
-     "a worse start than random initialisation"),
-    ("plm_accuracy", "plm_loss", "plm_unigram_accuracy", "plm_unigram_loss", "plm_num_targets",
-     "the unigram baseline of its eval data (always predicting the targets' distribution)",
-     "train longer; XLNet's permutation LM leaves its plateau later than a masked LM "
-     "(its query stream sees fewer tokens), so try a longer warmup or "
-     "--adam_bias_correction; do not fine-tune from it yet"),
-    ("sentence_accuracy", "sentence_loss", "sentence_chance_accuracy", "sentence_chance_loss",
-     "sentence_num_examples", "chance (the majority share of its eval labels)",
-     "the sentence task usually follows the masked LM off its plateau; train longer"),
-    ("disc_accuracy", "disc_loss", "disc_majority_accuracy", "disc_label_entropy",
-     "disc_num_tokens", "always answering 'original' (the original tokens' share)",
-     "ELECTRA's discriminator learns once its generator's replacements are plausible; "
-     "train longer (disc_auc above 0.5 shows it ranks replaced tokens higher before its "
-     "answers change)"),
-)
-
-
 def not_learned_warnings(eval_results):
     """One line per head whose accuracy is not clearly above its baseline ([] if all are).
 
-    eval_results: the eval metrics dict (keys of `HEADS`; heads absent from it, e.g.
+    eval_results: the eval metrics dict (keys of `heads()`; heads absent from it, e.g.
     no sentence head, or without their baseline, are skipped).
     """
     lines = []
-    for accuracy, loss, base_accuracy, base_loss, count, baseline, advice in HEADS:
+    for head in heads():
+        accuracy, loss, base_accuracy, base_loss, count = (
+            head.accuracy, head.loss, head.baseline_accuracy, head.baseline_loss, head.count)
+        baseline, advice = head.baseline, head.advice
         if any(eval_results.get(key) is None
                for key in (accuracy, loss, base_accuracy, base_loss)):
             continue  # the head, or its baseline, was not measured
@@ -134,7 +119,7 @@ def continuing_warnings(results):
     eval's <loss>_squared), and each extra text's loss that rose (what continuing forgot)."""
     lines = []
     extra = sorted({key.split("/", 1)[0] for key in results if "/" in key})
-    for loss in LOSSES:
+    for loss in language_model_losses():
         for prefix in [""] + [name + "/" for name in extra]:
             end = _loss_spread(results, loss, prefix)
             start = _loss_spread(results, loss, prefix + "init_")

@@ -62,11 +62,20 @@ def format_eta(seconds):
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
+def masked_lm_heads_line(logged, loss):
+    """The masked-LM families' heads in a training log line."""
+    heads = (f" mlm_loss={logged.get('masked_lm_loss', loss):.4f}"
+             f" sentence_loss={logged.get('sentence_loss', 0.0):.4f}")
+    if "span_boundary_loss" in logged:
+        heads += f" sbo_loss={logged['span_boundary_loss']:.4f}"
+    return heads
+
+
 class PretrainingLoggingHook(tf.train.SessionRunHook):
     """Logs training scalars; stops on a non-finite loss."""
 
     def __init__(self, tensors=None, every_n_steps=100, examples_per_step=0, last_step=None,
-                 output_dir=None, gradient_accumulation_steps=1):
+                 output_dir=None, gradient_accumulation_steps=1, heads_line=None):
         """
         Args:
           tensors: dict of scalar tensors with at least "loss"; None: those
@@ -74,7 +83,10 @@ class PretrainingLoggingHook(tf.train.SessionRunHook):
           examples_per_step: global examples consumed by one session.run.
           last_step: final global step (for the ETA).
           output_dir: where checkpoints go (named in the non-finite message).
+          heads_line: (logged values, loss) -> the heads' part of a log line (a family's
+            ModelFamily.log_line); None: the masked LM's (mlm, sentence, sbo losses).
         """
+        self._heads_line = heads_line or masked_lm_heads_line
         self._given_tensors = tensors
         self._every = max(1, int(every_n_steps))
         self._examples_per_step = examples_per_step
@@ -140,13 +152,7 @@ class PretrainingLoggingHook(tf.train.SessionRunHook):
         logged.update(examples_per_sec=examples_per_sec)
         self.history.append((step, logged))
         update = f" (update {step // self._k})" if self._k > 1 else ""
-        if "plm_loss" in logged:  # XLNet: the permutation LM is its only head
-            heads = f" plm_loss={logged['plm_loss']:.4f}"
-        else:
-            heads = (f" mlm_loss={logged.get('masked_lm_loss', loss):.4f}"
-                     f" sentence_loss={logged.get('sentence_loss', 0.0):.4f}")
-            if "span_boundary_loss" in logged:
-                heads += f" sbo_loss={logged['span_boundary_loss']:.4f}"
+        heads = self._heads_line(logged, loss)
         logging.info(
             "step %d%s: loss=%.4f%s lr=%.3g grad_norm=%.3f examples/sec=%.1f eta=%s", step,
             update, loss, heads, logged["learning_rate"], logged.get("grad_norm", float("nan")),

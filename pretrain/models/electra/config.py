@@ -11,7 +11,8 @@ import copy
 import json
 
 from pretrain.models import config as config_lib
-from pretrain.models.config import BertConfig, ConfigError
+from pretrain.models.bert.config import BertConfig
+from pretrain.models.config import ConfigError
 
 # google-research/electra's names and defaults (configure_pretraining.PretrainingConfig).
 ELECTRA_DEFAULTS = {

@@ -23,7 +23,7 @@ import copy
 import tensorflow.compat.v1 as tf
 
 from pretrain.models import attention, encoder, layers
-from pretrain.models.config import BertConfig
+from pretrain.models.bert.config import BertConfig
 
 SHARED_EMBEDDINGS_SCOPE = "electra"
 

@@ -29,14 +29,21 @@ These are the names transformers' own `load_tf_weights_in_electra` gives our var
 "gelu_exact" the generator's MLM outputs differ slightly (`caveats`).
 """
 import collections
+import os
 
 import numpy as np
 
 from common.cli_options import UserError
-from pretrain.interop import hf_config, hf_weights
+from pretrain.interop import hf_config, hf_files, hf_weights
+from pretrain.interop.hf_converter import HFConverter
 from pretrain.models.config import ConfigError
 from pretrain.models.electra.config import ElectraConfig
 
+# Values transformers' ElectraConfig assumes when a field is absent.
+HF_DEFAULTS = {"embedding_size": 128, "hidden_size": 256, "num_hidden_layers": 12,
+               "num_attention_heads": 4, "intermediate_size": 1024, "hidden_act": "gelu",
+               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+               "max_position_embeddings": 512, "type_vocab_size": 2, "initializer_range": 0.02}
 PREFIX = "electra."
 NETWORKS = ("discriminator", "generator")
 ARCHITECTURES = {"discriminator": "ElectraForPreTraining", "generator": "ElectraForMaskedLM"}
@@ -200,14 +207,16 @@ def _check_role(raw_config, state_dict, source, network):
 
 def electra_config(disc_raw, disc_source, gen_raw=None, gen_source=None, untied=False):
     """Our ElectraConfig for a transformers discriminator config (and its generator's)."""
-    model_type, fields, values = hf_config.bert_fields_from_hf(disc_raw, disc_source)
+    model_type, fields, values = hf_config.bert_fields_from_hf(disc_raw, disc_source,
+                                                               HF_DEFAULTS)
     if model_type != "electra":
         raise UserError("%s: model_type %r is not ELECTRA" % (disc_source, model_type))
     width = values["embedding_size"]  # None: the hidden size, as upstream writes it
     fields.update(model_type="electra",
                   embedding_size=None if width == fields["hidden_size"] else width)
     if gen_raw is not None:
-        gen_type, gen_fields, _ = hf_config.bert_fields_from_hf(gen_raw, gen_source)
+        gen_type, gen_fields, _ = hf_config.bert_fields_from_hf(gen_raw, gen_source,
+                                                                HF_DEFAULTS)
         if gen_type != "electra":
             raise UserError("--generator_model_dir: %s: model_type %r is not ELECTRA"
                             % (gen_source, gen_type))
@@ -311,3 +320,57 @@ def import_pair(disc_source, disc_raw, disc_state, gen_source=None, gen_raw=None
     hf_weights.check_shapes(tensors, variable_shapes(config),
                             lambda name: next(row[0] for row in rows if row[1] == name))
     return config, tensors, hf_weights.Report(rows, skipped, fresh)
+
+
+# ---- the family's converter (ModelFamily.hf_converter) ---------------------------------------
+
+class ElectraConverter(HFConverter):
+    """A discriminator directory (ElectraForPreTraining) and optionally its generator's
+    (ElectraForMaskedLM) <-> one ELECTRA checkpoint."""
+    hf_model_types = ("electra",)
+    architecture_prefixes = ("Electra",)
+    import_options = {"generator_model_dir": (
+        "the generator (ElectraForMaskedLM) of the --model_dir discriminator "
+        "(ElectraForPreTraining); without it a fresh generator of the configured size is "
+        "trained from scratch")}
+
+    def import_config(self, raw_config, source, hf_model_type, head):
+        # the ElectraConfig waits for the generator's config
+        fields = hf_config.bert_fields_from_hf(raw_config, source, HF_DEFAULTS)[1]
+        return None, fields["vocab_size"], []
+
+    def import_weights(self, model_dir, raw_config, config, state_dict, weights,
+                       hf_model_type, head, options):
+        source = os.path.join(model_dir, hf_files.CONFIG)
+        generator_model_dir = options.get("generator_model_dir")
+        if not generator_model_dir:
+            config, tensors, conversion = import_pair(source, raw_config, state_dict)
+            return config, tensors, conversion, weights, None
+        generator_model_dir = os.path.expanduser(str(generator_model_dir))
+        if not os.path.isdir(generator_model_dir):
+            raise UserError("--generator_model_dir %s does not exist or is not a directory"
+                            % generator_model_dir)
+        gen_raw = hf_files.read_config(generator_model_dir)
+        gen_state, gen_weights = hf_files.read_weights(generator_model_dir)
+        config, tensors, conversion = import_pair(
+            source, raw_config, state_dict, os.path.join(generator_model_dir, hf_files.CONFIG),
+            gen_raw, gen_state)
+        return config, tensors, conversion, "%s + %s/%s" % (
+            weights, generator_model_dir, gen_weights), None
+
+    def import_caveats(self, config, head, options):
+        return caveats(config) if options.get("generator_model_dir") else []
+
+    def export_parts(self, tensors, config, labels):
+        return [(part.network, part.state_dict, part.report, part.hf_config, None)
+                for part in export_parts(tensors, config)]
+
+    def export_notes(self, config, parts, output_dir):
+        info = []
+        if len(parts) == 1:
+            info.append("the checkpoint holds no generator (generator/*): wrote %s only"
+                        % os.path.join(output_dir, "discriminator"))
+        return info, caveats(config)
+
+
+CONVERTER = ElectraConverter()

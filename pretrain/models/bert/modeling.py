@@ -21,14 +21,11 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.models import attention, encoder, layers
 from pretrain.models.attention import ATTENTION_MODES, create_attention_mask  # noqa: F401
-from pretrain.models.config import BertConfig, ConfigError  # noqa: F401
-from pretrain.models.layers import (create_initializer, dropout, gelu, get_activation,  # noqa: F401
-                             get_shape_list, layer_norm)
-
-# Graph collection holding brightmart's word_embeddings_2 so the MLM head can
-# find it when the caller does not pass it.
-EMBEDDING_PROJECTION_COLLECTION = "pretrain_embedding_projection"
-
+from pretrain.models.bert.config import BertConfig  # noqa: F401
+from pretrain.models.config import ConfigError
+from pretrain.models.layers import (EMBEDDING_PROJECTION_COLLECTION,  # noqa: F401
+                                    create_initializer, dropout, gelu, get_activation,
+                                    get_shape_list, layer_norm)
 
 class BertModel(object):
     """BERT/RoBERTa or ALBERT encoder, chosen by `config.model_type`."""
@@ -52,7 +49,7 @@ class BertModel(object):
             required when config.layer_norm_cond_size = C, else None.
         """
         if not isinstance(config, BertConfig):
-            raise TypeError("config must be a pretrain.models.modeling.BertConfig, got %r"
+            raise TypeError("config must be a pretrain.models.bert.config.BertConfig, got %r"
                             % type(config).__name__)
         if attention_mode not in ATTENTION_MODES:
             raise ValueError("attention_mode %r is unknown; use one of %s"

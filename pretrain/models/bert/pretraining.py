@@ -6,7 +6,8 @@ training room never names a family's heads itself.
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import heads, modeling, span_boundary
+from pretrain.models import heads
+from pretrain.models.bert import modeling, span_boundary
 
 
 def masked_lm_pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -18,7 +19,7 @@ def masked_lm_pretraining_losses(bert_config, features, is_training, use_sentenc
     Keys: loss (MLM + sentence [+ SBO]), masked_lm_loss, masked_lm_example_loss [B*P],
     masked_lm_log_probs [B*P, V], and with the sentence head sentence_loss,
     sentence_example_loss [B], sentence_log_probs [B, 2] (else sentence_loss 0).
-    span_boundary_objective: also SpanBERT's SBO head (pretrain.models.span_boundary; the
+    span_boundary_objective: also SpanBERT's SBO head (pretrain.models.bert.span_boundary; the
     features need masked_lm_span_left/right), weight 1 in the loss; adds
     span_boundary_loss, span_boundary_example_loss [B*P], span_boundary_log_probs [B*P, V].
     """

@@ -50,6 +50,7 @@ import numpy as np
 
 from common.cli_options import UserError
 from pretrain.interop import hf_files, hf_weights
+from pretrain.interop.hf_converter import HFConverter
 from pretrain.models.config import ConfigError
 from pretrain.models.xlnet.config import XLNetConfig
 
@@ -417,3 +418,54 @@ def _check_size(vocab, path, hf):
     if len(vocab) > hf["vocab_size"]:
         raise UserError("vocab %s has %d tokens but the config has n_token=%d"
                         % (path, len(vocab), hf["vocab_size"]))
+
+
+# ---- the family's converter (ModelFamily.hf_converter) ---------------------------------------
+
+class XLNetConverter(HFConverter):
+    """transformers' XLNetLMHeadModel / XLNetModel / XLNetFor*Classification <-> a
+    checkpoint under zihangdai/xlnet's names."""
+    hf_model_types = ("xlnet",)
+    architecture_prefixes = ("XLNet",)
+    sentencepiece_vocab = True
+
+    def import_config(self, raw_config, source, hf_model_type, head):
+        config, notes = xlnet_config(raw_config, source, head)
+        return config, config.n_token, notes
+
+    def import_weights(self, model_dir, raw_config, config, state_dict, weights,
+                       hf_model_type, head, options):
+        tensors, conversion, config = hf_to_ours(state_dict, config, head)
+        return config, tensors, conversion, weights, head
+
+    def import_caveats(self, config, head, options):
+        return caveats(config, head)
+
+    def check_exportable(self, config):
+        check_exportable(config)
+
+    def export_parts(self, tensors, config, labels):
+        return [(part.network, part.state_dict, part.report, part.hf_config, None)
+                for part in export_parts(tensors, config, labels)]
+
+    def needs_vocab_file(self, assets):
+        return not assets.spm_model_file
+
+    def write_tokenizer(self, directory, assets, config, hf, do_lower_case, lower_case_flag):
+        return "tokenizer: " + write_tokenizer_files(directory, assets, lower_case_flag, hf)
+
+    def export_notes(self, config, parts, output_dir):
+        head = {"XLNetForSequenceClassification": "classifier"}.get(
+            parts[0][3]["architectures"][0])
+        return [], caveats(config, head)
+
+    @staticmethod
+    def activation(config):
+        return "ff_activation %s" % config.ff_activation
+
+    @staticmethod
+    def exported_activation(hf):
+        return "ff_activation %s" % hf["ff_activation"]
+
+
+CONVERTER = XLNetConverter()
