@@ -1,6 +1,6 @@
 """What the stages below pretrain (data_gen, common) know about the model families: the
 data-side registry, keyed by a config's `model_type` as pretrain.models.registry is (each
-family listed in both; tests/test_model_registry.py checks they agree).
+family listed in both; tests/pretrain/models/test_model_registry.py checks they agree).
 
 LENGTH_RULES: how a family bounds its input length (common.model_limits):
   TRAINED_POSITIONS  a table of max_position_embeddings trained positions

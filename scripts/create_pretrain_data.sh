@@ -19,7 +19,7 @@ DEMO_VOCAB_SIZE=5000  # the default vocab is the demo's: configs/demo_tiny_bert.
 DRY_RUN="${DRY_RUN:-0}"
 # Settings of the Python tools, VARIABLE:flag. Unset or empty = that flag's default in
 # data_gen/config.py (generation) or data_gen/tools/build_vocab.py (VOCAB_SIZE), so this script
-# holds no second copy of the defaults (tests/test_script_defaults.py checks it).
+# holds no second copy of the defaults (tests/scripts/test_script_defaults.py checks it).
 GENERATION_SETTINGS=(MODE:mode MAX_SEQ_LENGTH:max_seq_length MAX_PREDICTIONS:max_predictions_per_seq
   MASKED_LM_PROB:masked_lm_prob DUPE_FACTOR:dupe_factor SEED:random_seed
   NUM_WORKERS:num_workers COMPRESSION:compression DO_LOWER_CASE:do_lower_case)

@@ -10,7 +10,7 @@ SCRIPT_NAME="finetune.sh"
 
 # Settings forwarded to finetune.compare, VARIABLE:flag, each only when set: unset or
 # empty = that flag's default in finetune/run_finetune.py or finetune/compare.py, so this
-# script holds no second copy of the defaults (tests/test_script_defaults.py checks it).
+# script holds no second copy of the defaults (tests/scripts/test_script_defaults.py checks it).
 # Each is also the option --variable (lower case). true/false settings become --flag/--noflag.
 DATA_SETTINGS=(TASK:task DATA_DIR:data_dir TRAIN_FILE:train_file DEV_FILE:dev_file
   TEST_FILE:test_file INPUT_FORMAT:input_format TEXT_FIELDS:text_fields LABEL_FIELD:label_field

@@ -12,7 +12,7 @@ SCRIPT_NAME="lcqmc_finetune.sh"
 # This script's own settings (every other one is finetune.sh's, by the same name).
 LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
 # LCQMC's task, always, and its presets for the finetune.sh settings left unset:
-# finetune.run_lcqmc's own defaults (tests/test_script_defaults.py checks they agree).
+# finetune.run_lcqmc's own defaults (tests/scripts/test_script_defaults.py checks they agree).
 LCQMC_TASK=pair
 LCQMC_SETTINGS=(MAX_SEQ_LENGTH=64)
 # Where the comparison starts from and writes to, unless given.

@@ -8,7 +8,7 @@ REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 
 # Training settings, VARIABLE:flag of pretrain.run_pretraining. Unset or empty = that
 # flag's default in pretrain/run_pretraining.py, so this script holds no second copy
-# of the defaults (tests/test_script_defaults.py checks it). Each is also the option
+# of the defaults (tests/scripts/test_script_defaults.py checks it). Each is also the option
 # --variable (lower case).
 TRAINING_SETTINGS=(STEPS:num_train_steps WARMUP_STEPS:num_warmup_steps BATCH_SIZE:train_batch_size
   EVAL_BATCH_SIZE:eval_batch_size EVAL_STEPS:max_eval_steps LEARNING_RATE:learning_rate

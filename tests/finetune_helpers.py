@@ -1,5 +1,6 @@
-"""A tiny synthetic sentence-pair task and model config for fine-tuning tests, and small
-helpers for the files fine-tuning writes.
+"""A tiny synthetic sentence-pair task and model config for fine-tuning tests, the shipped
+samples' tiny model (`model` fixture, COMMON settings, finetune_from), and small helpers
+for the files fine-tuning writes.
 
 Task: each sentence is three characters, one of them a "key" (甲乙丙丁) at a
 random position, the others fillers; label 1 iff sentence a carries 甲 AND
@@ -11,6 +12,11 @@ XOR-shaped and takes a hidden-32 encoder well over 1000 steps: too slow here.)
 """
 import json
 import random
+
+import pytest
+
+from conftest import REPO_ROOT
+from finetune import run_finetune
 
 KEYS = "甲乙丙丁"
 FILLERS = "天地人山水火木"
@@ -142,3 +148,35 @@ def xlnet_pretraining_features():
     made.update(perm_mask=tf.zeros([1, 8, 8]), target_mapping=tf.zeros([1, 2, 8]),
                 target_ids=tf.zeros([1, 2], tf.int32), target_weights=tf.ones([1, 2]))
     return made
+
+
+# ---- the shipped samples (data/sample/tasks) and a tiny model of their characters ----------
+SAMPLES = REPO_ROOT / "data" / "sample" / "tasks"
+SEQ = 16  # = the tiny config's max_position_embeddings
+# Tiny models from random initialisation with bias-corrected AdamW (the default): 1e-2 learns
+# the sample tasks in these few steps.
+COMMON = dict(max_seq_length=SEQ, train_batch_size=16, eval_batch_size=128, learning_rate=1e-2,
+              warmup_proportion=0.1, random_seed=1, log_every_n_steps=1000)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A vocab of every character of the samples (ids in sorted order) and a tiny config."""
+    folder = tmp_path_factory.mktemp("model")
+    chars = {char for path in SAMPLES.glob("*/*.*") if path.suffix != ".py"
+             for char in path.read_text(encoding="utf-8") if not char.isspace()}
+    vocab = SPECIALS + sorted(chars)
+    (folder / "vocab.txt").write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
+    (folder / "bert_config.json").write_text(json.dumps(dict(TINY_CONFIG, vocab_size=len(vocab))),
+                                             encoding="utf-8")
+    return {"vocab_file": str(folder / "vocab.txt"),
+            "bert_config_file": str(folder / "bert_config.json")}
+
+
+def finetune_from(checkpoint, out, **settings):
+    """(results, log) of run_finetune from a pretraining checkpoint fixture (its "dir")."""
+    messages = []
+    results = run_finetune.run(dict(COMMON, output_dir=str(out), keep_checkpoints=True,
+                                    init_checkpoint=str(checkpoint["dir"]), **settings),
+                               log_fn=messages.append)
+    return results, "\n".join(messages)

@@ -13,7 +13,11 @@ electra_hf_testutil / xlnet_hf_testutil's) counts the roundings and elementwise 
 on the longest chain of an output; `interop_ulps` turns them into the bound of our graph
 against transformers', `worst_case_ulps` into the bound of two TensorFlow graphs.
 """
+import os
+import types
+
 import numpy as np
+import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain.models import heads, registry
@@ -266,3 +270,17 @@ def edit_model_dir(target, config=None, state=None):
                 weights[key] = value
         save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
     return target
+
+
+SKIP_REASON = ("%s is not importable: the live transformers interop tests need torch and "
+               "transformers")
+
+
+@pytest.fixture(scope="module")
+def hf():
+    """torch and transformers, or a skip with the reason."""
+    torch = pytest.importorskip("torch", reason=SKIP_REASON % "torch")
+    os.environ.setdefault("USE_TF", "0")  # transformers' TF models are not needed
+    transformers = pytest.importorskip("transformers", reason=SKIP_REASON % "transformers")
+    transformers.logging.set_verbosity_error()
+    return types.SimpleNamespace(torch=torch, T=transformers)

@@ -1,6 +1,6 @@
 """Runs test files on each CPU kernel path this machine can take, and prints the margins.
 
-    .venv/bin/python tests/kernel_paths.py tests/test_modeling_numerics.py [more files]
+    .venv/bin/python tests/kernel_paths.py tests/pretrain/models/test_modeling_numerics.py [more files]
 
 Paths: Eigen (TF_ENABLE_ONEDNN_OPTS=0) and oneDNN capped at AVX2, at AVX-512
 (ONEDNN_MAX_CPU_ISA=AVX512_CORE) and uncapped (avx512_bf16 / AMX kernels where the CPU has

@@ -2,11 +2,13 @@
 import glob
 import json
 import os
+import pathlib
 
 import numpy as np
 import tensorflow as tf
 
 from float32_bounds import EPS32, assert_close, encoder_ulps, magnitude, summation_ulps, tolerance
+from pretrain.models.electra.config import ElectraConfig
 
 
 def make_examples(count, max_seq_length=16, max_predictions_per_seq=4, vocab_size=50,
@@ -325,3 +327,21 @@ def assert_trained_alike(got, want, names, drift, m_ulps):
         else:
             ulps, scale = drift / tolerance(1, magnitude(expected)), None
         assert_close(got.get_tensor(name), expected, ulps, scale=scale, err_msg=name)
+
+
+# google-research/electra's variables for a few hparams (make_upstream_variables.py)
+ELECTRA_FIXTURE = (pathlib.Path(__file__).resolve().parent / "fixtures" / "electra"
+                   / "upstream_variables.json")
+CASES = json.loads(ELECTRA_FIXTURE.read_text(encoding="utf-8"))["cases"]
+
+
+def electra_config(hparams):
+    """Our ElectraConfig for upstream's hparams (training_utils.get_bert_config's rule:
+    heads hidden // 64, at least 1; intermediate 4 x hidden)."""
+    bert = dict(hparams["model_hparam_overrides"])
+    bert.update(vocab_size=hparams["vocab_size"], intermediate_size=4 * bert["hidden_size"],
+                num_attention_heads=max(1, bert["hidden_size"] // 64))
+    electra = {name: hparams[name] for name in (
+        "embedding_size", "generator_hidden_size", "generator_layers",
+        "untied_generator_embeddings") if name in hparams}
+    return ElectraConfig(model_type="electra", **bert, **electra)

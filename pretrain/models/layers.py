@@ -224,7 +224,7 @@ def _add_condition_shifts(output, x, shifts, condition, epsilon):
     Added after the plain LayerNorm rather than folded into gamma/beta: oneDNN's
     fused LayerNorm kernel assumes [W] parameters (it crashes on [B, 1, W]), and
     zero shifts then add exactly 0, so a loaded model's outputs stay bit-identical
-    (tests/test_model_options.py checks it with Grappler's rewrites on).
+    (tests/pretrain/models/test_model_options.py checks it with Grappler's rewrites on).
     """
     width = int(output.shape[-1])
     gamma_shift, beta_shift = (shift[:, tf.newaxis, :] for shift in shifts)  # [B, 1, W]

@@ -1,7 +1,7 @@
 """The model families, keyed by a config's `model_type`: the one list of families. Each
 family declares what the toolkit needs to know about it (`pretrain.models.family.
 ModelFamily`) in its own folder, `pretrain/models/<family>/family.py`; a new family is one
-sub-package plus one line in FAMILY_MODULES (tests/test_model_registry.py registers a toy
+sub-package plus one line in FAMILY_MODULES (tests/pretrain/models/test_model_registry.py registers a toy
 one).
 
     config = registry.read_config("bert_config.json")        # the family's config class

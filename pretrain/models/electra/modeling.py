@@ -16,7 +16,7 @@ Variables (E = embedding_size, H = the network's hidden_size):
 There is no pooler: `get_pooled_output` is the first token's final hidden state.
 `embeddings_project` starts from the truncated normal of every other dense layer here;
 upstream's tf.layers.dense starts it from Glorot uniform (names and shapes are the same,
-tests/test_electra_modeling.py checks them against upstream's own graph).
+tests/pretrain/models/electra/test_electra_modeling.py checks them against upstream's own graph).
 """
 import copy
 

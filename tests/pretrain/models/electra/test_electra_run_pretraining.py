@@ -125,7 +125,7 @@ def test_continues_from_an_upstream_checkpoint_without_its_optimizer_state(data,
 
 def test_resume_restores_both_networks_and_their_adam_slots(data, tmp_path):
     """A run resumed from its step-2 checkpoint ends where the straight 4-step run ends:
-    step, both networks' weights and every Adam slot restored (tests/test_resume.py kills
+    step, both networks' weights and every Adam slot restored (tests/pretrain/training/test_resume.py kills
     BERT mid-run; the data here is one batch, so where the input restarts is moot, and the
     replacements are the generator's argmax, as a resumed session draws new noise). The
     records carry SOP labels, which ELECTRA leaves unread."""

@@ -121,7 +121,7 @@ def test_mixed_precision_accumulation_and_resume(data, tmp_path):
 def test_tpu_estimator_plumbing_on_cpu_in_bf16(data, tmp_path):
     """TPUEstimator's CPU emulation: bf16, one-hot embeddings, the (metric_fn, tensors)
     pair of the permutation LM's metrics. Kernel-path sensitive: bf16 matmuls (see
-    tests/test_strategies.py's bf16 plumbing test; bf16 in the name for kernel_paths)."""
+    tests/pretrain/training/test_strategies.py's bf16 plumbing test; bf16 in the name for kernel_paths)."""
     config = registry.read_config(data["cfg"])
     run_config = tf.estimator.tpu.RunConfig(
         model_dir=str(tmp_path), save_checkpoints_steps=100,

@@ -21,8 +21,9 @@ from pretrain.models.electra.modeling import ElectraDiscriminator
 from pretrain.models.electra.pretraining import electra_pretraining_losses
 from pretrain.training import pretraining_model_fn
 from pretrain_testdata import tiny_config
+from conftest import REPO_ROOT
 
-REPO_CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
+REPO_CONFIGS = REPO_ROOT / "configs"
 
 
 def test_the_registered_families_and_what_each_entry_resolves_to():

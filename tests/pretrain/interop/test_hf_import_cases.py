@@ -19,8 +19,9 @@ from common.cli_options import UserError
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain_testdata import tiny_config
+from conftest import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_ROOT)
 WORDS = "bert.embeddings.word_embeddings.weight"
 
 

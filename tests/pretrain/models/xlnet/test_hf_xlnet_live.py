@@ -1,5 +1,5 @@
 """Live XLNet interop against transformers' own code; every test skips without
-torch/transformers (tests/test_hf_xlnet.py covers the same ground from the fixture).
+torch/transformers (tests/pretrain/models/xlnet/test_hf_xlnet.py covers the same ground from the fixture).
 
 Our side (pretrain.interop, our TF graph through xlnet_hf_testutil) and transformers' side
 (eval mode, float32) run in one process; outputs must agree to the bound of two libraries'
@@ -8,7 +8,7 @@ xlnet_hf_testutil.xlnet_chain; kernel-path sensitive). With the throwaway env of
 tests/fixtures/hf_xlnet/README.md (nothing enters .venv):
 
     PYTHONPATH=.:tests:$PWD/.venv/lib/python3.11/site-packages USE_TF=0 \
-        /tmp/hfenv/bin/python -m pytest -q tests/test_hf_xlnet_live.py
+        /tmp/hfenv/bin/python -m pytest -q tests/pretrain/models/xlnet/test_hf_xlnet_live.py
 
 The sentencepiece test also needs sentencepiece there (`/tmp/hfenv/bin/pip install
 sentencepiece`) and skips without it.
@@ -24,7 +24,7 @@ from pretrain.checkpoints import checkpoint_io
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.xlnet.config import XLNetConfig
-from test_hf_live import hf  # noqa: F401  the fixture: torch and transformers, or a skip
+from hf_testutil import hf  # noqa: F401  the fixture: torch and transformers, or a skip
 from tests.float32_bounds import assert_close
 from xlnet_hf_testutil import (WORDPIECE_VOCAB, fixture_copy, load_fixture_arrays,
                                random_xlnet_tensors, xlnet_chain, xlnet_outputs)

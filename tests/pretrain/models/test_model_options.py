@@ -25,8 +25,9 @@ from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, encoder_ulps
 from tests.modeling_helpers import (ModelRunner as Runner, expected_variables, input_batch,
                                     random_weights, tiny_config, write_checkpoint)
 from tests.numpy_bert import NumpyEncoder
+from conftest import REPO_ROOT
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 FIXTURES = REPO / "tests" / "fixtures"
 GOOGLE = dict(model_type="albert", albert_layout="google", embedding_size=8)
 GOOGLE_GROUPS = dict(GOOGLE, num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)

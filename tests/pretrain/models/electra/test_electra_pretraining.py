@@ -6,7 +6,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 from float32_bounds import (ELEMENTWISE_ULPS, assert_close, binomial_tolerance,
                             summation_ulps)
-from test_electra_modeling import CASES, electra_config
+from pretrain_testdata import CASES, electra_config
 
 from pretrain.models.electra.config import ElectraConfig
 from pretrain.models.electra.pretraining import (electra_pretraining_losses,

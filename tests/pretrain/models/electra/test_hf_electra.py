@@ -20,7 +20,7 @@ from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.electra.config import ElectraConfig
 from pretrain_testdata import make_examples, write_records
-from test_electra_modeling import electra_config as upstream_case_config
+from pretrain_testdata import electra_config as upstream_case_config
 from tests.float32_bounds import assert_close
 
 DISC, GEN = FIXTURES / "discriminator", FIXTURES / "generator"

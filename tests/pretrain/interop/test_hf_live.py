@@ -9,7 +9,7 @@ compared magnitude here, the logits' for log-probs); the other GELU moves the ML
 6x-18x that bound. Every such comparison is kernel-path sensitive (oneDNN or Eigen on our
 side).
 
-    PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/test_hf_live.py
+    PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/pretrain/interop/test_hf_live.py
 """
 import os
 import pathlib
@@ -23,16 +23,18 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from data_gen.text.tokenization import FullTokenizer
-from hf_testutil import (assert_log_probs_close, bert_chain, interop_ulps, log_softmax_bound,
-                         logits_of, model_outputs, random_checkpoint)
+from hf_testutil import (assert_log_probs_close, bert_chain, hf,  # noqa: F401  (hf: fixture)
+                         interop_ulps, log_softmax_bound, logits_of, model_outputs,
+                         random_checkpoint)
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
 from pretrain.models import heads, registry, task_heads
 from pretrain.models.bert.config import BertConfig
 from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
 from tests.float32_bounds import assert_close, tolerance
+from conftest import REPO_ROOT
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 VOCAB = REPO / "tests" / "fixtures" / "hf" / "vocab"  # 115 tokens, [MASK] = 4
 SEQ = 12  # _batch() is [2, 12]
 TINY = dict(vocab_size=115, num_attention_heads=4, intermediate_size=37, initializer_range=0.2)
@@ -45,20 +47,6 @@ ALBERT_FIELDS = ("embedding_size", "num_hidden_groups", "inner_group_num")
 TEXT = "我是中国人，他说OK！bert10好的。这里没有书"
 FILL_MASK_TEXT = "我是中[MASK]人"
 PAIR = ("他说ok好的", "你在这里")
-SKIP_REASON = ("%s is not importable: the live transformers interop tests need torch and "
-               "transformers")
-
-
-@pytest.fixture(scope="module")
-def hf():
-    """torch and transformers, or a skip with the reason."""
-    torch = pytest.importorskip("torch", reason=SKIP_REASON % "torch")
-    os.environ.setdefault("USE_TF", "0")  # transformers' TF models are not needed
-    transformers = pytest.importorskip("transformers", reason=SKIP_REASON % "transformers")
-    transformers.logging.set_verbosity_error()
-    return types.SimpleNamespace(torch=torch, T=transformers)
-
-
 # ---- our side -------------------------------------------------------------------------------
 
 def _cli(module, **flags):

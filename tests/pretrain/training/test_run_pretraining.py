@@ -68,7 +68,7 @@ def test_overfits_fixed_batch_and_writes_summaries_and_eval(data, tmp_path):
     losses = _summary_values(str(straight), "train/loss")
     assert len(losses) >= 5 and losses[-1][1] < 0.5 * losses[0][1]  # loss falls
     assert _summary_values(str(straight), "train/learning_rate")
-    # Resuming (global step, optimizer state, input from the start): tests/test_resume.py.
+    # Resuming (global step, optimizer state, input from the start): tests/pretrain/training/test_resume.py.
 
 
 def test_evaluating_an_init_checkpoint_alone_scores_its_weights(data, tmp_path):

@@ -14,32 +14,11 @@ import tensorflow.compat.v1 as tf
 
 from cli_testutil import run_main_in_process
 from finetune import formats, metrics, run_finetune, tag_schemes
-from finetune_helpers import (SPECIALS, TINY_CONFIG, probabilities_sum_tolerance,
-                              read_eval_results, read_jsonl)
+from finetune_helpers import (COMMON, SAMPLES, SEQ,  # noqa: F401
+                              model, probabilities_sum_tolerance, read_eval_results, read_jsonl)
+from conftest import REPO_ROOT
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-SAMPLES = REPO_ROOT / "data" / "sample" / "tasks"
-SEQ = 16  # = the tiny config's max_position_embeddings
-# Tiny models from random initialisation with bias-corrected AdamW (the default): 1e-2 learns
-# the sample tasks in these few steps.
-COMMON = dict(max_seq_length=SEQ, train_batch_size=16, eval_batch_size=128, learning_rate=1e-2,
-              warmup_proportion=0.1, random_seed=1, log_every_n_steps=1000)
 Run = collections.namedtuple("Run", "dir results messages")
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    """A vocab of every character of the samples (ids in sorted order) and a tiny config."""
-    folder = tmp_path_factory.mktemp("model")
-    chars = {char for path in SAMPLES.glob("*/*.*") if path.suffix != ".py"
-             for char in path.read_text(encoding="utf-8") if not char.isspace()}
-    vocab = SPECIALS + sorted(chars)
-    (folder / "vocab.txt").write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
-    (folder / "bert_config.json").write_text(json.dumps(dict(TINY_CONFIG, vocab_size=len(vocab))),
-                                             encoding="utf-8")
-    return {"vocab_file": str(folder / "vocab.txt"),
-            "bert_config_file": str(folder / "bert_config.json")}
-
 
 def finetune(folder, **settings):
     messages = []

@@ -13,9 +13,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from finetune import run_finetune
-from finetune_helpers import (TINY_CONFIG, read_eval_results,
-                              write_random_pretraining_checkpoint)
-from test_run_finetune import COMMON, SAMPLES, model  # noqa: F401  (the samples' vocab)
+from finetune_helpers import (COMMON, SAMPLES, TINY_CONFIG, finetune_from,  # noqa: F401
+                              model, read_eval_results, write_random_pretraining_checkpoint)
 
 ELECTRA = dict(TINY_CONFIG, model_type="electra", embedding_size=16, generator_hidden_size=0.5)
 
@@ -34,14 +33,6 @@ def electra_checkpoint(model, tmp_path_factory):  # noqa: F811
         return made
     return write_random_pretraining_checkpoint(folder, dict(ELECTRA, vocab_size=vocab_size),
                                                features, model["vocab_file"])
-
-
-def finetune_from(checkpoint, out, **settings):
-    messages = []
-    results = run_finetune.run(dict(COMMON, output_dir=str(out), keep_checkpoints=True,
-                                    init_checkpoint=str(checkpoint["dir"]), **settings),
-                               log_fn=messages.append)
-    return results, "\n".join(messages)
 
 
 def check_loaded_the_discriminator(checkpoint, results, out, head_scope):

@@ -1,5 +1,5 @@
 """Live ELECTRA interop against transformers' own code; every test skips without
-torch/transformers (tests/test_hf_electra.py covers the same ground from a fixture).
+torch/transformers (tests/pretrain/models/electra/test_hf_electra.py covers the same ground from a fixture).
 
 Our side runs in this process (run_pretraining, pretrain.interop, our TF graph through
 electra_hf_testutil), transformers' side too (eval mode, float32). Outputs must agree to the
@@ -10,7 +10,7 @@ One way to get an environment with both (nothing enters .venv):
     python3.11 -m venv /tmp/hflive
     /tmp/hflive/bin/pip install torch==2.13.0 transformers==4.57.6 'numpy<2'
     echo "$PWD/.venv/lib/python3.11/site-packages" > /tmp/hflive/lib/python3.11/site-packages/zz.pth
-    PYTHONPATH=.:tests USE_TF=0 /tmp/hflive/bin/python -m pytest -q tests/test_hf_electra_live.py
+    PYTHONPATH=.:tests USE_TF=0 /tmp/hflive/bin/python -m pytest -q tests/pretrain/models/electra/test_hf_electra_live.py
 """
 import pathlib
 
@@ -27,7 +27,7 @@ from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models import registry
 from pretrain_testdata import make_examples, tiny_config, write_records
-from test_hf_live import hf  # noqa: F401  the fixture: torch and transformers, or a skip
+from hf_testutil import hf  # noqa: F401  the fixture: torch and transformers, or a skip
 from tests.float32_bounds import assert_close
 
 VOCAB = FIXTURES / "discriminator" / "vocab.txt"  # 115 tokens

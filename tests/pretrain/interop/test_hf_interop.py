@@ -22,8 +22,9 @@ from pretrain.interop.import_hf import import_model
 from pretrain.models.bert.config import BertConfig
 from pretrain_testdata import make_examples, tiny_config, write_records
 from tests.float32_bounds import assert_close, magnitude, tolerance
+from conftest import REPO_ROOT
 
-FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "hf"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hf"
 TRAINING_STATE = {  # ignored by the export, whatever the optimizer's naming
     "global_step": np.array(7, np.int64),
     "bert/pooler/dense/kernel/adam_m": np.zeros([32, 32], np.float32),

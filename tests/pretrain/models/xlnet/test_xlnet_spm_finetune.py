@@ -15,9 +15,8 @@ import tensorflow.compat.v1 as tf
 
 from data_gen.text.spm_tokenization import INSTALL_HINT, SpmFullTokenizer, prepare_text
 from finetune import compare, run_finetune
-from finetune_helpers import (TINY_CONFIG, write_random_pretraining_checkpoint,
+from finetune_helpers import (COMMON, SAMPLES, TINY_CONFIG, write_random_pretraining_checkpoint,
                               xlnet_pretraining_features)
-from test_run_finetune import COMMON, SAMPLES
 from test_xlnet_finetune import XLNET
 from xlnet_testutil import CONTROL_PIECES, USER_PIECES
 

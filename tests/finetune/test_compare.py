@@ -1,6 +1,6 @@
 """finetune/compare.py: several starting points x seeds, its files (results.json,
 results.md, runs/<n>-<label>/seed<S>/) and the dev-curve plot beside them. (The shell
-wrappers scripts/finetune.sh and lcqmc_finetune.sh are tests/test_finetune_script.py's.)
+wrappers scripts/finetune.sh and lcqmc_finetune.sh are tests/scripts/test_finetune_script.py's.)
 
 Tolerances: accuracies and their differences are float64 ratios of counts, so
 pytest.approx's default (relative 1e-6) is far above their rounding and below 1/N."""

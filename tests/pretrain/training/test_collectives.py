@@ -25,8 +25,9 @@ from cli_testutil import free_ports
 from float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
                             random_rounding_ulps, summation_ulps, tolerance)
 from pretrain_testdata import ARGMAX_ELECTRA, encoder_gradient_ulps, weight_drift
+from conftest import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_ROOT)
 TESTS = os.path.join(REPO, "tests")
 
 IN, HIDDEN, GLOBAL_BATCH = 8, 256, 8

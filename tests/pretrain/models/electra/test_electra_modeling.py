@@ -1,31 +1,15 @@
 """ELECTRA's two networks on today's encoder carry google-research/electra's variable names
 and shapes: the spec is tests/fixtures/electra/upstream_variables.json, written by
 upstream's own run_pretraining.PretrainingModel (make_upstream_variables.py)."""
-import json
-import pathlib
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.models.electra.config import ElectraConfig
 from pretrain.models.electra.modeling import ElectraEncoder
+from pretrain_testdata import CASES, electra_config  # noqa: F401
 
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "electra" / "upstream_variables.json"
-CASES = json.loads(FIXTURE.read_text(encoding="utf-8"))["cases"]
 HEADS = ("generator_predictions/", "discriminator_predictions/")  # the objective's, not here
-
-
-def electra_config(hparams):
-    """Our ElectraConfig for upstream's hparams (training_utils.get_bert_config's rule:
-    heads hidden // 64, at least 1; intermediate 4 x hidden)."""
-    bert = dict(hparams["model_hparam_overrides"])
-    bert.update(vocab_size=hparams["vocab_size"], intermediate_size=4 * bert["hidden_size"],
-                num_attention_heads=max(1, bert["hidden_size"] // 64))
-    electra = {name: hparams[name] for name in (
-        "embedding_size", "generator_hidden_size", "generator_layers",
-        "untied_generator_embeddings") if name in hparams}
-    return ElectraConfig(model_type="electra", **bert, **electra)
 
 
 def build_both(config, batch=2, seq=8, is_training=False):

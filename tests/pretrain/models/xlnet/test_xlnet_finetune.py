@@ -11,14 +11,13 @@ from data_gen.text.tokenization import FullTokenizer
 from finetune.tasks import layout
 from finetune.tasks.classification import encode_texts
 from finetune.tasks.ner import NerTask
-from finetune_helpers import (read_eval_results, write_random_pretraining_checkpoint,
+from finetune_helpers import (SAMPLES, finetune_from, model,  # noqa: F401  (the samples' vocab)
+                              read_eval_results, write_random_pretraining_checkpoint,
                               xlnet_pretraining_features)
 from pretrain.models import registry
 from pretrain.models.xlnet.family import XLNET_LAYOUT
 from pretrain.models.xlnet.modeling import XLNetModel
 from hf_testutil import dense_scale, worst_case_ulps
-from test_electra_finetune import finetune_from
-from test_run_finetune import SAMPLES, model  # noqa: F401  (the samples' vocab)
 from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
 from xlnet_hf_testutil import xlnet_chain
 

@@ -11,7 +11,7 @@ INITIAL_KERNEL = np.array([[0.5], [-0.3], [0.1]], np.float32)
 
 
 # The schedule against hand-derived values, and AdamW/LAMB against a NumPy reference over
-# several updates: tests/test_training_numerics.py.
+# several updates: tests/pretrain/training/test_training_numerics.py.
 
 
 def test_unknown_optimizer_is_refused_with_choices():

@@ -22,8 +22,9 @@ from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import (ARGMAX_ELECTRA, assert_trained_alike, encoder_gradient_ulps,
                                make_examples, moment_ulps, rename_slots_to_legacy, tiny_config,
                                weight_drift, write_records)
+from conftest import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_ROOT)
 TESTS = os.path.join(REPO, "tests")
 
 
@@ -89,7 +90,7 @@ def test_tpu_refuses_local_paths(data, tmp_path, monkeypatch):
 def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16(data, tmp_path, family):
     """TPUEstimator's CPU emulation (a test device only: no flag reaches it) runs the
     TPUEstimatorSpec train/eval plumbing and params["batch_size"]; none of the TPU
-    branches, which tests/test_tpu_path.py runs under a faked TPU context. ELECTRA's
+    branches, which tests/pretrain/training/test_tpu_path.py runs under a faked TPU context. ELECTRA's
     eval metrics (upstream's names) go through TPUEstimator's (metric_fn, tensors) too.
     Kernel-path sensitive: its bf16 matmuls need bf16 kernels (oneDNN's on an avx512_bf16
     CPU, which abort when ONEDNN_MAX_CPU_ISA caps it below them; hence bf16 in the name,

@@ -1,6 +1,6 @@
 """scripts/lcqmc_experiment.sh: one row end to end at a toy budget, and its refusals;
 scripts/train_word_vectors.sh: what it needs, said clearly. (Its dry run and its deprecated
-names: tests/test_script_defaults.py.)"""
+names: tests/scripts/test_script_defaults.py.)"""
 import json
 import subprocess
 import sys
@@ -38,13 +38,13 @@ def _failing_python(tmp_path):
 def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     """Data with span boundaries, pretraining with the SBO head, one comparison of
     fine-tuning from random init and from the checkpoint (one seed; several seeds:
-    tests/test_compare.py), the table: every stage of one row, at a toy budget."""
+    tests/finetune/test_compare.py), the table: every stage of one row, at a toy budget."""
     chars = sorted({char for split in ("train", "dev", "test")
                     for char in (PAIRS / f"{split}.txt").read_text(encoding="utf-8")
                     if not char.isspace() and not char.isascii()})
     vocab = util.write_vocab(tmp_path, extra=chars)
     # A model far smaller than the recipe's (MODEL_CONFIG), so that the row's stages take
-    # seconds; the recipes' own configs: tests/test_script_defaults.py (dry runs).
+    # seconds; the recipes' own configs: tests/scripts/test_script_defaults.py (dry runs).
     vocab_size = len(vocab.read_text(encoding="utf-8").splitlines())
     model = tiny_config(tmp_path / "tiny_bert.json", vocab_size=vocab_size, hidden=32, layers=1)
     runs = tmp_path / "runs"
@@ -97,7 +97,7 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
         f"{100 * accuracy['high']:+.2f}] | {verdict} | 3 | {tflop} |")
     for cell, row in zip(table[2].split(" | ")[3:5], comparison["rows"]):
         dev, test = (row[split]["accuracy"] for split in ("dev", "test"))
-        # One seed: the mean alone, no ± (compare's multi-seed cells: tests/test_compare.py).
+        # One seed: the mean alone, no ± (compare's multi-seed cells: tests/finetune/test_compare.py).
         assert dev["std"] is None and test["std"] is None
         assert cell.startswith(f"{100 * dev['mean']:.2f} / {100 * test['mean']:.2f}")
         assert cell.endswith(f"{100 * test['mean']:.2f}" if not row["collapsed_seeds"]

@@ -8,7 +8,7 @@ The directories are built here as fine-tuning leaves them: encoder and head
 (step 10) and the last checkpoint (step 20) differ, so an export of the wrong one shows.
 The live tests at the end compare with transformers where torch and transformers import:
 
-    PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/test_export_finetuned.py
+    PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/pretrain/interop/test_export_finetuned.py
 """
 import json
 import os
@@ -35,8 +35,9 @@ from pretrain.models import registry, task_heads
 from pretrain.models.bert.config import BertConfig
 from pretrain_testdata import tiny_config
 from tests.float32_bounds import assert_close, summation_ulps
+from conftest import REPO_ROOT
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 VOCAB = REPO / "tests" / "fixtures" / "hf" / "vocab"  # 115 tokens
 TINY = dict(vocab_size=115, num_attention_heads=4, intermediate_size=37, initializer_range=0.2)
 TEXT = "我是中国人，他说OK！bert10好的。这里没有书"

@@ -162,7 +162,7 @@ def test_pretraining_eval_reports_the_baseline_and_warns_only_before_learning(da
     assert untrained["not_learned"][0].startswith(
         "the checkpoint has not yet learned from context: masked_lm_accuracy")
 
-    # A model that has learned: tests/test_run_pretraining.py's overfitting run (one run
+    # A model that has learned: tests/pretrain/training/test_run_pretraining.py's overfitting run (one run
     # fewer here) asserts that it draws no masked-LM warning.
 
     caplog.set_level(logging.WARNING)
