@@ -43,7 +43,7 @@ import os
 
 from common import cli_options
 from pretrain.checkpoints import checkpoint_assets
-from pretrain.interop import export_saved_model, hf_config, hf_converter, hf_files
+from pretrain.interop import export_saved_model, hf_config, hf_files
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
 
@@ -97,8 +97,8 @@ def export_model(init_checkpoint, bert_config_file=None, output_dir=None, vocab_
         config = registry.read_config(assets.config_file)
     except ConfigError as err:
         raise cli_options.UserError("--bert_config_file: %s" % err) from None
-    converter = hf_converter.converter_of(registry.family_of(config))
     hf_config.exported_model_type(config)  # refuses pre-LN before reading weights
+    converter = registry.family_of(config).converter
     if not assets.vocab_file and converter.needs_vocab_file(assets):
         raise checkpoint_assets.missing_file_error("vocab", checkpoint_assets.VOCAB_NAME,
                                                    "--vocab_file", init_checkpoint,
@@ -131,7 +131,7 @@ def _log(log_fn, prefix, output_dir, parts, training_state, assets, config, conv
     from pretrain.interop.hf_weights import format_report  # pylint: disable=import-outside-toplevel
     for subdirectory, _, report, hf, _ in parts:
         log_fn(format_report(report, "Exported %s -> %s (%s)" % (
-            prefix, hf_converter.subdirectory(output_dir, subdirectory),
+            prefix, os.path.join(output_dir, subdirectory) if subdirectory else output_dir,
             hf["architectures"][0])))
     hf = parts[0][3]
     log_fn("ignored %d optimizer/step tensors; config.json %s; config %s (%s), "

@@ -62,9 +62,8 @@ def hf_model_type(hf_config, source="config.json"):
     """transformers' model_type of a config dict (or, without one, its architectures'), one
     that a registered family's converter imports (pretrain.interop.hf_converter); else
     UserError."""
-    from pretrain.interop import hf_converter  # pylint: disable=import-outside-toplevel
     families = [registry.family(name) for name in registry.model_types()]
-    converters = [hf_converter.converter_of(family) for family in families]
+    converters = [family.converter for family in families if family.converter is not None]
     model_type = hf_config.get("model_type")
     architectures = hf_config.get("architectures") or []
     if model_type is None:
@@ -81,7 +80,7 @@ def hf_model_type(hf_config, source="config.json"):
             "offset by padding_idx), which this toolkit cannot represent. The Chinese "
             "RoBERTa-wwm checkpoints (e.g. hfl/chinese-roberta-wwm-ext) are published as BERT "
             "(model_type \"bert\") and import as they are." % source)
-    if hf_converter.converter_for_hf_type(model_type, families) is None:
+    if not any(model_type in converter.hf_model_types for converter in converters):
         known = [hf_type for converter in converters for hf_type in converter.hf_model_types]
         raise UserError("%s: model_type %r (architectures %s) is not supported; import a "
                         "model of model_type %s"
@@ -136,12 +135,11 @@ def bert_config_from_hf(hf_config, source="config.json"):
 def exported_model_type(config):
     """transformers' model_type our config exports as (ModelFamily.hf_model_type), after
     the family's converter has checked that transformers can hold it."""
-    from pretrain.interop import hf_converter  # pylint: disable=import-outside-toplevel
     family = registry.family_of(config)
-    if family.hf_model_type(config) is None:
+    if family.converter is None or family.hf_model_type(config) is None:
         raise UserError("model_type %r cannot be exported to transformers yet"
                         % family.model_type)
-    hf_converter.converter_of(family).check_exportable(config)
+    family.converter.check_exportable(config)
     return family.hf_model_type(config)
 
 

@@ -2,12 +2,10 @@
 import_hf and export_hf call instead of naming a family.
 
 This base class is BERT's and ALBERT's (their name tables in pretrain.interop.hf_weights,
-their config fields in pretrain.interop.hf_config); a family that differs subclasses it in
-its own folder (`pretrain/models/<family>/hf.py`) and names the instance in its
-ModelFamily.hf_converter.
+their config fields in pretrain.interop.hf_config; `BERT`, which their ModelFamily entries
+name); a family that differs subclasses it in its own folder
+(`pretrain/models/<family>/hf.py`) and names the instance in its ModelFamily.hf_converter.
 """
-import os
-
 from common.cli_options import UserError
 from pretrain.interop import hf_config, hf_files
 
@@ -95,21 +93,10 @@ class HFConverter:
 BERT = HFConverter()
 
 
-def converter_of(family):
-    """The family's converter (ModelFamily.hf_converter), else BERT's."""
-    return family.converter or BERT
-
-
 def converter_for_hf_type(hf_model_type, families):
-    """The converter that imports transformers' `hf_model_type` (families: registered
-    ModelFamily objects), else None."""
+    """The converter (ModelFamily.converter) of `families` that imports transformers'
+    `hf_model_type`, else None."""
     for family in families:
-        converter = converter_of(family)
-        if hf_model_type in converter.hf_model_types:
-            return converter
+        if family.converter is not None and hf_model_type in family.converter.hf_model_types:
+            return family.converter
     return None
-
-
-def subdirectory(output_dir, part):
-    """Where an exported part lands."""
-    return os.path.join(output_dir, part) if part else output_dir

@@ -68,8 +68,8 @@ def _converter_option_help(option):
     """--help of an option one family's converter reads, named from the registry."""
     from pretrain.models import registry  # pylint: disable=import-outside-toplevel
     for name in registry.model_types():
-        converter = hf_converter.converter_of(registry.family(name))
-        if option in converter.import_options:
+        converter = registry.family(name).converter
+        if converter is not None and option in converter.import_options:
             return "%s only: %s." % (name, converter.import_options[option])
     return "(no registered family reads it)"
 

@@ -89,9 +89,9 @@ class ModelFamily:
     record_input: "module:attribute" of the family's own record reader (see
       pretrain.models.xlnet.record_input); empty: data_gen's masked-LM records as they are.
     hf_model_type: config -> transformers' model_type the config exports as.
-    hf_converter: "module:attribute" of the family's transformers converter (its name
-      tables, import and export; see pretrain.interop.export_hf); empty: the BERT/ALBERT
-      tables of pretrain.interop.hf_weights.
+    hf_converter: "module:attribute" of the family's transformers converter (a
+      pretrain.interop.hf_converter.HFConverter: its name tables, import and export);
+      empty: the family has no transformers export.
     description: one line for --help and error messages.
     sentence_and_span_heads: whether the objective trains the SOP/NSP and SBO heads.
     training_flops: "module:attribute" of its compute per example:

@@ -180,10 +180,11 @@ def conditioned_against_plain(tmp_path_factory):
     subprocess with oneDNN's kernels off: with them (on in the entry points) the pre-LN
     layout's graph fuses one residual add differently, a last-bit change that would hide
     whether the zero-initialised projections change anything."""
-    script = ("import json, sys; from tests.test_model_options import COND_NAMES, "
+    script = ("import json, sys; from tests.pretrain.models.test_model_options import COND_NAMES, "
               "_conditioned_against_plain as f; "
               "print(json.dumps({n: f(n, sys.argv[1]) for n in COND_NAMES}))")
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2",
+               PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]))
     run = subprocess.run([sys.executable, "-c", script, str(tmp_path_factory.mktemp("cond"))],
                          capture_output=True, text=True, cwd=REPO, env=env, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
