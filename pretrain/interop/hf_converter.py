@@ -20,6 +20,8 @@ class HFConverter:
     sentencepiece_vocab = False
     # import_hf options only this converter reads: {option: what it is}
     import_options = {}
+    # the activation field of our config and of transformers' (named in the logs)
+    activation_field = "hidden_act"
 
     # ---- import ------------------------------------------------------------------------
     def import_config(self, raw_config, source, hf_model_type, head):
@@ -79,15 +81,13 @@ class HFConverter:
         del output_dir
         return [], hf_config.transformers_caveats(parts[0][4])
 
-    @staticmethod
-    def activation(config):
+    def activation(self, config):
         """Our config's activation as the logs name it."""
-        return "hidden_act %s" % config.hidden_act
+        return "%s %s" % (self.activation_field, getattr(config, self.activation_field))
 
-    @staticmethod
-    def exported_activation(hf):
+    def exported_activation(self, hf):
         """The exported config.json's activation as the logs name it."""
-        return "hidden_act %s" % hf["hidden_act"]
+        return "%s %s" % (self.activation_field, hf[self.activation_field])
 
 
 BERT = HFConverter()

@@ -428,6 +428,7 @@ class XLNetConverter(HFConverter):
     hf_model_types = ("xlnet",)
     architecture_prefixes = ("XLNet",)
     sentencepiece_vocab = True
+    activation_field = "ff_activation"
 
     def import_config(self, raw_config, source, hf_model_type, head):
         config, notes = xlnet_config(raw_config, source, head)
@@ -458,14 +459,6 @@ class XLNetConverter(HFConverter):
         head = {"XLNetForSequenceClassification": "classifier"}.get(
             parts[0][3]["architectures"][0])
         return [], caveats(config, head)
-
-    @staticmethod
-    def activation(config):
-        return "ff_activation %s" % config.ff_activation
-
-    @staticmethod
-    def exported_activation(hf):
-        return "ff_activation %s" % hf["ff_activation"]
 
 
 CONVERTER = XLNetConverter()
