@@ -8,6 +8,8 @@ Reads what scripts/continued_experiment.sh leaves in RUNS_DIR/TASK/MODEL/:
                                same batches (init_*), and general/* on held-out general text
   compare/results.json         finetune.compare of "general" (first run: the baseline),
                                "general + continued" and "random init"
+A row whose comparison has not run yet (only continued/eval_results.txt) shows its evals
+and says so in the fine-tuning cells.
 The Δ is the continued model's against the general one (the question continuing asks), on
 the task's selection metric, with compare's interval and verdict, not recomputed here.
 """
@@ -18,11 +20,12 @@ import os
 
 from common import cli_options
 from common.cli_options import UserError, option, required
-from finetune import comparison_report, verdicts
+from finetune import compare, comparison_report, verdicts
 from finetune.experiment_table import MISSING, mean_sd, show_and_write
 from pretrain.training import learning_check
 
 GENERAL, CONTINUED, RANDOM = "general", "general + continued", "random init"
+NOT_RUN = "fine-tuning not run yet"
 COMPARISON = os.path.join("compare", "results.json")
 EVAL_RESULTS = os.path.join("continued", "eval_results.txt")
 
@@ -30,8 +33,18 @@ EVAL_RESULTS = os.path.join("continued", "eval_results.txt")
 def read_row(row_dir):
     """{task, model_name, model, metric, seeds, split, general, continued, random (compare's
     rows), difference (continued vs general on the metric, or None), eval (the continued
-    run's eval_results as floats)} of one TASK/MODEL folder."""
+    run's eval_results as floats)} of one TASK/MODEL folder; before its comparison has run,
+    the evals alone (metric None)."""
     path = os.path.join(row_dir, COMPARISON)
+    eval_path = os.path.join(row_dir, EVAL_RESULTS)
+    if not os.path.isfile(path):
+        config = os.path.join(row_dir, "continued", "bert_config.json")
+        with open(config, encoding="utf-8") as f:
+            model = compare.describe_model(json.load(f))
+        return {"task": os.path.basename(os.path.dirname(row_dir)),
+                "model_name": os.path.basename(row_dir), "model": model, "metric": None,
+                "seeds": [], "general": None, "continued": None, "random": None,
+                "difference": None, "eval": learning_check.read_eval_results(eval_path)}
     with open(path, encoding="utf-8") as f:
         comparison = comparison_report.judge_differences(json.load(f))
     rows = {row["label"]: row for row in comparison_report.comparison_rows(comparison)}
@@ -39,7 +52,6 @@ def read_row(row_dir):
         raise ValueError(f"{path}: expected the runs {GENERAL!r} and {CONTINUED!r} (from "
                          f"scripts/continued_experiment.sh), found {sorted(rows)}")
     metric = comparison["selection_metric"]
-    eval_path = os.path.join(row_dir, EVAL_RESULTS)
     return {"task": os.path.basename(os.path.dirname(row_dir)),
             "model_name": os.path.basename(row_dir), "model": rows[CONTINUED]["model"],
             "metric": metric, "seeds": rows[CONTINUED]["seeds"],
@@ -50,9 +62,10 @@ def read_row(row_dir):
 
 
 def collect_rows(runs_dir):
-    """Every finished TASK/MODEL row of `runs_dir`, by task then model."""
+    """Every TASK/MODEL row of `runs_dir` whose continued pretraining has been evaluated, by
+    task then model."""
     return [read_row(os.path.dirname(os.path.dirname(path))) for path in
-            sorted(glob.glob(os.path.join(runs_dir, "*", "*", COMPARISON)))]
+            sorted(glob.glob(os.path.join(runs_dir, "*", "*", EVAL_RESULTS)))]
 
 
 def _scores(run, metric):
@@ -90,6 +103,11 @@ def markdown_table(rows):
              "|---|---|---|---|---|---|---|---:|---|---|---|"]
     for row in rows:
         metric = row["metric"]
+        if metric is None:
+            lines.append(f"| {row['task']} | {row['model_name']}: {row['model']} "
+                         f"| {_start_end(row['eval'])} | {_start_end(row['eval'], 'general/')} "
+                         f"| {NOT_RUN} | {NOT_RUN} | {NOT_RUN} | | | | |")
+            continue
         verdict = (verdicts.verdict_cell(row["difference"]["verdict"]) if row["difference"]
                    else "not computed")
         lines.append(
@@ -122,7 +140,7 @@ class ContinuedTableOptions:
 def _run(options):
     rows = collect_rows(options.runs_dir) if os.path.isdir(options.runs_dir) else []
     if not rows:
-        raise UserError(f"--runs_dir={options.runs_dir}: no TASK/MODEL/{COMPARISON} yet (run "
+        raise UserError(f"--runs_dir={options.runs_dir}: no TASK/MODEL/{EVAL_RESULTS} yet (run "
                         "bash scripts/continued_experiment.sh TASK MODEL)")
     show_and_write(markdown_table(rows) + "\n\n" + footnote(), options.output_file)
 

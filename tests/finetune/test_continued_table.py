@@ -54,6 +54,22 @@ def test_a_row_shows_start_and_end_evals_and_the_continued_minus_general_delta(t
     assert cells(lines[2])[7:9] == ["+3.00 [-1.00, +5.00]", "no evidence"]
 
 
+def test_a_row_not_yet_fine_tuned_shows_its_evals_and_says_so(tmp_path):
+    _write_row(tmp_path, "lcqmc", "roberta")
+    row = tmp_path / "msra" / "roberta" / "continued"
+    row.mkdir(parents=True)
+    (row / "eval_results.txt").write_text(
+        "masked_lm_accuracy = 0.149\ninit_masked_lm_accuracy = 0.142\n"
+        "general/masked_lm_accuracy = 0.137\ngeneral/init_masked_lm_accuracy = 0.138\n")
+    (row / "bert_config.json").write_text(json.dumps({
+        "vocab_size": 21128, "hidden_size": 256, "num_hidden_layers": 4}))
+    lines = table_lines(continued_table.markdown_table(
+        continued_table.collect_rows(str(tmp_path))))
+    msra = cells(lines[3])
+    assert msra[:4] == ["msra", "roberta: bert L4 H256 V21128", "14.2 → 14.9", "13.8 → 13.7"]
+    assert msra[4:7] == [continued_table.NOT_RUN] * 3 and msra[7:] == ["", "", "", ""]
+
+
 def test_a_comparison_without_the_general_run_is_refused_by_name(tmp_path):
     row = _write_row(tmp_path, "lcqmc", "roberta")
     path = row / "compare" / "results.json"
