@@ -136,9 +136,11 @@ def make_start(args, task, data_dir, init, seed):
     folder = os.path.join(args.work_dir, "start", f"{task}_{init}_seed{seed}")
     hf_dir = os.path.join(folder, "hf")
     if not os.path.exists(os.path.join(hf_dir, "config.json")):
+        # One epoch at learning rate 0 over the whole training file, so that the start's
+        # label list (NER: the tags of every training sentence) is the runs'; scored once.
         settings = _settings(
             args, task, data_dir, os.path.join(folder, "run"), learning_rate=0.0,
-            max_train_examples=args.batch_size, num_train_epochs=1, eval_every_steps=1,
+            num_train_epochs=1, eval_every_steps=10 ** 6,
             random_seed=seed, bert_config_file=_config_file(args.work_dir, 0.1),
             cache_dir=os.path.join(args.work_dir, "cache", "start_" + task),
             vocab_file=args.vocab_file,
