@@ -29,6 +29,7 @@ from conftest import REPO_ROOT
 
 REPO = str(REPO_ROOT)
 TESTS = os.path.join(REPO, "tests")
+HERE = os.path.dirname(os.path.abspath(__file__))  # this module, imported by the workers
 
 IN, HIDDEN, GLOBAL_BATCH = 8, 256, 8
 NUM_PARAMS = IN * HIDDEN + 3 * HIDDEN + 1
@@ -335,7 +336,7 @@ def worker_main(mode, out_dir):
 
 # --------------------------------------------------------------------------- test side
 def _spawn(mode, out_dir, env_extra=None):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, TESTS]), TF_CPP_MIN_LOG_LEVEL="2",
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, TESTS, HERE]), TF_CPP_MIN_LOG_LEVEL="2",
                **(env_extra or {}))
     code = f"import test_collectives as t; t.worker_main({mode!r}, {str(out_dir)!r})"
     return subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
