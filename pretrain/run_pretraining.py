@@ -247,10 +247,10 @@ def run(values):
         logging.info("sentence head %s (data sentence_task=%s)",
                      "on" if use_sentence_head else "off", task or "unknown")
 
-    records, prepared = family.records, None
-    if records is not None:
+    reader, prepared = family.record_reader, None
+    if reader is not None:
         try:
-            prepared, described = records.prepare(sidecars, opts)
+            prepared, described = reader.prepare(sidecars, opts)
         except RecordInputError as err:
             raise data_checks.DataCheckError(str(err)) from None
         logging.info(described)
@@ -312,7 +312,7 @@ def run(values):
             num_cpu_threads=opts.num_cpu_threads, compression=compression,
             shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed,
             skip_corrupt_records=opts.skip_corrupt_records,
-            span_boundaries=opts.span_boundary_objective, record_reader=records, prepared=prepared)
+            span_boundaries=opts.span_boundary_objective, record_reader=reader, prepared=prepared)
 
     result = {"strategy": strategy_name, "precision": precision,
               "sentence_head": use_sentence_head,
@@ -430,8 +430,8 @@ def _record_reader_flags():
     """{flag: model_types whose record reader takes it} (ModelFamily.record_input)."""
     readers = {}
     for name in registry.model_types():
-        records = registry.family(name).records
-        for flag in getattr(records, "flags", ()):
+        reader = registry.family(name).record_reader
+        for flag in getattr(reader, "flags", ()):
             readers.setdefault(flag, []).append(name)
     return readers
 

@@ -150,7 +150,7 @@ class ModelFamily:
         return resolve(self.log_line) if self.log_line else None
 
     @property
-    def records(self) -> Optional[object]:
+    def record_reader(self) -> Optional[object]:
         """The family's record reader, or None for masked-LM records."""
         return resolve(self.record_input) if self.record_input else None
 

@@ -107,9 +107,9 @@ def _check_meta(path, meta, flags):
 def _check_record(path, record, flags):
     """First-record shapes and ids vs flags; returns the list of problems."""
     problems = []
-    records = registry.family(flags.get("model_type") or "bert").records
-    if records is not None:
-        lengths = records.lengths(flags["max_seq_length"], flags["max_predictions_per_seq"])
+    reader = registry.family(flags.get("model_type") or "bert").record_reader
+    if reader is not None:
+        lengths = reader.lengths(flags["max_seq_length"], flags["max_predictions_per_seq"])
         required = list(lengths)
 
         def length_flag(name):
