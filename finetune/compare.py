@@ -12,7 +12,8 @@ fine-tuned once per seed of `--seeds` (the same seeds for every run, default
 are unchanged is collected instead of re-run (`--rerun` forces training;
 `--collect_only` never trains); a run with the same starting point as an
 earlier one reuses that run's fine-tunings, so identical starting points give
-identical numbers.
+identical numbers. `--reuse_from=DIR` also collects matching finished runs from
+another comparison's output folder (a sweep's baseline fine-tuned once).
 
 Model config and vocab per run: the files beside its checkpoint, else
 `--bert_config_file` / `--vocab_file` (or `--spm_model_file`: an XLNet's
@@ -26,6 +27,7 @@ verdict), every seed's numbers in `results.json`, and `dev_curve.png` (mean
 over seeds with a band; needs matplotlib).
 """
 import dataclasses
+import glob
 import json
 import os
 import re
@@ -183,7 +185,18 @@ def describe_model(config):
     return f"{kind} L{layers} H{hidden} V{vocab}"
 
 
-def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn):
+def reusable_elsewhere(reuse_from, plan, settings, seed):
+    """(run_dir, results) of a finished run with these settings, seed and starting weights in
+    another comparison's output folder (any of `reuse_from`), or None."""
+    for other_dir in reuse_from:
+        for run_dir in sorted(glob.glob(os.path.join(other_dir, "runs", "*", f"seed{seed}"))):
+            results = reusable(run_dir, plan, settings)
+            if results is not None:
+                return run_dir, results
+    return None
+
+
+def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn, reuse_from=()):
     """{(run index, seed): (run_dir, results)}."""
     cache_dir = common.get("cache_dir") or os.path.join(out_dir, "feature_cache")
     done = {}
@@ -202,10 +215,13 @@ def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn):
                             spm_model_file=plan["spm_model_file"], output_dir=run_dir,
                             cache_dir=cache_dir, overwrite_output_dir=True)
             previous = None if rerun else reusable(run_dir, plan, settings)
-            if previous is not None:
+            found = (run_dir, previous) if previous is not None else None
+            if found is None and not rerun:
+                found = reusable_elsewhere(reuse_from, plan, settings, seed)
+            if found is not None:
                 log_fn(f"== {position}{plan['label']}, seed {seed}: collecting the finished run "
-                       f"in {run_dir}")
-                done[index, seed] = (run_dir, previous)
+                       f"in {found[0]}")
+                done[index, seed] = found
                 clock.skipped()
                 continue
             if collect_only:
@@ -333,7 +349,7 @@ def write_plot(comparison, metric, out_dir):
 
 
 def compare(run_specs, common, out_dir, seeds=None, rerun=False, collect_only=False,
-            bootstrap_samples=2000, log_fn=print):
+            bootstrap_samples=2000, log_fn=print, reuse_from=()):
     """Runs or collects every starting point and seed, then writes the outputs.
 
     Returns the comparison dict (also in results.json)."""
@@ -341,7 +357,8 @@ def compare(run_specs, common, out_dir, seeds=None, rerun=False, collect_only=Fa
     seeds = list(seeds or [common["random_seed"]])
     os.makedirs(out_dir, exist_ok=True)
     plans = plan_runs(run_specs, common, out_dir)
-    done = _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn)
+    done = _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn,
+                          reuse_from)
     runs = [[done[index, seed] for seed in seeds] for index in range(len(plans))]
     first = runs[0][0][1]
     metric_names = tasks.get_task(first["task"]).metrics
@@ -402,6 +419,9 @@ class CompareOptions(run_finetune.FinetuneSettings):
                                                 "dev_curve.png go.")
     rerun: bool = option(False, "Train every run even if a finished one matches.")
     collect_only: bool = option(False, "Only collect finished runs; never train.")
+    reuse_from: str = option("", "Comma-separated output folders of other comparisons whose "
+                                 "finished runs are collected when settings, seed and starting "
+                                 "weights match (e.g. a sweep reusing its baseline's runs).")
 
 
 def _compare_from_flags(options):
@@ -409,9 +429,15 @@ def _compare_from_flags(options):
     settings = dataclasses.asdict(options)
     run_specs, out_dir = settings.pop("run"), settings.pop("output_dir")
     rerun, collect_only = settings.pop("rerun"), settings.pop("collect_only")
+    reuse_from = [path for path in settings.pop("reuse_from").split(",") if path]
+    for path in reuse_from:
+        if not os.path.isdir(os.path.join(path, "runs")):
+            raise UserError(f"--reuse_from={path}: no runs/ folder there (give the --output_dir "
+                            "of an earlier finetune.compare)")
     seeds = parse_seeds(settings.pop("seeds"), settings["random_seed"])
     compare(run_specs or [], settings, out_dir, seeds=seeds, rerun=rerun,
-            collect_only=collect_only, bootstrap_samples=settings.pop("bootstrap_samples"))
+            collect_only=collect_only, bootstrap_samples=settings.pop("bootstrap_samples"),
+            reuse_from=reuse_from)
 
 
 def main(argv=None):

@@ -1,7 +1,10 @@
-r"""The continued-pretraining table: one row per task and model, general vs general + continued.
+r"""The continued-pretraining tables: one row per task and model, general vs general +
+continued; and a sweep's, one row per continuing recipe.
 
     python -m finetune.continued_table --runs_dir=runs/continued \
         [--output_file=runs/continued/table.md]
+    python -m finetune.continued_table --sweep_dir=runs/continued/lcqmc/roberta/sweep \
+        [--output_file=runs/continued/lcqmc/roberta/sweep/table.md]
 
 Reads what scripts/continued_experiment.sh leaves in RUNS_DIR/TASK/MODEL/:
   continued/eval_results.txt   the continued model's held-out eval beside its start's on the
@@ -12,19 +15,24 @@ A row whose comparison has not run yet (only continued/eval_results.txt) shows i
 and says so in the fine-tuning cells.
 The Δ is the continued model's against the general one (the question continuing asks), on
 the task's selection metric, with compare's interval and verdict, not recomputed here.
+A sweep (`continued_experiment.sh TASK MODEL sweep`) leaves SWEEP_DIR/compare/results.json:
+"general" first, then one run per point labelled "lr RATE, N steps", each point's
+eval_results.txt beside its checkpoint.
 """
 import dataclasses
 import glob
 import json
 import os
+import re
 
 from common import cli_options
-from common.cli_options import UserError, option, required
+from common.cli_options import UserError, option
 from finetune import compare, comparison_report, verdicts
 from finetune.experiment_table import MISSING, mean_sd, show_and_write
 from pretrain.training import learning_check
 
 GENERAL, CONTINUED, RANDOM = "general", "general + continued", "random init"
+SWEEP_POINT = re.compile(r"^lr (?P<rate>[0-9.eE+-]+), (?P<steps>[0-9]+) steps$")
 NOT_RUN = "fine-tuning not run yet"
 COMPARISON = os.path.join("compare", "results.json")
 EVAL_RESULTS = os.path.join("continued", "eval_results.txt")
@@ -130,14 +138,75 @@ def footnote():
             "baseline at chance (the cell says why).")
 
 
+def read_sweep(sweep_dir):
+    """{metric, seeds, general (compare's row), points: [{rate, steps, row, eval}]} of a
+    sweep's comparison, points by steps then learning rate."""
+    path = os.path.join(sweep_dir, COMPARISON)
+    with open(path, encoding="utf-8") as f:
+        comparison = comparison_report.judge_differences(json.load(f))
+    rows = comparison_report.comparison_rows(comparison)
+    if not rows or rows[0]["label"] != GENERAL:
+        raise ValueError(f"{path}: expected {GENERAL!r} as the first run (from "
+                         "scripts/continued_experiment.sh TASK MODEL sweep)")
+    points = []
+    for row in rows[1:]:
+        match = SWEEP_POINT.match(row["label"])
+        if match is None:
+            raise ValueError(f"{path}: run {row['label']!r} is not a sweep point "
+                             "('lr RATE, N steps')")
+        points.append({"rate": match["rate"], "steps": int(match["steps"]), "row": row,
+                       "eval": learning_check.read_eval_results(
+                           os.path.join(row["init_checkpoint"] or "", "eval_results.txt"))})
+    points.sort(key=lambda point: (point["steps"], float(point["rate"])))
+    return {"metric": comparison["selection_metric"], "seeds": rows[0]["seeds"],
+            "general": rows[0], "points": points}
+
+
+def sweep_table(sweep):
+    """One line for the general model, then one per point; the largest Δ named below."""
+    metric = sweep["metric"]
+    lines = ["| continuing recipe | MLM acc. on held-out task text, start → end "
+             "| on general text | " + f"{metric} dev / test "
+             "| Δ vs general [95% CI] | verdict |",
+             "|---|---|---|---|---:|---|",
+             f"| general (not continued) | | | {_scores(sweep['general'], metric)} | | |"]
+    for point in sweep["points"]:
+        difference = (point["row"]["against_first_run"] or {}).get(metric)
+        verdict = verdicts.verdict_cell(difference["verdict"]) if difference else MISSING
+        lines.append(
+            f"| lr {point['rate']}, {point['steps']} steps | {_start_end(point['eval'])} "
+            f"| {_start_end(point['eval'], 'general/')} | {_scores(point['row'], metric)} "
+            f"| {_delta({'difference': difference})} | {verdict} |")
+    judged = [point for point in sweep["points"]
+              if (point["row"]["against_first_run"] or {}).get(metric)]
+    if judged:
+        best = max(judged, key=lambda point: point["row"]["against_first_run"][metric]
+                   ["difference"])
+        lines += ["", f"Largest Δ: lr {best['rate']}, {best['steps']} steps (seeds "
+                  f"{', '.join(map(str, sweep['seeds']))}; Δ in points of test {metric}, "
+                  "each point against the same general fine-tunings)."]
+    return "\n".join(lines)
+
+
 @dataclasses.dataclass
 class ContinuedTableOptions:
     """The flags of `python -m finetune.continued_table`."""
-    runs_dir: str = required("The RUNS folder of scripts/continued_experiment.sh.")
+    runs_dir: str = option("", "The RUNS folder of scripts/continued_experiment.sh.")
+    sweep_dir: str = option("", "Instead: a sweep's folder (RUNS/TASK/MODEL/sweep of "
+                                "continued_experiment.sh TASK MODEL sweep).")
     output_file: str = option("", "Also write the Markdown table here.")
 
 
 def _run(options):
+    if bool(options.runs_dir) == bool(options.sweep_dir):
+        raise UserError("give --runs_dir (the rows' table) or --sweep_dir (a sweep's), one of "
+                        "them")
+    if options.sweep_dir:
+        if not os.path.isfile(os.path.join(options.sweep_dir, COMPARISON)):
+            raise UserError(f"--sweep_dir={options.sweep_dir}: no {COMPARISON} yet (run bash "
+                            "scripts/continued_experiment.sh TASK MODEL sweep)")
+        show_and_write(sweep_table(read_sweep(options.sweep_dir)), options.output_file)
+        return
     rows = collect_rows(options.runs_dir) if os.path.isdir(options.runs_dir) else []
     if not rows:
         raise UserError(f"--runs_dir={options.runs_dir}: no TASK/MODEL/{EVAL_RESULTS} yet (run "

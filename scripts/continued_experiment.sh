@@ -26,11 +26,14 @@ CONTINUE_LEARNING_RATE="${CONTINUE_LEARNING_RATE:-1e-4}"
 CONTINUE_STEPS="${CONTINUE_STEPS:-500}"
 CONTINUE_BATCH_SIZE="${CONTINUE_BATCH_SIZE:-64}"
 CONTINUE_SEED="${CONTINUE_SEED:-1}"
+# The sweep (third argument "sweep"): every learning rate at every step count.
+SWEEP_LEARNING_RATES="${SWEEP_LEARNING_RATES:-2e-5,1e-4,5e-4}"
+SWEEP_STEPS="${SWEEP_STEPS:-500,1000}"
 DRY_RUN="${DRY_RUN:-0}"
 
 usage() {
   cat <<EOF
-Usage: bash scripts/continued_experiment.sh [--dry_run] TASK MODEL
+Usage: bash scripts/continued_experiment.sh [--dry_run] TASK MODEL [sweep]
 
 TASK (its training split's text is continued on; dev and test are never read before
 fine-tuning):
@@ -46,6 +49,11 @@ MODEL (a general model of scripts/make_general_models.sh, in GENERAL_MODELS):
 Writes RUNS/TASK/MODEL/{docs.txt, data/ (data/eval/: held out), continued/ (eval_results.txt:
 init_* = the general model on the same batches, general/* = its own held-out general text),
 compare/ (results.md, results.json)}.
+With "sweep" (after the row has run): the general model continued at every point of
+SWEEP_LEARNING_RATES x SWEEP_STEPS (RUNS/TASK/MODEL/sweep/lr<RATE>_steps<N>/; the row's own
+run stands for its recipe's point), one finetune.compare of the general model against every
+point (sweep/compare/, the row's finished fine-tunings reused) and sweep/table.md: Δ of each
+point against the general model beside its held-out MLM, start and end.
 
 Settings (environment variables) [defaults]:
   GENERAL_MODELS     folder of make_general_models.sh   [${GENERAL_MODELS}]
@@ -55,6 +63,8 @@ Settings (environment variables) [defaults]:
   CONTINUE_STEPS     continued-pretraining updates      [${CONTINUE_STEPS}]
   CONTINUE_BATCH_SIZE  sequences per update             [${CONTINUE_BATCH_SIZE}]
   CONTINUE_SEED      pretraining seed                   [${CONTINUE_SEED}]
+  SWEEP_LEARNING_RATES  the sweep's peak rates          [${SWEEP_LEARNING_RATES}]
+  SWEEP_STEPS        the sweep's step counts            [${SWEEP_STEPS}]
   MAX_SEQ_LENGTH     pretraining data length            [${MAX_SEQ_LENGTH}]
   MAX_PREDICTIONS    masked positions per sequence      [${MAX_PREDICTIONS}]
   DUPE_FACTOR        masking passes over the task text  [${DUPE_FACTOR}]
@@ -65,8 +75,10 @@ EOF
 }
 
 parse_script_args "$@"
-[[ ${#POSITIONAL[@]} -eq 2 ]] || { usage >&2; exit 2; }
-TASK="${POSITIONAL[0]}"; MODEL="${POSITIONAL[1]}"
+[[ ${#POSITIONAL[@]} -eq 2 || ${#POSITIONAL[@]} -eq 3 ]] || { usage >&2; exit 2; }
+TASK="${POSITIONAL[0]}"; MODEL="${POSITIONAL[1]}"; STAGE="${POSITIONAL[2]:-row}"
+[[ "${STAGE}" == row || "${STAGE}" == sweep ]] || die "unknown third argument '${STAGE}': \
+give sweep, or nothing for the row"
 case "${MODEL}" in
   roberta) GENERAL="${GENERAL_MODELS}/bert"; MODE=roberta ;;
   albert) GENERAL="${GENERAL_MODELS}/albert"; MODE=albert ;;
@@ -130,16 +142,63 @@ if [[ ! -f "${ROW}/data/eval/task.tfrecord.meta.json" ]]; then
     --max_predictions_per_seq="${MAX_PREDICTIONS}" --dupe_factor="${DUPE_FACTOR}" \
     --eval_share="${EVAL_SHARE}" --random_seed="${CONTINUE_SEED}"
 fi
-stage "continuing from ${GENERAL}/released: ${CONTINUE_STEPS} steps at ${CONTINUE_LEARNING_RATE}"
-run "${PYTHON}" -m pretrain.run_pretraining --init_checkpoint="${GENERAL}/released" \
-  --input_file="${ROW}/data/task.tfrecord" --eval_input_file="${ROW}/data/eval/task.tfrecord" \
-  --extra_eval_input_file=general="${GENERAL}/data/eval/general.tfrecord" \
-  --output_dir="${ROW}/continued" --do_train --do_eval --optimizer=adamw --adam_bias_correction \
-  --learning_rate="${CONTINUE_LEARNING_RATE}" --num_train_steps="${CONTINUE_STEPS}" \
-  --num_warmup_steps=$(( CONTINUE_STEPS / 10 )) --train_batch_size="${CONTINUE_BATCH_SIZE}" \
-  --save_checkpoints_steps="${CONTINUE_STEPS}" --max_eval_steps=1000 \
-  --random_seed="${CONTINUE_SEED}" --strategy=cpu
-run "${PYTHON}" -m pretrain.training.learning_check --eval_results="${ROW}/continued/eval_results.txt"
+# Continues the general model with one recipe into $1 (learning rate $2, $3 steps), unless a
+# finished run of that recipe is there; its recipe is recorded beside the checkpoint
+# (continue_recipe.json) so a sweep can tell which point the row's own run is.
+recipe_json() {
+  printf '{"learning_rate": "%s", "steps": %s, "batch_size": %s, "seed": %s}' "$1" "$2" \
+    "${CONTINUE_BATCH_SIZE}" "${CONTINUE_SEED}"
+}
+continue_general() {
+  local out="$1" rate="$2" steps="$3"
+  local recipe; recipe="$(recipe_json "${rate}" "${steps}")"
+  if [[ -f "${out}/eval_results.txt" && "$(cat "${out}/continue_recipe.json" 2>/dev/null)" == "${recipe}" ]]; then
+    stage "continued ${steps} steps at ${rate}: finished in ${out}"
+    return
+  fi
+  stage "continuing from ${GENERAL}/released: ${steps} steps at ${rate} into ${out}"
+  run "${PYTHON}" -m pretrain.run_pretraining --init_checkpoint="${GENERAL}/released" \
+    --input_file="${ROW}/data/task.tfrecord" --eval_input_file="${ROW}/data/eval/task.tfrecord" \
+    --extra_eval_input_file=general="${GENERAL}/data/eval/general.tfrecord" \
+    --output_dir="${out}" --do_train --do_eval --optimizer=adamw --adam_bias_correction \
+    --learning_rate="${rate}" --num_train_steps="${steps}" \
+    --num_warmup_steps=$(( steps / 10 )) --train_batch_size="${CONTINUE_BATCH_SIZE}" \
+    --save_checkpoints_steps="${steps}" --max_eval_steps=1000 \
+    --random_seed="${CONTINUE_SEED}" --strategy=cpu
+  run "${PYTHON}" -m pretrain.training.learning_check --eval_results="${out}/eval_results.txt"
+  if [[ "${DRY_RUN}" != "1" ]]; then
+    echo "${recipe}" > "${out}/continue_recipe.json.tmp"
+    mv "${out}/continue_recipe.json.tmp" "${out}/continue_recipe.json"
+  fi
+}
+
+if [[ "${STAGE}" == sweep ]]; then
+  # Every point of SWEEP_LEARNING_RATES x SWEEP_STEPS against the general model; the row's own
+  # run stands for its recipe's point, and the row's finished fine-tunings are reused.
+  RUN_FLAGS=(--run="general=${GENERAL}/released")
+  IFS=, read -r -a RATES <<< "${SWEEP_LEARNING_RATES}"
+  IFS=, read -r -a STEP_COUNTS <<< "${SWEEP_STEPS}"
+  for steps in "${STEP_COUNTS[@]}"; do
+    for rate in "${RATES[@]}"; do
+      out="${ROW}/sweep/lr${rate}_steps${steps}"
+      [[ "$(cat "${ROW}/continued/continue_recipe.json" 2>/dev/null)" \
+         == "$(recipe_json "${rate}" "${steps}")" ]] && out="${ROW}/continued"
+      continue_general "${out}" "${rate}" "${steps}"
+      RUN_FLAGS+=(--run="lr ${rate}, ${steps} steps=${out}")
+    done
+  done
+  stage "fine-tuning: general and every sweep point, seeds ${SEEDS}"
+  REUSE=()
+  [[ -d "${ROW}/compare/runs" ]] && REUSE=(--reuse_from="${ROW}/compare")
+  run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/sweep/compare" \
+    --seeds="${SEEDS}" "${REUSE[@]}" "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
+  stage "sweep table"
+  run "${PYTHON}" -m finetune.continued_table --sweep_dir="${ROW}/sweep" \
+    --output_file="${ROW}/sweep/table.md"
+  exit 0
+fi
+
+continue_general "${ROW}/continued" "${CONTINUE_LEARNING_RATE}" "${CONTINUE_STEPS}"
 # The general model is the baseline: the Δ of "general + continued" answers the question;
 # random initialisation is there for scale.
 stage "fine-tuning: general, general + continued, random init, seeds ${SEEDS}"

@@ -15,6 +15,7 @@ import sys
 import pytest
 import tensorflow.compat.v1 as tf
 
+from cli_testutil import run_main_in_process
 from common.cli_options import UserError
 from finetune import comparison_report, compare, dev_curve_plot, experiment_table
 from finetune_helpers import TINY_CONFIG, fast_settings, trained_run
@@ -182,6 +183,25 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
         compare.compare(specs, dict(common, learning_rate=5e-4), str(out), collect_only=True,
                         seeds=[3], log_fn=lambda m: None)
 
+    # Another comparison collects these finished runs by settings, seed and starting weights,
+    # whatever their labels and order (a sweep's baseline fine-tuned once); without
+    # --reuse_from it has nothing to collect.
+    sweep_out = tmp_path / "sweep"
+    with pytest.raises(UserError, match="run 'baseline', seed 3: no finished run"):
+        compare.compare([f"baseline={checkpoint_dir}"], common, str(sweep_out), seeds=[3],
+                        collect_only=True, log_fn=lambda m: None)
+    printed.clear()
+    reused = compare.compare([f"baseline={checkpoint_dir}", "from scratch="], common,
+                             str(sweep_out), seeds=[3], collect_only=True,
+                             reuse_from=[str(out)], bootstrap_samples=200,
+                             log_fn=printed.append)
+    assert [run["per_seed"][0]["run_dir"] for run in reused["runs"]] == [
+        str(out / "runs" / "2-solved" / "seed3"), str(out / "runs" / "1-random_init" / "seed3")]
+    assert [run["test_accuracy"] for run in reused["runs"]] == [
+        solved["test_accuracy"], random_init["test_accuracy"]]
+    assert sum(f"collecting the finished run in {out}" in m for m in printed) == 2
+    assert not [m for m in printed if "fine-tuning from" in m]
+
     # The random-init run alone, its config now from --bert_config_file: the same model
     # written elsewhere in another form (defaults spelled out) is collected; another
     # architecture is not.
@@ -255,6 +275,17 @@ def test_cli_errors_are_one_line_with_exit_code_2(repo_root, tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "error: give at least one --run=LABEL=CHECKPOINT")
+
+
+def test_reuse_from_must_name_a_comparison_folder(tmp_path):
+    (tmp_path / "not_a_comparison").mkdir()
+    code, _, err, _ = run_main_in_process("finetune.compare", [
+        "--data_dir=d", "--vocab_file=v", f"--output_dir={tmp_path}/out", "--run=a=",
+        f"--reuse_from={tmp_path}/not_a_comparison"], tmp_path)
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"error: --reuse_from={tmp_path}/not_a_comparison: no runs/ folder there (give the "
+        "--output_dir of an earlier finetune.compare)")
 
 
 def test_a_checkpoint_rewritten_under_the_same_path_is_not_reused(tmp_path):

@@ -92,3 +92,72 @@ def test_the_cli_writes_the_table_or_says_what_to_run(tmp_path):
     assert code == 0, err
     written = (tmp_path / "table.md").read_text(encoding="utf-8")
     assert "| msra | albert: bert L4 H256 V21128 |" in written and written in out + "\n"
+
+
+def _write_sweep(root, points):
+    """A sweep folder as continued_experiment.sh TASK MODEL sweep leaves it: compare's
+    results.json (general first, then each point, test Δ per point) and each point's
+    eval_results.txt beside its checkpoint."""
+    def runs(test):
+        return [seed_result(seed, {"accuracy": test + 0.01}, {"accuracy": test})
+                for seed in (1, 2, 3)]
+    comparison = {
+        "task": "pair", "title": "sweep", "metrics": ["accuracy"],
+        "selection_metric": "accuracy", "seeds": [1, 2, 3], "evaluated_split": "test",
+        "runs": [{"label": "general", "model": "bert L4 H256 V21128", "init_checkpoint": "g",
+                  "per_seed": runs(0.58)}], "differences": []}
+    for label, folder, delta, low, verdict, start, end in points:
+        (root / folder).mkdir(parents=True)
+        (root / folder / "eval_results.txt").write_text(
+            f"masked_lm_accuracy = {end}\ninit_masked_lm_accuracy = {start}\n"
+            "general/masked_lm_accuracy = 0.12\ngeneral/init_masked_lm_accuracy = 0.138\n")
+        comparison["runs"].append({"label": label, "model": "bert L4 H256 V21128",
+                                   "init_checkpoint": str(root / folder),
+                                   "per_seed": runs(0.58 + delta)})
+        comparison["differences"].append(
+            difference(label, "accuracy", delta, low, delta + 0.005, verdict))
+    (root / "compare").mkdir(parents=True)
+    (root / "compare" / "results.json").write_text(json.dumps(comparison))
+
+
+def test_a_sweep_shows_each_recipe_against_the_general_model_and_names_the_largest(tmp_path):
+    sweep = tmp_path / "sweep"
+    _write_sweep(sweep, [  # in the order compare ran them, not the table's
+        ("lr 5e-4, 500 steps", "lr5e-4_steps500", 0.012, 0.004, "better", 0.127, 0.16),
+        ("lr 2e-5, 500 steps", "lr2e-5_steps500", 0.001, -0.004, "no evidence", 0.127, 0.13),
+        ("lr 1e-4, 1000 steps", "lr1e-4_steps1000", -0.006, -0.01, "worse", 0.127, 0.15),
+        ("lr 1e-4, 500 steps", "row_continued", 0.008, 0.003, "better", 0.127, 0.147)])
+    lines = table_lines(continued_table.sweep_table(continued_table.read_sweep(str(sweep))))
+    assert [cells(line)[0] for line in lines[2:]] == [
+        "general (not continued)", "lr 2e-5, 500 steps", "lr 1e-4, 500 steps",
+        "lr 5e-4, 500 steps", "lr 1e-4, 1000 steps"]
+    assert cells(lines[2])[3] == "59.00 ± 0.00 / 58.00 ± 0.00"
+    assert cells(lines[5]) == ["lr 5e-4, 500 steps", "12.7 → 16.0", "13.8 → 12.0",
+                               "60.20 ± 0.00 / 59.20 ± 0.00", "+1.20 [+0.40, +1.70]",
+                               "**better**"]
+    assert cells(lines[6])[4:] == ["-0.60 [-1.00, -0.10]", "**worse**"]
+    table = continued_table.sweep_table(continued_table.read_sweep(str(sweep)))
+    assert table.splitlines()[-1].startswith("Largest Δ: lr 5e-4, 500 steps (seeds 1, 2, 3;")
+
+
+def test_a_sweep_comparison_with_a_run_that_is_no_sweep_point_is_refused(tmp_path):
+    _write_sweep(tmp_path, [("general + continued", "c", 0.01, 0.0, "better", 0.1, 0.2)])
+    with pytest.raises(ValueError, match="run 'general \\+ continued' is not a sweep point"):
+        continued_table.read_sweep(str(tmp_path))
+
+
+def test_the_cli_takes_runs_dir_or_sweep_dir(tmp_path):
+    for args, message in (([], "give --runs_dir (the rows' table) or --sweep_dir"),
+                          ([f"--runs_dir={tmp_path}", f"--sweep_dir={tmp_path}"],
+                           "give --runs_dir (the rows' table) or --sweep_dir"),
+                          ([f"--sweep_dir={tmp_path}"],
+                           "bash scripts/continued_experiment.sh TASK MODEL sweep")):
+        code, _, err, _ = run_main_in_process("finetune.continued_table", args, tmp_path)
+        assert code == 2 and message in err and "Traceback" not in err
+    _write_sweep(tmp_path / "sweep", [("lr 1e-4, 500 steps", "p", 0.01, 0.002, "better",
+                                       0.1, 0.2)])
+    code, out, err, _ = run_main_in_process(
+        "finetune.continued_table", [f"--sweep_dir={tmp_path}/sweep",
+                                     f"--output_file={tmp_path}/sweep/table.md"], tmp_path)
+    assert code == 0, err
+    assert "| lr 1e-4, 500 steps | 10.0 → 20.0 |" in (tmp_path / "sweep" / "table.md").read_text()

@@ -75,3 +75,45 @@ def test_the_continued_experiment_compares_the_general_model_first(tmp_path):
     code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "albert",
                             GENERAL_MODELS=str(tmp_path / "general"))
     assert code == 2 and "MODELS=albert bash scripts/make_general_models.sh" in err
+
+
+def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(tmp_path):
+    general = tmp_path / "general" / "bert" / "released"
+    general.mkdir(parents=True)
+    (general / "vocab.txt").write_text("[PAD]\n")
+    row = tmp_path / "runs" / "chnsenticorp" / "roberta"
+    (row / "continued").mkdir(parents=True)  # the row's own run: 1e-4, 500 steps, finished
+    (row / "continued" / "eval_results.txt").write_text("masked_lm_accuracy = 0.2\n")
+    (row / "continued" / "continue_recipe.json").write_text(
+        '{"learning_rate": "1e-4", "steps": 500, "batch_size": 64, "seed": 1}\n')
+    (row / "compare" / "runs").mkdir(parents=True)
+    settings = dict(GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
+                    CHNSENTICORP_DIR=str(tmp_path / "senti"), SWEEP_LEARNING_RATES="1e-4,5e-4",
+                    SWEEP_STEPS="500,1000")
+    code, out, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta", "sweep",
+                              **settings)
+    assert code == 0, err
+    trained = [line.split("--output_dir=")[1].split()[0] for line in out.splitlines()
+               if "pretrain.run_pretraining" in line]
+    assert trained == [f"{row}/sweep/lr5e-4_steps500", f"{row}/sweep/lr1e-4_steps1000",
+                       f"{row}/sweep/lr5e-4_steps1000"]  # 1e-4 x 500 is the row's run
+    assert f"continued 500 steps at 1e-4: finished in {row}/continued" in out
+    (compare,) = [line for line in out.splitlines() if "finetune.compare" in line]
+    assert f"--output_dir={row}/sweep/compare" in compare
+    assert f"--reuse_from={row}/compare" in compare
+    runs = compare.split(" --run=")[1:]
+    assert [run.split("=")[0].replace("\\", "") for run in runs] == [
+        "general", "lr 1e-4, 500 steps", "lr 5e-4, 500 steps", "lr 1e-4, 1000 steps",
+        "lr 5e-4, 1000 steps"]
+    assert f"lr\\ 1e-4\\,\\ 500\\ steps={row}/continued" in compare
+    assert out.rstrip().splitlines()[-1].endswith(
+        f"-m finetune.continued_table --sweep_dir={row}/sweep --output_file={row}/sweep/table.md")
+    # Another recipe on record: the row's run is not taken for the 1e-4 x 500 point.
+    (row / "continued" / "continue_recipe.json").write_text(
+        '{"learning_rate": "1e-4", "steps": 500, "batch_size": 32, "seed": 1}\n')
+    code, out, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta", "sweep",
+                              **settings)
+    assert code == 0 and f"--output_dir={row}/sweep/lr1e-4_steps500 " in out
+    code, _, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta", "sweeps",
+                            **settings)
+    assert code == 2 and "unknown third argument 'sweeps'" in err
