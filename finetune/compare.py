@@ -59,6 +59,8 @@ COMPARED_SETTINGS = ("task", "train_file", "dev_file", "test_file", "data_dir", 
                      "max_train_examples", "max_dev_examples", "eval_every_steps",
                      "warmup_proportion", "adam_bias_correction", "strategy")
 
+PATH_SETTINGS = ("train_file", "dev_file", "test_file", "data_dir")
+
 
 def parse_run(spec):
     """'LABEL=PATH' -> (label, path or None)."""
@@ -142,7 +144,8 @@ def reusable(run_dir, plan, settings):
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
     saved = results.get("settings", {})
-    same = all(saved.get(name, run_finetune.DEFAULTS.get(name)) == settings.get(name)
+    same = all(_same_setting(name, saved.get(name, run_finetune.DEFAULTS.get(name)),
+                             settings.get(name))
                for name in COMPARED_SETTINGS)  # a setting added later: its default
     same = same and saved.get("random_seed") == settings["random_seed"]
     same = same and _same_config(results.get("bert_config_file"), plan["bert_config_file"])
@@ -151,6 +154,16 @@ def reusable(run_dir, plan, settings):
     if same and plan["checkpoint"]:
         same = _same_weights(init, plan["checkpoint"], path)
     return results if same else None
+
+
+def _same_setting(name, saved, value):
+    """Equal values; the data's paths equal when they name the same file or folder
+    (`d/../data/x` and `/abs/data/x`, or a tree run from another checkout)."""
+    if saved == value:
+        return True
+    if name in PATH_SETTINGS and saved and value:
+        return os.path.realpath(saved) == os.path.realpath(value)
+    return False
 
 
 def _same_weights(init, checkpoint, results_path):

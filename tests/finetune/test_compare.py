@@ -201,6 +201,13 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
         solved["test_accuracy"], random_init["test_accuracy"]]
     assert sum(f"collecting the finished run in {out}" in m for m in printed) == 2
     assert not [m for m in printed if "fine-tuning from" in m]
+    # The same data folder spelled another way (another checkout's ../shared) is the same.
+    data_dir = common["data_dir"]
+    respelled = os.path.join(data_dir, "..", os.path.basename(data_dir))
+    again = compare.compare([f"baseline={checkpoint_dir}"], dict(common, data_dir=respelled),
+                            str(sweep_out), seeds=[3], collect_only=True,
+                            reuse_from=[str(out)], bootstrap_samples=200, log_fn=lambda m: None)
+    assert again["runs"][0]["test_accuracy"] == solved["test_accuracy"]
 
     # The random-init run alone, its config now from --bert_config_file: the same model
     # written elsewhere in another form (defaults spelled out) is collected; another
