@@ -149,10 +149,15 @@ recipe_json() {
   printf '{"learning_rate": "%s", "steps": %s, "batch_size": %s, "seed": %s}' "$1" "$2" \
     "${CONTINUE_BATCH_SIZE}" "${CONTINUE_SEED}"
 }
+# Whether folder $1 holds a finished continued run of learning rate $2 and $3 steps.
+finished_recipe() {
+  [[ -f "$1/eval_results.txt" && "$(cat "$1/continue_recipe.json" 2>/dev/null)" \
+     == "$(recipe_json "$2" "$3")" ]]
+}
 continue_general() {
   local out="$1" rate="$2" steps="$3"
   local recipe; recipe="$(recipe_json "${rate}" "${steps}")"
-  if [[ -f "${out}/eval_results.txt" && "$(cat "${out}/continue_recipe.json" 2>/dev/null)" == "${recipe}" ]]; then
+  if finished_recipe "${out}" "${rate}" "${steps}"; then
     stage "continued ${steps} steps at ${rate}: finished in ${out}"
     return
   fi
@@ -181,8 +186,7 @@ if [[ "${STAGE}" == sweep ]]; then
   for steps in "${STEP_COUNTS[@]}"; do
     for rate in "${RATES[@]}"; do
       out="${ROW}/sweep/lr${rate}_steps${steps}"
-      [[ "$(cat "${ROW}/continued/continue_recipe.json" 2>/dev/null)" \
-         == "$(recipe_json "${rate}" "${steps}")" ]] && out="${ROW}/continued"
+      finished_recipe "${ROW}/continued" "${rate}" "${steps}" && out="${ROW}/continued"
       continue_general "${out}" "${rate}" "${steps}"
       RUN_FLAGS+=(--run="lr ${rate}, ${steps} steps=${out}")
     done
