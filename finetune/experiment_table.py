@@ -156,6 +156,12 @@ def _confidence(rows):
     return "/".join(f"{level:.0%}" for level in levels) or "95%"
 
 
+# What a row's eval cell says of each head that has not left its baseline.
+NOT_LEARNED_CELLS = {"masked_lm_accuracy": "MLM on its unigram plateau",
+                     "plm_accuracy": "permutation LM on its unigram plateau",
+                     "disc_accuracy": "discriminator no better than always 'original'"}
+
+
 def markdown_table(rows):
     """The Markdown table, one line per row."""
     lines = [f"| recipe | model | pretraining eval | random init dev / test acc. "
@@ -166,8 +172,9 @@ def markdown_table(rows):
         evals = ", ".join(f"{name} {fmt.format(row['pretraining'][key])}"
                           for key, name, fmt in PRETRAIN_METRICS
                           if row["pretraining"].get(key) is not None)
-        if learning_check.masked_lm_not_learned(row["pretraining"]):
-            evals += " (not learned: MLM on its unigram plateau)"
+        unlearned = learning_check.unlearned_start_heads(row["pretraining"])
+        if unlearned:
+            evals += f" (not learned: {', '.join(NOT_LEARNED_CELLS.get(key, key) for key in unlearned)})"
         lines.append(
             f"| {_label(row['recipe'])} | {row['model']} "
             f"| {evals or MISSING} | {_accuracies(row['random_init'])} "

@@ -243,8 +243,9 @@ run): resuming it without checking that it was trained with these settings" >&2
     grep -E "\] step [0-9]+:" "${ROW}/pretrain.log" | tail -n 2 || true
   fi
 fi
-# A checkpoint still on the unigram plateau is a worse start than random initialisation:
-# its fine-tuning would not be a result (pretrain.training.learning_check exits 3 then).
+# A checkpoint still on the unigram plateau (or an ELECTRA discriminator no better than
+# always "original") is no start to fine-tune: its fine-tuning would not be a result
+# (pretrain.training.learning_check exits 3 then).
 CHECK_COMMAND=("${PYTHON}" -m pretrain.training.learning_check
   --eval_results="${ROW}/pretrain/eval_results.txt")
 if [[ "${DRY_RUN}" == "1" ]]; then

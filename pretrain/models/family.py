@@ -26,7 +26,9 @@ class EvalHead:
     """One pretraining head as the learning check reads it from eval_results.txt: its
     accuracy and loss keys, its baseline's (measured on the same eval batches), the
     weight count behind them, what the baseline is, what to do when the head sits on it,
-    and whether it is the language model a continued run's start is compared by."""
+    whether it is the language model a continued run's start is compared by, and whether
+    it trains what fine-tuning starts from (`gates_finetuning`: a start whose such head has
+    not learned is not fine-tuned by the experiment scripts; a sentence head does not)."""
     accuracy: str
     loss: str
     baseline_accuracy: str
@@ -35,6 +37,7 @@ class EvalHead:
     baseline: str
     advice: str
     language_model: bool = False
+    gates_finetuning: bool = False
 
 
 MASKED_LM_HEAD = EvalHead(
@@ -45,7 +48,7 @@ MASKED_LM_HEAD = EvalHead(
     "train longer; steps that are too large early on also hold a model here, so try "
     "--adam_bias_correction or a longer warmup before a higher learning rate; check the "
     "masking of the data; and do not fine-tune from it yet: a checkpoint on this plateau is "
-    "a worse start than random initialisation", language_model=True)
+    "a worse start than random initialisation", language_model=True, gates_finetuning=True)
 SENTENCE_HEAD = EvalHead(
     "sentence_accuracy", "sentence_loss", "sentence_chance_accuracy", "sentence_chance_loss",
     "sentence_num_examples", "chance (the majority share of its eval labels)",

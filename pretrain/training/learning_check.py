@@ -22,8 +22,9 @@ whose accuracy is not clearly above its baseline.
 
     python -m pretrain.training.learning_check --eval_results=OUTPUT_DIR/eval_results.txt
 
-prints those lines for a finished run and exits 3 when its masked-LM head has not
-learned (scripts/lcqmc_experiment.sh stops there rather than fine-tune from it). For a run
+prints those lines for a finished run and exits 3 when a head that trains what fine-tuning
+starts from has not learned (its masked or permutation LM; ELECTRA's discriminator too):
+scripts/lcqmc_experiment.sh stops there rather than fine-tune from it. For a run
 continued from --init_checkpoint it also prints `continuing_warnings`: a held-out loss that is
 not clearly below the starting checkpoint's, and the rise of an extra text's loss.
 """
@@ -55,36 +56,38 @@ def required_accuracy(baseline_accuracy, count):
     return baseline_accuracy + max(MIN_GAIN, STANDARD_ERRORS * spread)
 
 
-def not_learned_warnings(eval_results):
-    """One line per head whose accuracy is not clearly above its baseline ([] if all are).
-
-    eval_results: the eval metrics dict (keys of `heads()`; heads absent from it, e.g.
-    no sentence head, or without their baseline, are skipped).
-    """
-    lines = []
+def _judged_heads(eval_results):
+    """(head, warning line or None, learned?) for each measured head with its baseline."""
     for head in heads():
         accuracy, loss, base_accuracy, base_loss, count = (
             head.accuracy, head.loss, head.baseline_accuracy, head.baseline_loss, head.count)
-        baseline, advice = head.baseline, head.advice
         if any(eval_results.get(key) is None
                for key in (accuracy, loss, base_accuracy, base_loss)):
             continue  # the head, or its baseline, was not measured
         value, base = float(eval_results[accuracy]), float(eval_results[base_accuracy])
         needed = required_accuracy(base, eval_results.get(count))
         if value > needed:
-            continue
-        if needed >= 1.0:
-            lines.append(
+            yield head, None, True
+        elif needed >= 1.0:
+            yield head, (
                 f"too few eval labels ({float(eval_results.get(count) or 0):.0f}) to tell "
-                f"{accuracy} {value:.4f} from {baseline}, {base:.4f}: evaluate on more data "
-                "(--max_eval_steps, --eval_batch_size)")
-            continue
-        lines.append(
-            f"{NOT_LEARNED}{accuracy} {value:.4f} "
-            f"(loss {float(eval_results[loss]):.3f}) is not clearly above {baseline}, "
-            f"{base:.4f} (loss {float(eval_results[base_loss]):.3f}; needed above "
-            f"{needed:.4f}); {advice}")
-    return lines
+                f"{accuracy} {value:.4f} from {head.baseline}, {base:.4f}: evaluate on more "
+                "data (--max_eval_steps, --eval_batch_size)"), None
+        else:
+            yield head, (
+                f"{NOT_LEARNED}{accuracy} {value:.4f} "
+                f"(loss {float(eval_results[loss]):.3f}) is not clearly above "
+                f"{head.baseline}, {base:.4f} (loss {float(eval_results[base_loss]):.3f}; "
+                f"needed above {needed:.4f}); {head.advice}"), False
+
+
+def not_learned_warnings(eval_results):
+    """One line per head whose accuracy is not clearly above its baseline ([] if all are).
+
+    eval_results: the eval metrics dict (keys of `heads()`; heads absent from it, e.g.
+    no sentence head, or without their baseline, are skipped).
+    """
+    return [line for _, line, _ in _judged_heads(eval_results) if line]
 
 
 def read_eval_results(path):
@@ -146,12 +149,12 @@ def continuing_warnings(results):
 LANGUAGE_MODEL_ACCURACIES = ("masked_lm_accuracy", "plm_accuracy")
 
 
-def masked_lm_not_learned(eval_results):
-    """True when the language-model head (masked LM, or XLNet's permutation LM) is
-    measured and not clearly above its unigram baseline."""
-    return any(line.startswith(NOT_LEARNED + name.replace("_accuracy", ""))
-               for line in not_learned_warnings(eval_results)
-               for name in LANGUAGE_MODEL_ACCURACIES)
+def unlearned_start_heads(eval_results):
+    """The accuracy keys of the measured heads that train what fine-tuning starts from
+    (EvalHead.gates_finetuning: a masked or permutation LM, ELECTRA's discriminator) and are
+    not clearly above their baseline; [] when every such head learned or none was measured."""
+    return [head.accuracy for head, _, learned in _judged_heads(eval_results)
+            if head.gates_finetuning and learned is False]
 
 
 EXIT_NOT_LEARNED = 3
@@ -175,7 +178,7 @@ def _check(options):
     lines = not_learned_warnings(results) + continuing_warnings(results)
     for line in lines:
         print(f"{options.eval_results}: {line}")
-    if masked_lm_not_learned(results):
+    if unlearned_start_heads(results):
         sys.exit(EXIT_NOT_LEARNED)
 
 

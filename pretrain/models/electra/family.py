@@ -7,7 +7,8 @@ DISCRIMINATOR_HEAD = EvalHead(
     "disc_num_tokens", "always answering 'original' (the original tokens' share)",
     "ELECTRA's discriminator learns once its generator's replacements are plausible; "
     "train longer (disc_auc above 0.5 shows it ranks replaced tokens higher before its "
-    "answers change)")
+    "answers change); it is what fine-tuning starts from, so do not fine-tune it yet",
+    gates_finetuning=True)
 
 ELECTRA = ModelFamily(
     "electra", (), ElectraConfig, "pretrain.models.electra.modeling:ElectraDiscriminator",

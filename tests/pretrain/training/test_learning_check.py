@@ -95,12 +95,13 @@ def test_the_command_exits_3_when_the_masked_lm_has_not_learned(tmp_path):
 
     plateau = write("plateau.txt", _results(0.050, 0.049, 0.80))
     assert learning_check.read_eval_results(str(plateau))["masked_lm_accuracy"] == 0.05
-    assert learning_check.masked_lm_not_learned(learning_check.read_eval_results(str(plateau)))
+    assert learning_check.unlearned_start_heads(
+        learning_check.read_eval_results(str(plateau))) == ["masked_lm_accuracy"]
     # Off the plateau with the sentence head at chance: a warning, not a stop.
     sentence = learning_check.read_eval_results(str(write("sop.txt", _results(0.14, 0.05, 0.5))))
     assert len(learning_check.not_learned_warnings(sentence)) == 1
-    assert not learning_check.masked_lm_not_learned(sentence)
-    assert not learning_check.masked_lm_not_learned({})  # nothing measured, nothing judged
+    assert learning_check.unlearned_start_heads(sentence) == []
+    assert learning_check.unlearned_start_heads({}) == []  # nothing measured, nothing judged
     done = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
                            f"--eval_results={plateau}"], capture_output=True, text=True)
     assert done.returncode == learning_check.EXIT_NOT_LEARNED == 3
@@ -185,10 +186,11 @@ def test_the_check_and_the_experiment_table_do_not_load_tensorflow():
     assert done.stdout.split() == ["False"]
 
 
-def test_electras_discriminator_is_held_against_always_original():
+def test_electras_discriminator_is_held_against_always_original(tmp_path):
     """The ELECTRA row at the README's budget: the generator left its plateau, the
-    discriminator's accuracy is always-'original''s (its AUC 0.61 aside): a warning that
-    names it, and no stop, since the masked LM learned."""
+    discriminator's accuracy is always-'original''s (its AUC 0.61 aside). The discriminator
+    is what fine-tuning starts from, so the command stops (exit 3) as for a plateau MLM,
+    and the experiment table says which head has not learned."""
     results = {"masked_lm_accuracy": 0.130, "masked_lm_loss": 5.71,
                "masked_lm_unigram_accuracy": 0.045, "masked_lm_unigram_loss": 6.04,
                "masked_lm_num_targets": 12224.0, "disc_accuracy": 0.8593, "disc_loss": 0.3895,
@@ -198,5 +200,21 @@ def test_electras_discriminator_is_held_against_always_original():
     assert len(warnings) == 1 and warnings[0].startswith(
         learning_check.NOT_LEARNED + "disc_accuracy 0.8593 (loss 0.390) is not clearly above "
         "always answering 'original' (the original tokens' share), 0.8583")
-    assert not learning_check.masked_lm_not_learned(results)
-    assert learning_check.not_learned_warnings(dict(results, disc_accuracy=0.93)) == []
+    assert learning_check.unlearned_start_heads(results) == ["disc_accuracy"]
+    learned = dict(results, disc_accuracy=0.93)
+    assert learning_check.not_learned_warnings(learned) == []
+    assert learning_check.unlearned_start_heads(learned) == []
+    # Both heads on their baselines: both named, in the family's order.
+    assert learning_check.unlearned_start_heads(dict(results, masked_lm_accuracy=0.046)) == [
+        "masked_lm_accuracy", "disc_accuracy"]
+    path = tmp_path / "eval_results.txt"
+    path.write_text("".join(f"{key} = {value}\n" for key, value in results.items()))
+    done = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
+                           f"--eval_results={path}"], capture_output=True, text=True)
+    assert done.returncode == learning_check.EXIT_NOT_LEARNED, done.stderr
+    assert "disc_accuracy 0.8593" in done.stdout
+    # The experiment table names each such head in words (the MLM's case: its own test).
+    from finetune import experiment_table
+    gating = {head.accuracy for head in learning_check.heads() if head.gates_finetuning}
+    assert gating == {"masked_lm_accuracy", "plm_accuracy", "disc_accuracy"}
+    assert set(experiment_table.NOT_LEARNED_CELLS) == gating
