@@ -162,6 +162,22 @@ def read_sweep(sweep_dir):
             "general": rows[0], "points": points}
 
 
+def _overlapping(best, judged, metric):
+    """' Its interval overlaps ...' naming the points the largest Δ is not told apart from
+    (overlapping 95% intervals: a rough reading, not a paired test between points)."""
+    def interval(point):
+        difference = point["row"]["against_first_run"][metric]
+        return difference["low"], difference["high"]
+    low, high = interval(best)
+    close = [f"lr {point['rate']}, {point['steps']} steps" for point in judged
+             if point is not best and interval(point)[0] <= high and low <= interval(point)[1]]
+    if not close:
+        return " Its interval overlaps no other point's."
+    named = close[0] if len(close) == 1 else ", ".join(close[:-1]) + " and " + close[-1]
+    return (f" Its interval overlaps that of {named}: at these seeds the sweep does not tell "
+            "them apart.")
+
+
 def sweep_table(sweep):
     """One line for the general model, then one per point; the largest Δ named below."""
     metric = sweep["metric"]
@@ -184,7 +200,8 @@ def sweep_table(sweep):
                    ["difference"])
         lines += ["", f"Largest Δ: lr {best['rate']}, {best['steps']} steps (seeds "
                   f"{', '.join(map(str, sweep['seeds']))}; Δ in points of test {metric}, "
-                  "each point against the same general fine-tunings)."]
+                  "each point against the same general fine-tunings)." + _overlapping(
+                      best, judged, metric)]
     return "\n".join(lines)
 
 

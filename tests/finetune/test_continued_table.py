@@ -138,6 +138,11 @@ def test_a_sweep_shows_each_recipe_against_the_general_model_and_names_the_large
     assert cells(lines[6])[4:] == ["-0.60 [-1.00, -0.10]", "**worse**"]
     table = continued_table.sweep_table(continued_table.read_sweep(str(sweep)))
     assert table.splitlines()[-1].startswith("Largest Δ: lr 5e-4, 500 steps (seeds 1, 2, 3;")
+    # [+0.4, +1.7] overlaps 2e-5's [-0.4, +0.6] and 1e-4 x 500's [+0.3, +1.3], not
+    # 1e-4 x 1000's [-1.0, -0.1]
+    assert table.splitlines()[-1].endswith(
+        " Its interval overlaps that of lr 2e-5, 500 steps and lr 1e-4, 500 steps: at these "
+        "seeds the sweep does not tell them apart.")
 
 
 def test_a_sweep_comparison_with_a_run_that_is_no_sweep_point_is_refused(tmp_path):
