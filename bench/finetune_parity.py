@@ -1,11 +1,13 @@
 """Fine-tuning parity with transformers: the same weights, examples, order and recipe.
 
     python bench/finetune_parity.py --hf_python=/path/to/hfenv/bin/python \
-        --pretrained_checkpoint=DIR [--tasks=classification,pair,ner] [--seeds=1,2,3,4,5]
+        [--pretrained_checkpoint=DIR] [--tasks=classification,pair,ner] [--seeds=1,2,3,4,5]
 
 For each task (classification: ChnSentiCorp, pair: LCQMC, ner: MSRA; 3000 training, 800
 dev, 1000 test examples drawn from ../shared/data, or --data_root), each starting point
-(`random`: initialisation; `pretrained`: --pretrained_checkpoint) and each seed:
+(`random`: initialisation; `pretrained`: --pretrained_checkpoint, or without it the bench's
+tiny BERT pretrained on the CLUE sample by the toolkit's own commands, make_pretrained_start)
+and each seed:
 
 1. the starting weights, head included, are made once by `finetune.run_finetune` itself (one
    update at learning rate 0, so best/ holds the initial weights) and exported with
@@ -129,6 +131,41 @@ def _settings(args, task, data_dir, output_dir, **overrides):
                     allow_unseen_labels=task == "ner")
     settings.update(overrides)
     return settings
+
+
+def make_pretrained_start(args):
+    """The pretrained start, made when --pretrained_checkpoint is not given: the bench's tiny
+    BERT pretrained on general text (--pretrain_corpus, none of the tasks' text) with the
+    toolkit's own commands, RoBERTa whole-word data, bias-corrected AdamW, seed 1; eval on 5%
+    of the documents held out. Returns its folder; exits when learning_check says it has not
+    learned (a plateau start would compare two collapses)."""
+    root = os.path.join(args.work_dir, "pretrained_start")
+    model_dir = os.path.join(root, "pretrain")
+    commands = [
+        ["data_gen.create_pretraining_data", f"--input_file={args.pretrain_corpus}",
+         f"--output_file={root}/data/general.tfrecord", f"--vocab_file={args.vocab_file}",
+         "--mode=roberta", f"--max_seq_length={args.max_seq_length}",
+         "--max_predictions_per_seq=10", "--dupe_factor=5", "--eval_share=0.05",
+         "--random_seed=1", "--noprogress"],
+        ["pretrain.run_pretraining", f"--bert_config_file={_config_file(args.work_dir, 0.1)}",
+         f"--input_file={root}/data/general.tfrecord",
+         f"--eval_input_file={root}/data/eval/general.tfrecord", f"--output_dir={model_dir}",
+         "--do_train", "--do_eval", "--train_batch_size=64", "--eval_batch_size=64",
+         f"--num_train_steps={args.pretrain_steps}", "--num_warmup_steps=100",
+         "--learning_rate=5e-4", "--optimizer=adamw", "--adam_bias_correction",
+         "--max_eval_steps=100", "--random_seed=1", "--strategy=cpu"],
+        ["pretrain.training.learning_check", f"--eval_results={model_dir}/eval_results.txt"]]
+    done = os.path.join(model_dir, "eval_results.txt")
+    for module, *flags in commands:
+        if module != "pretrain.training.learning_check" and os.path.exists(done):
+            continue
+        if module == "data_gen.create_pretraining_data" and os.path.exists(
+                os.path.join(root, "data", "eval", "general.tfrecord.meta.json")):
+            continue
+        status = subprocess.run([sys.executable, "-m", module, *flags], cwd=REPO).returncode
+        if status:
+            sys.exit(f"the pretrained start: {module} exited {status} (its output is above)")
+    return model_dir
 
 
 def make_start(args, task, data_dir, init, seed):
@@ -335,7 +372,14 @@ def main():
     parser.add_argument("--hf_python", required=True,
                         help="A Python with torch and transformers (outside the project).")
     parser.add_argument("--pretrained_checkpoint", default="",
-                        help="A pretraining output that passes learning_check (for init=pretrained).")
+                        help="A pretraining output that passes learning_check (for "
+                             "init=pretrained); default: made under --work_dir (see "
+                             "make_pretrained_start).")
+    parser.add_argument("--pretrain_corpus",
+                        default=os.path.join(SHARED, "corpus", "clue_small_sample.txt"),
+                        help="General text the made pretrained start learns from.")
+    parser.add_argument("--pretrain_steps", type=int, default=2000,
+                        help="Pretraining updates of the made pretrained start (batch 64).")
     parser.add_argument("--work_dir", default=os.path.join(REPO, "runs", "finetune_parity"))
     parser.add_argument("--data_root", default=SHARED)
     parser.add_argument("--vocab_file", default=os.path.join(SHARED, "vocab", "bert_chinese_vocab.txt"))
@@ -361,8 +405,11 @@ def main():
     for task_name in args.tasks.split(","):
         for init in args.inits.split(","):
             if init == "pretrained" and not args.pretrained_checkpoint:
-                print(json.dumps({"skipped": "init=pretrained needs --pretrained_checkpoint"}))
-                continue
+                if not os.path.isfile(args.pretrain_corpus):
+                    print(json.dumps({"skipped": f"init=pretrained: no --pretrained_checkpoint "
+                                                 f"and no {args.pretrain_corpus} to make one"}))
+                    continue
+                args.pretrained_checkpoint = make_pretrained_start(args)
             for bias_correction in (value == "on" for value in args.bias_correction.split(",")):
                 for kind in args.comparisons.split(","):
                     compare = compare_losses if kind == "losses" else compare_metrics
