@@ -162,7 +162,9 @@ def make_pretrained_start(args):
         if module == "data_gen.create_pretraining_data" and os.path.exists(
                 os.path.join(root, "data", "eval", "general.tfrecord.meta.json")):
             continue
-        status = subprocess.run([sys.executable, "-m", module, *flags], cwd=REPO).returncode
+        # their output goes to stderr: stdout carries the bench's JSON lines only
+        status = subprocess.run([sys.executable, "-m", module, *flags], cwd=REPO,
+                                stdout=sys.stderr).returncode
         if status:
             sys.exit(f"the pretrained start: {module} exited {status} (its output is above)")
     return model_dir
