@@ -25,7 +25,11 @@ One JSON line per comparison:
   relative difference over the first --loss_steps steps (parity: below 1e-3);
 - `kind: metrics` (dropout on, every seed): each side's test metric per seed, mean and
   standard deviation, collapsed runs, and the hierarchical paired bootstrap of ours - theirs
-  (finetune.statistics; parity: the interval contains 0).
+  (finetune.statistics; parity: the interval contains 0);
+- `kind: noise_floor` (--comparisons=noise_floor; dropout off, one seed): how far transformers'
+  losses, and ours from the start moved by 1e-7 and 1e-6 (relative, about one and ten float32
+  rounding steps), part from ours: the first step above 1e-5, the largest difference over
+  --loss_steps, and each run's mean loss over its last 50 steps.
 Runs are kept under --work_dir and reused when their results exist.
 """
 import argparse
@@ -190,10 +194,40 @@ def make_start(args, task, data_dir, init, seed):
     return os.path.join(folder, "run", "best"), hf_dir
 
 
-def run_ours(args, task, data_dir, init, start, seed, bias_correction, dropout):
+def perturbed_start(start, scale, seed=0):
+    """A copy of the checkpoint folder `start` with every float weight w replaced by
+    w (1 + scale N(0, 1)) (scale 1e-7: about one float32 rounding step). Returns its path."""
+    out = f"{start.rstrip(os.sep)}_perturbed{scale:g}"
+    if os.path.isfile(os.path.join(out, "checkpoint")):
+        return out
+    checkpoint = tf.train.latest_checkpoint(start)
+    reader = tf.train.load_checkpoint(checkpoint)
+    rng = np.random.default_rng(seed)
+    os.makedirs(out, exist_ok=True)
+    for name in os.listdir(start):
+        if not name.startswith(("model.ckpt", "checkpoint")):
+            with open(os.path.join(start, name), "rb") as src, \
+                    open(os.path.join(out, name), "wb") as dst:
+                dst.write(src.read())
+    with tf.Graph().as_default():
+        variables = []
+        for name, dtype in sorted(reader.get_variable_to_dtype_map().items()):
+            value = reader.get_tensor(name)
+            if dtype == tf.float32 and value.ndim:
+                value = (value * (1 + scale * rng.standard_normal(value.shape))).astype(
+                    np.float32)
+            variables.append(tf.Variable(value, name=name))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            tf.train.Saver(variables).save(session, os.path.join(
+                out, os.path.basename(checkpoint)), write_meta_graph=False)
+    return out
+
+
+def run_ours(args, task, data_dir, init, start, seed, bias_correction, dropout, tag=""):
     """(results dict, per-step losses, run folder) of finetune.run_finetune from `start`."""
     out = os.path.join(args.work_dir, "runs", f"{task}_{init}_bc{int(bias_correction)}"
-                       f"_dropout{dropout}_seed{seed}")
+                       f"_dropout{dropout}_seed{seed}{tag}")
     losses_path = os.path.join(out, "step_losses.json")
     if not os.path.exists(losses_path):
         lines = []
@@ -334,6 +368,39 @@ def compare_losses(args, task_name, data_dir, init, bias_correction):
             "theirs": [round(v, 5) for v in theirs[:steps]]}
 
 
+def _divergence(losses, reference, steps):
+    """(largest relative difference over `steps`, its step, first step above 1e-5 or None)."""
+    relative = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses[:steps], reference)]
+    above = [step for step, value in enumerate(relative, 1) if value > 1e-5]
+    return max(relative), int(np.argmax(relative)) + 1, (above[0] if above else None)
+
+
+def compare_noise_floor(args, task_name, data_dir, init, bias_correction):
+    """How far our own dropout-off run drifts from itself when its start moves by one or
+    ten float32 rounding steps (1e-7, 1e-6 relative), beside how far transformers' run is:
+    where the training is chaotic, the two frameworks' rounding alone parts the curves."""
+    task = tasks.get_task(task_name)
+    seed = args.seeds[0]
+    start, hf_dir = make_start(args, task_name, data_dir, init, seed)
+    results, ours, out = run_ours(args, task_name, data_dir, init, start, seed,
+                                  bias_correction, 0.0)
+    theirs = run_theirs(args, task, results, hf_dir, seed, bias_correction, 0.0, out)["losses"]
+    steps = min(args.loss_steps, len(ours))
+    line = {"kind": "noise_floor", "task": task_name, "init": init,
+            "bias_correction": bias_correction, "seed": seed, "steps_compared": steps}
+    for name, losses in [("transformers", list(theirs))] + [
+            (f"ours_perturbed_{scale:g}", run_ours(
+                args, task_name, data_dir, init, perturbed_start(start, scale), seed,
+                bias_correction, 0.0, tag=f"_perturbed{scale:g}")[1])
+            for scale in (1e-7, 1e-6)]:
+        largest, at_step, first = _divergence(losses, ours[:steps], steps)
+        line[name] = {"max_relative_difference": round(largest, 6), "at_step": at_step,
+                      "first_step_above_1e-5": first,
+                      "mean_loss_last_50": round(float(np.mean(losses[-50:])), 4)}
+    line["ours_mean_loss_last_50"] = round(float(np.mean(ours[-50:])), 4)
+    return line
+
+
 def compare_metrics(args, task_name, data_dir, init, bias_correction):
     task = tasks.get_task(task_name)
     rows = {"ours": [], "theirs": []}
@@ -388,7 +455,9 @@ def main():
     parser.add_argument("--tasks", default="classification,pair,ner")
     parser.add_argument("--inits", default="random,pretrained")
     parser.add_argument("--bias_correction", default="off,on")
-    parser.add_argument("--comparisons", default="losses,metrics")
+    parser.add_argument("--comparisons", default="losses,metrics",
+                        help="Of losses, metrics, noise_floor (our run against itself from "
+                             "a start moved by 1e-7 and 1e-6).")
     parser.add_argument("--seeds", default="1,2,3,4,5")
     parser.add_argument("--loss_steps", type=int, default=50)
     parser.add_argument("--max_seq_length", type=int, default=64)
@@ -414,7 +483,8 @@ def main():
                 args.pretrained_checkpoint = make_pretrained_start(args)
             for bias_correction in (value == "on" for value in args.bias_correction.split(",")):
                 for kind in args.comparisons.split(","):
-                    compare = compare_losses if kind == "losses" else compare_metrics
+                    compare = {"losses": compare_losses, "metrics": compare_metrics,
+                               "noise_floor": compare_noise_floor}[kind]
                     print(json.dumps(compare(args, task_name, data[task_name], init,
                                              bias_correction)), flush=True)
 

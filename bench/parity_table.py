@@ -2,10 +2,12 @@
 
     python bench/parity_table.py runs/finetune_parity/*.jsonl
 
-Prints two Markdown tables: per-step training losses with dropout off (the largest relative
-difference over the first steps compared), and test metrics with dropout on over the seeds
-(ours and transformers', mean ± sample sd, collapsed seeds, the paired-bootstrap interval of
-ours - theirs). The last line of a comparison wins when a file holds it twice.
+Prints Markdown tables: per-step training losses with dropout off (the largest relative
+difference over the first steps compared), test metrics with dropout on over the seeds
+(how many, ours and transformers', mean ± sample sd, collapsed seeds, the paired-bootstrap
+interval of ours - theirs), and, when measured, the noise floor (our run against itself from
+a start moved by one and ten rounding steps, beside transformers'). The last line of a
+comparison wins when a file holds it twice.
 """
 import json
 import sys
@@ -50,16 +52,33 @@ def render(found):
         lines.append(f"| {_setting(row)} | {row['steps_compared']} | "
                      f"{row['max_relative_difference']:.1e} ({row['at_step']}) | "
                      f"{'yes' if row['parity'] else 'no'} |")
-    lines += ["", "| task | start | bias correction | metric | ours | transformers | collapsed seeds "
-              "(ours / theirs) | ours − theirs [95% CI] | parity |",
-              "|---|---|---|---|---:|---:|---|---|---|"]
+    lines += ["", "| task | start | bias correction | metric | seeds | ours | transformers "
+              "| collapsed seeds (ours / theirs) | ours − theirs [95% CI] | parity |",
+              "|---|---|---|---|---:|---:|---:|---|---|---|"]
     for row in metrics:
         low, high = row["interval"]
-        lines.append(f"| {_setting(row)} | {row['metric']} | {_mean_sd(row['ours_mean_std'])} | "
+        lines.append(f"| {_setting(row)} | {row['metric']} | {len(row['seeds'])} "
+                     f"| {_mean_sd(row['ours_mean_std'])} | "
                      f"{_mean_sd(row['theirs_mean_std'])} | {_collapsed(row['ours_collapsed'])} / "
                      f"{_collapsed(row['theirs_collapsed'])} | {100 * row['difference']:+.2f} "
                      f"[{100 * low:+.2f}, {100 * high:+.2f}] | "
                      f"{'yes' if row['parity'] else 'no'} |")
+    floors = sorted((row for (kind, *_), row in found.items() if kind == "noise_floor"),
+                    key=_key)
+    if floors:
+        lines += ["", "| task | start | bias correction | run | first step parting from ours "
+                  "by > 1e-5 | largest relative difference from ours over 50 steps (step) "
+                  "| mean loss, last 50 steps |", "|---|---|---|---|---:|---|---:|"]
+        for row in floors:
+            lines.append(f"| {_setting(row)} | ours | | | {row['ours_mean_loss_last_50']:.4f} |")
+            for name, label in (("transformers", "transformers"),
+                                ("ours_perturbed_1e-07", "ours, start moved by 1e-7"),
+                                ("ours_perturbed_1e-06", "ours, start moved by 1e-6")):
+                side = row[name]
+                lines.append(f"| {_setting(row)} | {label} | "
+                             f"{side['first_step_above_1e-5'] or 'none'} | "
+                             f"{side['max_relative_difference']:.1e} ({side['at_step']}) | "
+                             f"{side['mean_loss_last_50']:.4f} |")
     return "\n".join(lines)
 
 
