@@ -145,27 +145,26 @@ def make_pretrained_start(args):
     learned (a plateau start would compare two collapses)."""
     root = os.path.join(args.work_dir, "pretrained_start")
     model_dir = os.path.join(root, "pretrain")
-    commands = [
-        ["data_gen.create_pretraining_data", f"--input_file={args.pretrain_corpus}",
-         f"--output_file={root}/data/general.tfrecord", f"--vocab_file={args.vocab_file}",
-         "--mode=roberta", f"--max_seq_length={args.max_seq_length}",
-         "--max_predictions_per_seq=10", "--dupe_factor=5", "--eval_share=0.05",
-         "--random_seed=1", "--noprogress"],
-        ["pretrain.run_pretraining", f"--bert_config_file={_config_file(args.work_dir, 0.1)}",
-         f"--input_file={root}/data/general.tfrecord",
-         f"--eval_input_file={root}/data/eval/general.tfrecord", f"--output_dir={model_dir}",
-         "--do_train", "--do_eval", "--train_batch_size=64", "--eval_batch_size=64",
-         f"--num_train_steps={args.pretrain_steps}", "--num_warmup_steps=100",
-         "--learning_rate=5e-4", "--optimizer=adamw", "--adam_bias_correction",
-         "--max_eval_steps=100", "--random_seed=1", "--strategy=cpu"],
-        ["pretrain.training.learning_check", f"--eval_results={model_dir}/eval_results.txt"]]
-    done = os.path.join(model_dir, "eval_results.txt")
-    for module, *flags in commands:
-        if module != "pretrain.training.learning_check" and os.path.exists(done):
-            continue
-        if module == "data_gen.create_pretraining_data" and os.path.exists(
-                os.path.join(root, "data", "eval", "general.tfrecord.meta.json")):
-            continue
+    data = ["data_gen.create_pretraining_data", f"--input_file={args.pretrain_corpus}",
+            f"--output_file={root}/data/general.tfrecord", f"--vocab_file={args.vocab_file}",
+            "--mode=roberta", f"--max_seq_length={args.max_seq_length}",
+            "--max_predictions_per_seq=10", "--dupe_factor=5", "--eval_share=0.05",
+            "--random_seed=1", "--noprogress"]
+    pretrain = ["pretrain.run_pretraining",
+                f"--bert_config_file={_config_file(args.work_dir, 0.1)}",
+                f"--input_file={root}/data/general.tfrecord",
+                f"--eval_input_file={root}/data/eval/general.tfrecord",
+                f"--output_dir={model_dir}", "--do_train", "--do_eval",
+                "--train_batch_size=64", "--eval_batch_size=64",
+                f"--num_train_steps={args.pretrain_steps}", "--num_warmup_steps=100",
+                "--learning_rate=5e-4", "--optimizer=adamw", "--adam_bias_correction",
+                "--max_eval_steps=100", "--random_seed=1", "--strategy=cpu"]
+    check = ["pretrain.training.learning_check", f"--eval_results={model_dir}/eval_results.txt"]
+    steps = [(data, os.path.join(root, "data", "eval", "general.tfrecord.meta.json")),
+             (pretrain, os.path.join(model_dir, "eval_results.txt")), (check, None)]
+    for (module, *flags), done in steps:
+        if done and os.path.exists(done):
+            continue  # made by an earlier run
         # their output goes to stderr: stdout carries the bench's JSON lines only
         status = subprocess.run([sys.executable, "-m", module, *flags], cwd=REPO,
                                 stdout=sys.stderr).returncode

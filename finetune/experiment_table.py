@@ -156,12 +156,6 @@ def _confidence(rows):
     return "/".join(f"{level:.0%}" for level in levels) or "95%"
 
 
-# What a row's eval cell says of each head that has not left its baseline.
-NOT_LEARNED_CELLS = {"masked_lm_accuracy": "MLM on its unigram plateau",
-                     "plm_accuracy": "permutation LM on its unigram plateau",
-                     "disc_accuracy": "discriminator no better than always 'original'"}
-
-
 def markdown_table(rows):
     """The Markdown table, one line per row."""
     lines = [f"| recipe | model | pretraining eval | random init dev / test acc. "
@@ -174,7 +168,8 @@ def markdown_table(rows):
                           if row["pretraining"].get(key) is not None)
         unlearned = learning_check.unlearned_start_heads(row["pretraining"])
         if unlearned:
-            evals += f" (not learned: {', '.join(NOT_LEARNED_CELLS.get(key, key) for key in unlearned)})"
+            cells = ", ".join(head.not_learned_cell for head in unlearned)
+            evals += f" (not learned: {cells})"
         lines.append(
             f"| {_label(row['recipe'])} | {row['model']} "
             f"| {evals or MISSING} | {_accuracies(row['random_init'])} "

@@ -28,7 +28,8 @@ class EvalHead:
     weight count behind them, what the baseline is, what to do when the head sits on it,
     whether it is the language model a continued run's start is compared by, and whether
     it trains what fine-tuning starts from (`gates_finetuning`: a start whose such head has
-    not learned is not fine-tuned by the experiment scripts; a sentence head does not)."""
+    not learned is not fine-tuned by the experiment scripts; a sentence head does not), with
+    the words a results table uses for such a head that has not learned (`not_learned_cell`)."""
     accuracy: str
     loss: str
     baseline_accuracy: str
@@ -38,6 +39,7 @@ class EvalHead:
     advice: str
     language_model: bool = False
     gates_finetuning: bool = False
+    not_learned_cell: str = ""
 
 
 MASKED_LM_HEAD = EvalHead(
@@ -48,7 +50,8 @@ MASKED_LM_HEAD = EvalHead(
     "train longer; steps that are too large early on also hold a model here, so try "
     "--adam_bias_correction or a longer warmup before a higher learning rate; check the "
     "masking of the data; and do not fine-tune from it yet: a checkpoint on this plateau is "
-    "a worse start than random initialisation", language_model=True, gates_finetuning=True)
+    "a worse start than random initialisation", language_model=True, gates_finetuning=True,
+    not_learned_cell="MLM on its unigram plateau")
 SENTENCE_HEAD = EvalHead(
     "sentence_accuracy", "sentence_loss", "sentence_chance_accuracy", "sentence_chance_loss",
     "sentence_num_examples", "chance (the majority share of its eval labels)",

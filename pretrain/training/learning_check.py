@@ -150,10 +150,10 @@ LANGUAGE_MODEL_ACCURACIES = ("masked_lm_accuracy", "plm_accuracy")
 
 
 def unlearned_start_heads(eval_results):
-    """The accuracy keys of the measured heads that train what fine-tuning starts from
-    (EvalHead.gates_finetuning: a masked or permutation LM, ELECTRA's discriminator) and are
-    not clearly above their baseline; [] when every such head learned or none was measured."""
-    return [head.accuracy for head, _, learned in _judged_heads(eval_results)
+    """The measured EvalHeads that train what fine-tuning starts from (gates_finetuning: a
+    masked or permutation LM, ELECTRA's discriminator) and are not clearly above their
+    baseline; [] when every such head learned or none was measured."""
+    return [head for head, _, learned in _judged_heads(eval_results)
             if head.gates_finetuning and learned is False]
 
 

@@ -8,7 +8,7 @@ DISCRIMINATOR_HEAD = EvalHead(
     "ELECTRA's discriminator learns once its generator's replacements are plausible; "
     "train longer (disc_auc above 0.5 shows it ranks replaced tokens higher before its "
     "answers change); it is what fine-tuning starts from, so do not fine-tune it yet",
-    gates_finetuning=True)
+    gates_finetuning=True, not_learned_cell="discriminator no better than always 'original'")
 
 ELECTRA = ModelFamily(
     "electra", (), ElectraConfig, "pretrain.models.electra.modeling:ElectraDiscriminator",

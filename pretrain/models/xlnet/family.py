@@ -8,7 +8,7 @@ PERMUTATION_LM_HEAD = EvalHead(
     "train longer; XLNet's permutation LM leaves its plateau later than a masked LM "
     "(its query stream sees fewer tokens), so try a longer warmup or "
     "--adam_bias_correction; do not fine-tune from it yet", language_model=True,
-    gates_finetuning=True)
+    gates_finetuning=True, not_learned_cell="permutation LM on its unigram plateau")
 # zihangdai/xlnet's classifier input: a [SEP] b [SEP] [CLS], [CLS] in segment 2.
 XLNET_LAYOUT = InputLayout("xlnet", cls_first=False, cls_segment=2)
 

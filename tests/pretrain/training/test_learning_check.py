@@ -85,6 +85,11 @@ def test_warnings_fire_on_the_plateau_and_not_off_it():
     assert learning_check.not_learned_warnings(_results(0.20, 0.05)) == []
 
 
+def registry_head(accuracy):
+    """The registered EvalHead scored by `accuracy`."""
+    return next(head for head in learning_check.heads() if head.accuracy == accuracy)
+
+
 def test_the_command_exits_3_when_the_masked_lm_has_not_learned(tmp_path):
     """What scripts/lcqmc_experiment.sh asks before fine-tuning: the warning lines of a
     finished run's eval_results.txt, and exit 3 only when its masked LM has not learned."""
@@ -96,7 +101,7 @@ def test_the_command_exits_3_when_the_masked_lm_has_not_learned(tmp_path):
     plateau = write("plateau.txt", _results(0.050, 0.049, 0.80))
     assert learning_check.read_eval_results(str(plateau))["masked_lm_accuracy"] == 0.05
     assert learning_check.unlearned_start_heads(
-        learning_check.read_eval_results(str(plateau))) == ["masked_lm_accuracy"]
+        learning_check.read_eval_results(str(plateau))) == [registry_head("masked_lm_accuracy")]
     # Off the plateau with the sentence head at chance: a warning, not a stop.
     sentence = learning_check.read_eval_results(str(write("sop.txt", _results(0.14, 0.05, 0.5))))
     assert len(learning_check.not_learned_warnings(sentence)) == 1
@@ -200,21 +205,22 @@ def test_electras_discriminator_is_held_against_always_original(tmp_path):
     assert len(warnings) == 1 and warnings[0].startswith(
         learning_check.NOT_LEARNED + "disc_accuracy 0.8593 (loss 0.390) is not clearly above "
         "always answering 'original' (the original tokens' share), 0.8583")
-    assert learning_check.unlearned_start_heads(results) == ["disc_accuracy"]
+    assert [head.accuracy for head in learning_check.unlearned_start_heads(results)] == [
+        "disc_accuracy"]
     learned = dict(results, disc_accuracy=0.93)
     assert learning_check.not_learned_warnings(learned) == []
     assert learning_check.unlearned_start_heads(learned) == []
     # Both heads on their baselines: both named, in the family's order.
-    assert learning_check.unlearned_start_heads(dict(results, masked_lm_accuracy=0.046)) == [
-        "masked_lm_accuracy", "disc_accuracy"]
+    both = learning_check.unlearned_start_heads(dict(results, masked_lm_accuracy=0.046))
+    assert [head.accuracy for head in both] == ["masked_lm_accuracy", "disc_accuracy"]
     path = tmp_path / "eval_results.txt"
     path.write_text("".join(f"{key} = {value}\n" for key, value in results.items()))
     done = subprocess.run([sys.executable, "-m", "pretrain.training.learning_check",
                            f"--eval_results={path}"], capture_output=True, text=True)
     assert done.returncode == learning_check.EXIT_NOT_LEARNED, done.stderr
     assert "disc_accuracy 0.8593" in done.stdout
-    # The experiment table names each such head in words (the MLM's case: its own test).
-    from finetune import experiment_table
-    gating = {head.accuracy for head in learning_check.heads() if head.gates_finetuning}
-    assert gating == {"masked_lm_accuracy", "plm_accuracy", "disc_accuracy"}
-    assert set(experiment_table.NOT_LEARNED_CELLS) == gating
+    # Each such head has the words a results table names it by (the MLM's: its own test).
+    gating = [head for head in learning_check.heads() if head.gates_finetuning]
+    assert {head.accuracy for head in gating} == {
+        "masked_lm_accuracy", "plm_accuracy", "disc_accuracy"}
+    assert all(head.not_learned_cell for head in gating)
