@@ -5,9 +5,10 @@
 Prints Markdown tables: per-step training losses with dropout off (the largest relative
 difference over the first steps compared), test metrics with dropout on over the seeds
 (how many, ours and transformers', mean ± sample sd, collapsed seeds, the paired-bootstrap
-interval of ours - theirs), and, when measured, the noise floor (our run against itself from
-a start moved by one and ten rounding steps, beside transformers'). The last line of a
-comparison wins when a file holds it twice.
+interval of ours - theirs; no parity verdict when every seed collapsed on both sides), and,
+when measured, the noise floor (our run against itself from a start moved by one and ten
+rounding steps, beside transformers'). The last line of a comparison wins when a file holds
+it twice, and a later file's line wins over an earlier file's.
 """
 import json
 import sys
@@ -43,6 +44,14 @@ def _collapsed(flags):
     return str(sum(flags)) if any(flags) else "0"
 
 
+def _metric_parity(row):
+    """'yes' / 'no' by the interval; no verdict when every seed collapsed on both sides (two
+    runs that learned nothing agree without showing that the training is the same)."""
+    if all(row["ours_collapsed"]) and all(row["theirs_collapsed"]):
+        return "no comparison: every seed collapsed on both sides"
+    return "yes" if row["parity"] else "no"
+
+
 def render(found):
     losses = sorted((row for (kind, *_), row in found.items() if kind == "losses"), key=_key)
     metrics = sorted((row for (kind, *_), row in found.items() if kind == "metrics"), key=_key)
@@ -61,8 +70,7 @@ def render(found):
                      f"| {_mean_sd(row['ours_mean_std'])} | "
                      f"{_mean_sd(row['theirs_mean_std'])} | {_collapsed(row['ours_collapsed'])} / "
                      f"{_collapsed(row['theirs_collapsed'])} | {100 * row['difference']:+.2f} "
-                     f"[{100 * low:+.2f}, {100 * high:+.2f}] | "
-                     f"{'yes' if row['parity'] else 'no'} |")
+                     f"[{100 * low:+.2f}, {100 * high:+.2f}] | {_metric_parity(row)} |")
     floors = sorted((row for (kind, *_), row in found.items() if kind == "noise_floor"),
                     key=_key)
     if floors:
