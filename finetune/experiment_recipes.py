@@ -2,7 +2,7 @@ r"""The reference experiment's rows, one JSON file each: configs/experiments/NAM
 
 A row's file holds everything that makes it that row: its label in the table, its order,
 the model config, how LCQMC's text becomes documents, its data_gen and run_pretraining
-flags and its pretraining defaults (optimizer, learning rate, bias correction, warmup),
+flags and its pretraining defaults (steps, optimizer, learning rate, bias correction, warmup),
 with why they were chosen. scripts/lcqmc_experiment.sh reads a row through
 
     python -m finetune.experiment_recipes --recipe=NAME     # bash assignments to eval
@@ -25,7 +25,7 @@ from common.cli_options import UserError, option
 RECIPES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "configs", "experiments")
 DOCUMENTS = {"paraphrase pairs": "pairs", "one question each": "sentences"}
-PRETRAINING_FIELDS = ("optimizer", "learning_rate", "bias_correction", "warmup_steps")
+PRETRAINING_FIELDS = ("steps", "optimizer", "learning_rate", "bias_correction", "warmup_steps")
 FIELDS = {"label": str, "order": int, "description": str, "model_config": str,
           "documents": str, "data_flags": list, "pretrain_flags": list, "pretraining": dict,
           "why": str, "similar_words": bool}

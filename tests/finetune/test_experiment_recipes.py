@@ -17,7 +17,7 @@ def test_the_rows_are_the_files_in_their_order():
                                          "xlnet"]
     albert = experiment_recipes.get_recipe("albert")
     assert albert.label == "ALBERT: SOP + n-gram masking" and albert.documents == "one question each"
-    assert albert.pretraining == {"optimizer": "lamb", "learning_rate": "0.00176",
+    assert albert.pretraining == {"steps": 1000, "optimizer": "lamb", "learning_rate": "0.00176",
                                   "bias_correction": 0, "warmup_steps": 100}
     for recipe in recipes:  # every model config a row names exists
         assert (REPO_ROOT / recipe.model_config).is_file(), recipe.name

@@ -428,7 +428,8 @@ def recipe_defaults(repo_root):
     return defaults
 
 
-PRETRAINING_FLAGS = {"PRETRAIN_OPTIMIZER": "--optimizer={}",
+PRETRAINING_FLAGS = {"PRETRAIN_STEPS": "--num_train_steps={}",
+                     "PRETRAIN_OPTIMIZER": "--optimizer={}",
                      "PRETRAIN_LEARNING_RATE": "--learning_rate={}",
                      "PRETRAIN_WARMUP_STEPS": "--num_warmup_steps={}"}
 
@@ -445,22 +446,27 @@ def _pretraining_setting(flags, setting):
 
 
 def test_the_experiment_forwards_its_pretraining_settings(repo_root, tmp_path):
-    """PRETRAIN_SEED, PRETRAIN_OPTIMIZER and PRETRAIN_BIAS_CORRECTION reach run_pretraining;
+    """PRETRAIN_SEED, PRETRAIN_STEPS, the optimizer and its settings reach run_pretraining;
     unset, each recipe's pretraining is what --help lists for it; set, the value wins."""
     make_inputs(tmp_path)
     defaults = recipe_defaults(repo_root)
     assert list(defaults) == ["roberta", "albert", "span", "macbert", "electra", "xlnet"]
     # BERT recipes: bias-corrected AdamW (without it RoBERTa's seed 1 stayed on the plateau).
-    bert_recipe = {"PRETRAIN_OPTIMIZER": "adamw", "PRETRAIN_LEARNING_RATE": "5e-4",
-                   "PRETRAIN_BIAS_CORRECTION": "1", "PRETRAIN_WARMUP_STEPS": "100"}
+    bert_recipe = {"PRETRAIN_STEPS": "1000", "PRETRAIN_OPTIMIZER": "adamw",
+                   "PRETRAIN_LEARNING_RATE": "5e-4", "PRETRAIN_BIAS_CORRECTION": "1",
+                   "PRETRAIN_WARMUP_STEPS": "100"}
     # ALBERT: LAMB at google-research/albert's rate (AdamW 5e-4 left it on the plateau).
     assert defaults == {"roberta": bert_recipe, "span": bert_recipe, "macbert": bert_recipe,
-                        "electra": bert_recipe, "xlnet": bert_recipe,
+                        "xlnet": bert_recipe,
+                        # ELECTRA: its discriminator passes the learning check at 3000
+                        # steps of 64, not at 2000.
+                        "electra": dict(bert_recipe, PRETRAIN_STEPS="3000"),
                         "albert": dict(bert_recipe, PRETRAIN_OPTIMIZER="lamb",
                                        PRETRAIN_LEARNING_RATE="0.00176",
                                        PRETRAIN_BIAS_CORRECTION="0")}
-    ours = {"PRETRAIN_OPTIMIZER": "lamb", "PRETRAIN_LEARNING_RATE": "2e-3",
-            "PRETRAIN_BIAS_CORRECTION": "1", "PRETRAIN_WARMUP_STEPS": "7"}
+    ours = {"PRETRAIN_STEPS": "40", "PRETRAIN_OPTIMIZER": "lamb",
+            "PRETRAIN_LEARNING_RATE": "2e-3", "PRETRAIN_BIAS_CORRECTION": "1",
+            "PRETRAIN_WARMUP_STEPS": "7"}
     for recipe in ("roberta", "albert", "span", "electra", "xlnet"):  # macbert: word vectors
         flags = _experiment_commands(repo_root, tmp_path, recipe)["pretrain.run_pretraining"]
         assert "--random_seed=1" in flags  # PRETRAIN_SEED's default
