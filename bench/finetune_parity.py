@@ -25,7 +25,8 @@ One JSON line per comparison:
   relative difference over the first --loss_steps steps (parity: below 1e-3);
 - `kind: metrics` (dropout on, every seed): each side's test metric per seed, mean and
   standard deviation, collapsed runs, and the hierarchical paired bootstrap of ours - theirs
-  (finetune.statistics; parity: the interval contains 0);
+  (finetune.statistics; parity: the interval contains 0, null when every seed collapsed on
+  both sides);
 - `kind: noise_floor` (--comparisons=noise_floor; dropout off, one seed): how far transformers'
   losses, and ours from the start moved by 1e-7 and 1e-6 (relative, about one and ten float32
   rounding steps), part from ours: the first step above 1e-5, the largest difference over
@@ -432,7 +433,10 @@ def compare_metrics(args, task_name, data_dir, init, bias_correction):
             "ours_collapsed": flags["ours"], "theirs_collapsed": flags["theirs"],
             "difference": round(interval["difference"], 4),
             "interval": [round(interval["low"], 4), round(interval["high"], 4)],
-            "parity": interval["low"] <= 0 <= interval["high"]}
+            # null when every seed collapsed on both sides: two runs that learned nothing agree
+            # without showing that they train alike.
+            "parity": (None if all(flags["ours"]) and all(flags["theirs"])
+                       else interval["low"] <= 0 <= interval["high"])}
 
 
 def main():
