@@ -27,10 +27,10 @@ LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
 VOCAB="${VOCAB:-${REPO_ROOT}/../shared/data/vocab/bert_chinese_vocab.txt}"
 RUNS="${RUNS:-${REPO_ROOT}/runs/lcqmc_experiment}"
 SEEDS="${SEEDS:-1,2,3}"
-# The budget shared by every row of the README's table (change it for all rows, not one);
-# the pretraining steps are the recipe's (PRETRAIN_STEPS below), 1000 but for ELECTRA.
-# About 20-24 minutes of 1000 pretraining steps and 8 per fine-tuning run on 2 CPU cores. The README's
-# earlier RoBERTa-only run used 3000 / 500 steps and 64000 pairs (eval every 1000); 500
+# The budget shared by every row of the README's table (change it for all rows, not one),
+# but the pretraining steps: each recipe's (PRETRAIN_STEPS below; 1000, ELECTRA's 3000).
+# About 20-24 minutes per 1000 pretraining steps and 8 per fine-tuning run on 2 CPU cores.
+# The README's earlier RoBERTa-only run used 3000 / 500 steps and 64000 pairs (eval every 1000); 500
 # steps stay on the unigram plateau (MLM accuracy 4.5%). MAX_SEQ_LENGTH is the length of
 # the pretraining data and of fine-tuning.
 DUPE_FACTOR="${DUPE_FACTOR:-5}"
