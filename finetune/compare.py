@@ -149,6 +149,8 @@ def reusable(run_dir, plan, settings):
                for name in COMPARED_SETTINGS)  # a setting added later: its default
     same = same and saved.get("random_seed") == settings["random_seed"]
     same = same and _same_config(results.get("bert_config_file"), plan["bert_config_file"])
+    same = same and all(_same_file(results.get(key), plan[key])
+                        for key in ("vocab_file", "spm_model_file"))
     init = results.get("init") or {}
     same = same and init.get("checkpoint") == plan["checkpoint"]
     if same and plan["checkpoint"]:
@@ -173,6 +175,21 @@ def _same_weights(init, checkpoint, results_path):
         return init["fingerprint"] == checkpoint_assets.checkpoint_fingerprint(checkpoint)
     index = f"{checkpoint}.index"
     return os.path.isfile(index) and os.path.getmtime(index) <= os.path.getmtime(results_path)
+
+
+def _same_file(saved_path, path):
+    """True when a finished run's vocab (or SentencePiece model) is the one a run would use
+    now: the same path, or the same bytes elsewhere (a vocab of the same size that maps ids
+    to other tokens is another model's input)."""
+    if saved_path == path:
+        return True
+    if not (saved_path and path):
+        return False
+    try:
+        with open(saved_path, "rb") as saved, open(path, "rb") as now:
+            return saved.read() == now.read()
+    except OSError:
+        return False
 
 
 def _same_config(saved_path, path):

@@ -76,8 +76,9 @@ Runs one row of the reference experiment (docs/experiments.md):
   5. the table of every finished row          RUNS/table.md
 Finished stages are reused (pretraining resumes from its last checkpoint, or is skipped once
 evaluated at PRETRAIN_STEPS; compare collects finished fine-tuning runs whose settings and
-starting point are unchanged). A stage whose recorded inputs or settings differ from this
-run's stops the script: move its folder away.
+starting point are unchanged, and the random-init runs of another row of RUNS with the same
+model). A stage whose recorded inputs or settings differ from this run's stops the script:
+move its folder away.
 
 RECIPE (configs/experiments/RECIPE.json: the row's label, model, data and pretraining
 flags and defaults, and why; a new row is a new file):
@@ -273,6 +274,13 @@ stage "fine-tuning from random initialisation and after pretraining, seeds ${SEE
 COMPARE_COMMAND=("${PYTHON}" -m finetune.compare "${FINETUNE_FLAGS[@]}"
   --output_dir="${ROW}/compare" --seeds="${SEEDS}"
   --run="random init=" --run="${RECIPE}=${ROW}/pretrain")
+# Rows of one architecture share their random-init baseline: compare collects it from
+# another row's comparison when the model, vocab, settings and seed are the same.
+OTHER_ROWS=()
+for other in "${RUNS}"/*/compare; do
+  [[ -d "${other}/runs" && "${other}" != "${ROW}/compare" ]] && OTHER_ROWS+=("${other}")
+done
+[[ ${#OTHER_ROWS[@]} == 0 ]] || COMPARE_COMMAND+=(--reuse_from="$(IFS=,; echo "${OTHER_ROWS[*]}")")
 if [[ "${DRY_RUN}" == "1" ]]; then
   show "${COMPARE_COMMAND[@]}"
 else

@@ -222,6 +222,21 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
     with pytest.raises(UserError, match="no finished run with these settings"):
         compare.compare(["random init="], dict(common, bert_config_file=str(other_config)),
                         str(out), seeds=[3], collect_only=True, log_fn=lambda m: None)
+    # Its vocab copied elsewhere is the same input; one of the same size with two tokens
+    # swapped is not (the same ids would stand for other characters).
+    shutil.copy(trained_dir / "best" / "vocab.txt", tmp_path / "copied_vocab.txt")
+    vocab_lines = (trained_dir / "best" / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    vocab_lines[-1], vocab_lines[-2] = vocab_lines[-2], vocab_lines[-1]
+    (tmp_path / "swapped_vocab.txt").write_text("\n".join(vocab_lines) + "\n", encoding="utf-8")
+    same_vocab = dict(common, bert_config_file=str(same_model),
+                      vocab_file=str(tmp_path / "copied_vocab.txt"))
+    copied = compare.compare(["random init="], same_vocab, str(out), seeds=[3],
+                             collect_only=True, bootstrap_samples=200, log_fn=lambda m: None)
+    assert copied["runs"][0]["test_accuracy"] == random_init["test_accuracy"]
+    with pytest.raises(UserError, match="no finished run with these settings"):
+        compare.compare(["random init="], dict(same_vocab, vocab_file=str(
+            tmp_path / "swapped_vocab.txt")), str(out), seeds=[3], collect_only=True,
+            log_fn=lambda m: None)
 
     # A second seed (here: seed 3's finished runs, copied and given other dev/test
     # accuracies, so nothing trains): each run's number is the mean over its seeds.

@@ -114,6 +114,18 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     assert log.count("collecting the finished run") == 2 and "fine-tuning from" not in log
     assert (runs / "table.md").read_text().splitlines() == table
 
+    # Another row of the same model in RUNS fine-tunes its own checkpoint and collects the
+    # random-init baseline from the span row (the same model, vocab, settings and seed).
+    other = _run(["roberta"], **budget)
+    assert other.returncode == 0, other.stdout[-3000:] + other.stderr[-3000:]
+    log = (runs / "roberta" / "compare.log").read_text()
+    assert log.count(f"collecting the finished run in {runs}/span/compare/runs/1-random_init/"
+                     "seed3") == 1
+    assert log.count("fine-tuning from") == 1 and f"fine-tuning from {runs}/roberta" in log
+    rows = json.loads((runs / "roberta" / "compare" / "results.json").read_text())["rows"]
+    assert rows[0]["test"] == comparison["rows"][0]["test"]
+    assert len((runs / "table.md").read_text().splitlines()) == 6  # both rows
+
 
 def test_refuses_an_unknown_recipe_and_missing_lcqmc(tmp_path):
     result = _run(["bogus"])
