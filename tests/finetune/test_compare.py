@@ -325,7 +325,8 @@ def test_a_checkpoint_rewritten_under_the_same_path_is_not_reused(tmp_path):
     settings = {name: run_finetune.DEFAULTS.get(name) for name in compare.COMPARED_SETTINGS}
     settings["random_seed"] = 1
     config = str(tmp_path / "bert_config.json")
-    plan = {"checkpoint": checkpoint, "bert_config_file": config}
+    plan = {"checkpoint": checkpoint, "bert_config_file": config, "vocab_file": None,
+            "spm_model_file": None}
     run_dir = tmp_path / "run"
     run_dir.mkdir()
 
