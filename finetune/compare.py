@@ -27,6 +27,7 @@ verdict), every seed's numbers in `results.json`, and `dev_curve.png` (mean
 over seeds with a band; needs matplotlib).
 """
 import dataclasses
+import filecmp
 import glob
 import json
 import os
@@ -183,11 +184,8 @@ def _same_file(saved_path, path):
     to other tokens is another model's input)."""
     if saved_path == path:
         return True
-    if not (saved_path and path):
-        return False
     try:
-        with open(saved_path, "rb") as saved, open(path, "rb") as now:
-            return saved.read() == now.read()
+        return bool(saved_path and path) and filecmp.cmp(saved_path, path, shallow=False)
     except OSError:
         return False
 

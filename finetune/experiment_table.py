@@ -206,7 +206,7 @@ def footnote(rows):
             f"{verdicts.CHANCE_STANDARD_ERRORS:g} standard errors of the majority share). "
             "TFLOP: the pretraining's matmul FLOPs, forward and backward (steps × batch × "
             "the model family's count per example, pretrain.models.flops): the rows share "
-            "batch, not compute, and steps but where a recipe says otherwise.")
+            "batch and, unless a recipe sets its own, steps; not compute.")
 
 
 def render(rows):

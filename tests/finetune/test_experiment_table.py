@@ -201,8 +201,8 @@ def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
                 "(dev accuracy within 3 standard errors of the majority share). "
                 "TFLOP: the pretraining's matmul FLOPs, "
                 "forward and backward (steps × batch × the model family's count per example, "
-                "pretrain.models.flops): the rows share batch, not compute, and steps but "
-                "where a recipe says otherwise.")
+                "pretrain.models.flops): the rows share batch and, unless a recipe sets its "
+                "own, steps; not compute.")
     assert experiment_table.footnote(rows[:3]) == expected
     # Rows with another number of seeds have another method: each is named by its recipe.
     one_seed = saved["custom"]["differences"][0]["method"]
