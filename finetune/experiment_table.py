@@ -18,6 +18,7 @@ import dataclasses
 import glob
 import json
 import os
+import sys
 
 from common import cli_options
 from common.cli_options import UserError, option, required
@@ -45,6 +46,11 @@ MISSING = "—"
 COMPARISON = os.path.join("compare", "results.json")
 
 
+class UnfinishedRow(Exception):
+    """A row's comparison that holds random init alone: its pretrained run is still to come
+    (the row is running, or its baseline was fine-tuned ahead of it)."""
+
+
 def read_comparison(path, recipe=None):
     """The table row of one finetune.compare results.json: {recipe, model, seeds,
     random_init, pretrained (compare's rows: dev/test {metric: {mean, std}},
@@ -57,6 +63,8 @@ def read_comparison(path, recipe=None):
             comparison_report.judge_differences(comparison)  # written before verdict flags
             comparison["rows"] = comparison_report.comparison_rows(comparison)
         rows = comparison.get("rows") or comparison_report.comparison_rows(comparison)
+        if len(rows) == 1:
+            raise UnfinishedRow(f"{path}: {rows[0]['label']} only, no pretrained run yet")
         if len(rows) < 2:
             raise ValueError(f"{len(rows)} run(s), expected random init and a pretrained model")
         random_init, pretrained = rows[0], rows[1]
@@ -71,16 +79,22 @@ def read_comparison(path, recipe=None):
                          "rerun bash scripts/lcqmc_experiment.sh RECIPE") from None
 
 
-def collect_rows(runs_dir):
+def collect_rows(runs_dir, left_out=None):
     """One row per recipe with a finished comparison, in the recipes' order
-    (configs/experiments/*.json), then by name."""
+    (configs/experiments/*.json), then by name. A comparison of random init alone is
+    not a row yet: its UnfinishedRow message goes to `left_out` (a list), if given."""
     found = [os.path.basename(os.path.dirname(os.path.dirname(path)))
              for path in glob.glob(os.path.join(runs_dir, "*", COMPARISON))]
     order = [recipe.name for recipe in experiment_recipes.all_recipes()]
     recipes = [r for r in order if r in found] + sorted(set(found) - set(order))
     rows = []
     for recipe in recipes:
-        row = read_comparison(os.path.join(runs_dir, recipe, COMPARISON), recipe)
+        try:
+            row = read_comparison(os.path.join(runs_dir, recipe, COMPARISON), recipe)
+        except UnfinishedRow as unfinished:
+            if left_out is not None:
+                left_out.append(str(unfinished))
+            continue
         row["pretraining"] = learning_check.read_eval_results(
             os.path.join(runs_dir, recipe, "pretrain", "eval_results.txt"))
         row["pretraining_flops"] = pretraining_flops(os.path.join(runs_dir, recipe),
@@ -225,7 +239,10 @@ def _run(options):
     if not os.path.isdir(options.runs_dir):
         raise UserError(f"--runs_dir={options.runs_dir}: no such folder (run "
                         "bash scripts/lcqmc_experiment.sh RECIPE first)")
-    rows = collect_rows(options.runs_dir)
+    left_out = []
+    rows = collect_rows(options.runs_dir, left_out)
+    for message in left_out:
+        print(f"left out of the table: {message}", file=sys.stderr)
     if not rows:
         raise UserError(f"--runs_dir={options.runs_dir}: no recipe with a finished comparison "
                         f"yet (no RECIPE/{COMPARISON}; run bash scripts/lcqmc_experiment.sh "

@@ -238,3 +238,28 @@ def test_the_command_writes_table_and_footnote_and_refuses_an_empty_runs_dir(run
         "RECIPE/compare/results.json; run bash scripts/lcqmc_experiment.sh RECIPE)")
     done = _table_cli(f"--runs_dir={tmp_path / 'missing'}")
     assert done.returncode == 2 and "no such folder" in done.stderr
+
+
+def test_a_comparison_of_random_init_alone_is_left_out_with_a_line_not_an_error(runs_dir):
+    """A row whose baseline was fine-tuned ahead of its pretraining (or is still running)
+    does not stop the table of the finished rows; a malformed comparison still does."""
+    folder, _ = runs_dir
+    full = write_comparison(folder / "xlnet", "xlnet", [1, 2, 3], RANDOM_INIT, PRETRAINED)
+    full["runs"] = full["runs"][:1]
+    full["rows"] = full["rows"][:1]
+    full["differences"] = []
+    (folder / "xlnet" / "compare" / "results.json").write_text(json.dumps(full))
+    left_out = []
+    rows = experiment_table.collect_rows(str(folder), left_out)
+    assert [row["recipe"] for row in rows] == ["roberta", "albert", "span", "custom"]
+    assert left_out == [f"{folder / 'xlnet' / 'compare' / 'results.json'}: random init only, "
+                        "no pretrained run yet"]
+    done = _table_cli(f"--runs_dir={folder}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == experiment_table.render(rows) + "\n"
+    assert done.stderr.strip().endswith(f"left out of the table: {left_out[0]}")
+    full["rows"], full["runs"] = [], []
+    (folder / "xlnet" / "compare" / "results.json").write_text(json.dumps(full))
+    done = _table_cli(f"--runs_dir={folder}")
+    assert done.returncode == 2
+    assert "xlnet/compare/results.json: not a finished finetune.compare comparison" in done.stderr
