@@ -29,6 +29,9 @@ CONTINUE_SEED="${CONTINUE_SEED:-1}"
 # The sweep (third argument "sweep"): every learning rate at every step count.
 SWEEP_LEARNING_RATES="${SWEEP_LEARNING_RATES:-2e-5,1e-4,5e-4}"
 SWEEP_STEPS="${SWEEP_STEPS:-500,1000}"
+# Random initialisation is there for scale only; its finished runs can come from elsewhere.
+RANDOM_INIT="${RANDOM_INIT:-1}"
+REUSE_FROM="${REUSE_FROM:-}"
 DRY_RUN="${DRY_RUN:-0}"
 
 usage() {
@@ -65,6 +68,10 @@ Settings (environment variables) [defaults]:
   CONTINUE_SEED      pretraining seed                   [${CONTINUE_SEED}]
   SWEEP_LEARNING_RATES  the sweep's peak rates          [${SWEEP_LEARNING_RATES}]
   SWEEP_STEPS        the sweep's step counts            [${SWEEP_STEPS}]
+  RANDOM_INIT        1: fine-tune random init too (scale); 0: leave it out [${RANDOM_INIT}]
+  REUSE_FROM         comma-separated finetune.compare output folders whose finished runs
+                     of the same model, vocab, settings and seed are collected, not
+                     retrained (e.g. lcqmc_experiment.sh's ROW/compare: its random init) [${REUSE_FROM}]
   MAX_SEQ_LENGTH     pretraining data length            [${MAX_SEQ_LENGTH}]
   MAX_PREDICTIONS    masked positions per sequence      [${MAX_PREDICTIONS}]
   DUPE_FACTOR        masking passes over the task text  [${DUPE_FACTOR}]
@@ -77,6 +84,8 @@ EOF
 parse_script_args "$@"
 [[ ${#POSITIONAL[@]} -eq 2 || ${#POSITIONAL[@]} -eq 3 ]] || { usage >&2; exit 2; }
 TASK="${POSITIONAL[0]}"; MODEL="${POSITIONAL[1]}"; STAGE="${POSITIONAL[2]:-row}"
+[[ "${RANDOM_INIT}" == 0 || "${RANDOM_INIT}" == 1 ]] || die "RANDOM_INIT=${RANDOM_INIT}: give 1 \
+(fine-tune random initialisation too) or 0 (leave it out)"
 [[ "${STAGE}" == row || "${STAGE}" == sweep ]] || die "unknown third argument '${STAGE}': \
 give sweep, or nothing for the row"
 case "${MODEL}" in
@@ -192,8 +201,10 @@ if [[ "${STAGE}" == sweep ]]; then
     done
   done
   stage "fine-tuning: general and every sweep point, seeds ${SEEDS}"
+  REUSE_DIRS="${REUSE_FROM}"
+  [[ -d "${ROW}/compare/runs" ]] && REUSE_DIRS="${ROW}/compare${REUSE_DIRS:+,${REUSE_DIRS}}"
   REUSE=()
-  [[ -d "${ROW}/compare/runs" ]] && REUSE=(--reuse_from="${ROW}/compare")
+  [[ -z "${REUSE_DIRS}" ]] || REUSE=(--reuse_from="${REUSE_DIRS}")
   run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/sweep/compare" \
     --seeds="${SEEDS}" "${REUSE[@]}" "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
   stage "sweep table"
@@ -205,9 +216,13 @@ fi
 continue_general "${ROW}/continued" "${CONTINUE_LEARNING_RATE}" "${CONTINUE_STEPS}"
 # The general model is the baseline: the Δ of "general + continued" answers the question;
 # random initialisation is there for scale.
-stage "fine-tuning: general, general + continued, random init, seeds ${SEEDS}"
+RUN_FLAGS=(--run="general=${GENERAL}/released" --run="general + continued=${ROW}/continued")
+LABELS="general, general + continued"
+[[ "${RANDOM_INIT}" == 0 ]] || { RUN_FLAGS+=(--run="random init="); LABELS+=", random init"; }
+REUSE=()
+[[ -z "${REUSE_FROM}" ]] || REUSE=(--reuse_from="${REUSE_FROM}")
+stage "fine-tuning: ${LABELS}, seeds ${SEEDS}"
 run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/compare" \
-  --seeds="${SEEDS}" --run="general=${GENERAL}/released" \
-  --run="general + continued=${ROW}/continued" --run="random init=" "${FINETUNE[@]}"
+  --seeds="${SEEDS}" "${REUSE[@]}" "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
 stage "table of every finished row"
 run "${PYTHON}" -m finetune.continued_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"

@@ -77,6 +77,29 @@ def test_the_continued_experiment_compares_the_general_model_first(tmp_path):
     assert code == 2 and "MODELS=albert bash scripts/make_general_models.sh" in err
 
 
+def test_the_continued_row_can_collect_random_init_elsewhere_or_leave_it_out(tmp_path):
+    general = tmp_path / "general" / "bert" / "released"
+    general.mkdir(parents=True)
+    (general / "vocab.txt").write_text("[PAD]\n")
+    settings = dict(GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
+                    LCQMC_DIR=str(tmp_path / "lcqmc"))
+    other = f"{tmp_path}/rows/roberta/compare"
+    code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", REUSE_FROM=other,
+                              **settings)
+    assert code == 0, err
+    (compare,) = [line for line in out.splitlines() if "finetune.compare" in line]
+    assert f"--reuse_from={other} " in compare and "--run=random\\ init=" in compare
+    code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", RANDOM_INIT="0",
+                              **settings)
+    assert code == 0, err
+    (compare,) = [line for line in out.splitlines() if "finetune.compare" in line]
+    assert "random" not in compare and "--reuse_from" not in compare
+    assert "fine-tuning: general, general + continued, seeds 1,2,3" in out
+    code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", RANDOM_INIT="no",
+                            **settings)
+    assert code == 2 and "RANDOM_INIT=no: give 1" in err
+
+
 def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(tmp_path):
     general = tmp_path / "general" / "bert" / "released"
     general.mkdir(parents=True)
@@ -101,6 +124,9 @@ def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(t
     (compare,) = [line for line in out.splitlines() if "finetune.compare" in line]
     assert f"--output_dir={row}/sweep/compare" in compare
     assert f"--reuse_from={row}/compare" in compare
+    code, out, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta", "sweep",
+                              REUSE_FROM="/elsewhere/compare", **settings)
+    assert code == 0 and f"--reuse_from={row}/compare\\,/elsewhere/compare " in out
     runs = compare.split(" --run=")[1:]
     assert [run.split("=")[0].replace("\\", "") for run in runs] == [
         "general", "lr 1e-4, 500 steps", "lr 5e-4, 500 steps", "lr 1e-4, 1000 steps",
