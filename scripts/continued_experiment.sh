@@ -86,6 +86,14 @@ parse_script_args "$@"
 TASK="${POSITIONAL[0]}"; MODEL="${POSITIONAL[1]}"; STAGE="${POSITIONAL[2]:-row}"
 [[ "${RANDOM_INIT}" == 0 || "${RANDOM_INIT}" == 1 ]] || die "RANDOM_INIT=${RANDOM_INIT}: give 1 \
 (fine-tune random initialisation too) or 0 (leave it out)"
+# Checked before the continued pretraining, not by finetune.compare after it.
+if [[ "${DRY_RUN}" != "1" ]]; then
+  IFS=, read -r -a REUSE_CHECK <<< "${REUSE_FROM}"
+  for dir in "${REUSE_CHECK[@]}"; do
+    [[ -d "${dir}/runs" ]] || die "REUSE_FROM: ${dir} has no runs/ folder (give the output folder \
+of an earlier finetune.compare, e.g. RUNS/roberta/compare of lcqmc_experiment.sh)"
+  done
+fi
 [[ "${STAGE}" == row || "${STAGE}" == sweep ]] || die "unknown third argument '${STAGE}': \
 give sweep, or nothing for the row"
 case "${MODEL}" in

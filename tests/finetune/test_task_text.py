@@ -98,6 +98,12 @@ def test_the_continued_row_can_collect_random_init_elsewhere_or_leave_it_out(tmp
     code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", RANDOM_INIT="no",
                             **settings)
     assert code == 2 and "RANDOM_INIT=no: give 1" in err
+    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "continued_experiment.sh"), "lcqmc",
+                           "roberta"], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "REUSE_FROM": other, **settings})
+    assert done.returncode == 2, done.stderr
+    assert f"REUSE_FROM: {other} has no runs/ folder" in done.stderr
+    assert not (tmp_path / "runs" / "lcqmc").exists()  # refused before any stage wrote
 
 
 def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(tmp_path):
