@@ -21,7 +21,8 @@ MAX_PREDICTIONS="${MAX_PREDICTIONS:-10}"
 DUPE_FACTOR="${DUPE_FACTOR:-5}"
 EVAL_SHARE="${EVAL_SHARE:-0.05}"
 # The continuing recipe: the best of the sweep run so far on the LCQMC RoBERTa row (2e-5 / 1e-4 /
-# 5e-4 at 500 steps; docs/experiments.md, "Continued pretraining, measured"); 1000 steps not run.
+# 5e-4 at 500 steps, then 500 / 1000 steps at 1e-4; docs/experiments.md, "Continued pretraining,
+# measured").
 CONTINUE_LEARNING_RATE="${CONTINUE_LEARNING_RATE:-1e-4}"
 CONTINUE_STEPS="${CONTINUE_STEPS:-500}"
 CONTINUE_BATCH_SIZE="${CONTINUE_BATCH_SIZE:-64}"
