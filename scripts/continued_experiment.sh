@@ -30,6 +30,9 @@ CONTINUE_SEED="${CONTINUE_SEED:-1}"
 # The sweep (third argument "sweep"): every learning rate at every step count.
 SWEEP_LEARNING_RATES="${SWEEP_LEARNING_RATES:-2e-5,1e-4,5e-4}"
 SWEEP_STEPS="${SWEEP_STEPS:-500,1000}"
+# Or the points themselves, RATExSTEPS (e.g. a cross: every rate at one step count and every
+# step count at one rate, cheaper than the grid).
+SWEEP_POINTS="${SWEEP_POINTS:-}"
 # Random initialisation is there for scale only; its finished runs can come from elsewhere.
 RANDOM_INIT="${RANDOM_INIT:-1}"
 REUSE_FROM="${REUSE_FROM:-}"
@@ -54,10 +57,11 @@ Writes RUNS/TASK/MODEL/{docs.txt, data/ (data/eval/: held out), continued/ (eval
 init_* = the general model on the same batches, general/* = its own held-out general text),
 compare/ (results.md, results.json)}.
 With "sweep" (after the row has run): the general model continued at every point of
-SWEEP_LEARNING_RATES x SWEEP_STEPS (RUNS/TASK/MODEL/sweep/lr<RATE>_steps<N>/; the row's own
-run stands for its recipe's point), one finetune.compare of the general model against every
-point (sweep/compare/, the row's finished fine-tunings reused) and sweep/table.md: Δ of each
-point against the general model beside its held-out MLM, start and end.
+SWEEP_LEARNING_RATES x SWEEP_STEPS, or of SWEEP_POINTS (RUNS/TASK/MODEL/sweep/
+lr<RATE>_steps<N>/; the row's own run stands for its recipe's point), one finetune.compare of
+the general model against every point (sweep/compare/, the row's finished fine-tunings
+reused) and sweep/table.md: Δ of each point against the general model beside its held-out
+MLM, start and end.
 
 Settings (environment variables) [defaults]:
   GENERAL_MODELS     folder of make_general_models.sh   [${GENERAL_MODELS}]
@@ -69,6 +73,8 @@ Settings (environment variables) [defaults]:
   CONTINUE_SEED      pretraining seed                   [${CONTINUE_SEED}]
   SWEEP_LEARNING_RATES  the sweep's peak rates          [${SWEEP_LEARNING_RATES}]
   SWEEP_STEPS        the sweep's step counts            [${SWEEP_STEPS}]
+  SWEEP_POINTS       instead of the grid: comma-separated RATExSTEPS points, e.g.
+                     2e-5x500,1e-4x500,5e-4x500,1e-4x1000   [${SWEEP_POINTS}]
   RANDOM_INIT        1: fine-tune random init too (scale); 0: leave it out [${RANDOM_INIT}]
   REUSE_FROM         comma-separated finetune.compare output folders whose finished runs
                      of the same model, vocab, settings and seed are collected, not
@@ -97,6 +103,22 @@ of an earlier finetune.compare, e.g. RUNS/roberta/compare of lcqmc_experiment.sh
 fi
 [[ "${STAGE}" == row || "${STAGE}" == sweep ]] || die "unknown third argument '${STAGE}': \
 give sweep, or nothing for the row"
+# The sweep's points as RATExSTEPS, checked before anything runs.
+SWEEP=()
+if [[ -n "${SWEEP_POINTS}" ]]; then
+  IFS=, read -r -a SWEEP <<< "${SWEEP_POINTS}"
+else
+  IFS=, read -r -a RATES <<< "${SWEEP_LEARNING_RATES}"
+  IFS=, read -r -a STEP_COUNTS <<< "${SWEEP_STEPS}"
+  for steps in "${STEP_COUNTS[@]}"; do
+    for rate in "${RATES[@]}"; do SWEEP+=("${rate}x${steps}"); done
+  done
+fi
+SWEEP_POINT_FORMAT='^([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?)x([1-9][0-9]*)$'
+for point in "${SWEEP[@]}"; do
+  [[ "${point}" =~ ${SWEEP_POINT_FORMAT} ]] || die "sweep point '${point}' (of SWEEP_POINTS, \
+or SWEEP_LEARNING_RATES x SWEEP_STEPS) is not RATExSTEPS: give e.g. 1e-4x500"
+done
 case "${MODEL}" in
   roberta) GENERAL="${GENERAL_MODELS}/bert"; MODE=roberta ;;
   albert) GENERAL="${GENERAL_MODELS}/albert"; MODE=albert ;;
@@ -196,18 +218,16 @@ continue_general() {
 }
 
 if [[ "${STAGE}" == sweep ]]; then
-  # Every point of SWEEP_LEARNING_RATES x SWEEP_STEPS against the general model; the row's own
+  # Every sweep point against the general model; the row's own
   # run stands for its recipe's point, and the row's finished fine-tunings are reused.
   RUN_FLAGS=(--run="general=${GENERAL}/released")
-  IFS=, read -r -a RATES <<< "${SWEEP_LEARNING_RATES}"
-  IFS=, read -r -a STEP_COUNTS <<< "${SWEEP_STEPS}"
-  for steps in "${STEP_COUNTS[@]}"; do
-    for rate in "${RATES[@]}"; do
-      out="${ROW}/sweep/lr${rate}_steps${steps}"
-      finished_recipe "${ROW}/continued" "${rate}" "${steps}" && out="${ROW}/continued"
-      continue_general "${out}" "${rate}" "${steps}"
-      RUN_FLAGS+=(--run="lr ${rate}, ${steps} steps=${out}")
-    done
+  for point in "${SWEEP[@]}"; do
+    [[ "${point}" =~ ${SWEEP_POINT_FORMAT} ]]
+    rate="${BASH_REMATCH[1]}"; steps="${BASH_REMATCH[3]}"
+    out="${ROW}/sweep/lr${rate}_steps${steps}"
+    finished_recipe "${ROW}/continued" "${rate}" "${steps}" && out="${ROW}/continued"
+    continue_general "${out}" "${rate}" "${steps}"
+    RUN_FLAGS+=(--run="lr ${rate}, ${steps} steps=${out}")
   done
   stage "fine-tuning: general and every sweep point, seeds ${SEEDS}"
   REUSE_DIRS="${REUSE_FROM}"

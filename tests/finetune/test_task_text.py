@@ -149,3 +149,34 @@ def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(t
     code, _, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta", "sweeps",
                             **settings)
     assert code == 2 and "unknown third argument 'sweeps'" in err
+
+
+def test_the_sweep_can_run_given_points_instead_of_the_grid(tmp_path):
+    general = tmp_path / "general" / "bert" / "released"
+    general.mkdir(parents=True)
+    (general / "vocab.txt").write_text("[PAD]\n")
+    row = tmp_path / "runs" / "lcqmc" / "roberta"
+    settings = dict(GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
+                    LCQMC_DIR=str(tmp_path / "lcqmc"), SWEEP_LEARNING_RATES="1e-4,5e-4")
+    code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", "sweep",
+                              SWEEP_POINTS="2e-5x500,1e-4x500,1e-4x1000", **settings)
+    assert code == 0, err
+    trained = [line.split("--output_dir=")[1].split()[0] for line in out.splitlines()
+               if "pretrain.run_pretraining" in line]
+    assert trained == [f"{row}/sweep/lr2e-5_steps500", f"{row}/sweep/lr1e-4_steps500",
+                       f"{row}/sweep/lr1e-4_steps1000"]  # the points, not the grid
+    assert "--learning_rate=2e-5 --num_train_steps=500 --num_warmup_steps=50 " in out
+    assert "--learning_rate=1e-4 --num_train_steps=1000 --num_warmup_steps=100 " in out
+    (compare,) = [line for line in out.splitlines() if "finetune.compare" in line]
+    assert [run.split("=")[0].replace("\\", "") for run in compare.split(" --run=")[1:]] == [
+        "general", "lr 2e-5, 500 steps", "lr 1e-4, 500 steps", "lr 1e-4, 1000 steps"]
+    for bad in ("1e-4x", "1e-4*500", "fastx500", "1e-4x0", "1e-4x500,,5e-4x500"):
+        done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "continued_experiment.sh"),
+                               "lcqmc", "roberta", "sweep"], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "SWEEP_POINTS": bad, **settings})
+        assert done.returncode == 2, (bad, done.stderr)
+        assert "is not RATExSTEPS: give e.g. 1e-4x500" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and not row.exists()  # refused before any stage
+    code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", "sweep",
+                            SWEEP_STEPS="500,many", **settings)
+    assert code == 2 and "sweep point '1e-4xmany'" in err
