@@ -103,9 +103,11 @@ of an earlier finetune.compare, e.g. RUNS/roberta/compare of lcqmc_experiment.sh
 fi
 [[ "${STAGE}" == row || "${STAGE}" == sweep ]] || die "unknown third argument '${STAGE}': \
 give sweep, or nothing for the row"
-# The sweep's points as RATExSTEPS, checked before anything runs.
+# The sweep's points as RATExSTEPS, checked before anything runs (a row ignores them).
 SWEEP=()
-if [[ -n "${SWEEP_POINTS}" ]]; then
+if [[ "${STAGE}" == row ]]; then
+  :
+elif [[ -n "${SWEEP_POINTS}" ]]; then
   IFS=, read -r -a SWEEP <<< "${SWEEP_POINTS}"
 else
   IFS=, read -r -a RATES <<< "${SWEEP_LEARNING_RATES}"
@@ -218,8 +220,8 @@ continue_general() {
 }
 
 if [[ "${STAGE}" == sweep ]]; then
-  # Every sweep point against the general model; the row's own
-  # run stands for its recipe's point, and the row's finished fine-tunings are reused.
+  # Every sweep point against the general model; the row's own run stands for its recipe's
+  # point, and the row's finished fine-tunings are reused.
   RUN_FLAGS=(--run="general=${GENERAL}/released")
   for point in "${SWEEP[@]}"; do
     [[ "${point}" =~ ${SWEEP_POINT_FORMAT} ]]

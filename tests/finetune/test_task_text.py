@@ -180,3 +180,6 @@ def test_the_sweep_can_run_given_points_instead_of_the_grid(tmp_path):
     code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", "sweep",
                             SWEEP_STEPS="500,many", **settings)
     assert code == 2 and "sweep point '1e-4xmany'" in err
+    code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta",
+                              SWEEP_POINTS="fastx500", **settings)
+    assert code == 0 and "finetune.compare" in out, err  # the row does not read the sweep's points
