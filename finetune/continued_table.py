@@ -10,14 +10,16 @@ Reads what scripts/continued_experiment.sh leaves in RUNS_DIR/TASK/MODEL/:
   continued/eval_results.txt   the continued model's held-out eval beside its start's on the
                                same batches (init_*), and general/* on held-out general text
   compare/results.json         finetune.compare of "general" (first run: the baseline),
-                               "general + continued" and "random init"
-A row whose comparison has not run yet (only continued/eval_results.txt) shows its evals
-and says so in the fine-tuning cells.
+                               "general + continued" and "random init", at the task's
+                               fine-tuning budget
+  compare_trainN/results.json  the same on N training examples (FINETUNE_MAX_TRAIN_EXAMPLES)
+One line per comparison, the task's budget first. A row whose comparison has not run yet
+(only continued/eval_results.txt) shows its evals and says so in the fine-tuning cells.
 The Δ is the continued model's against the general one (the question continuing asks), on
 the task's selection metric, with compare's interval and verdict, not recomputed here.
 A sweep (`continued_experiment.sh TASK MODEL sweep`) leaves SWEEP_DIR/compare/results.json:
 "general" first, then one run per point labelled "lr RATE, N steps", each point's
-eval_results.txt beside its checkpoint.
+eval_results.txt beside its checkpoint (SWEEP_DIR/compare_trainN/: on N examples).
 """
 import dataclasses
 import glob
@@ -34,16 +36,37 @@ from pretrain.training import learning_check
 GENERAL, CONTINUED, RANDOM = "general", "general + continued", "random init"
 SWEEP_POINT = re.compile(r"^lr (?P<rate>[0-9.eE+-]+), (?P<steps>[0-9]+) steps$")
 NOT_RUN = "fine-tuning not run yet"
-COMPARISON = os.path.join("compare", "results.json")
+DEFAULT_COMPARISON = "compare"
+RESULTS = "results.json"
+BUDGET_COMPARISON = re.compile(r"^compare_train(?P<examples>[1-9][0-9]*)$")
 EVAL_RESULTS = os.path.join("continued", "eval_results.txt")
 
 
-def read_row(row_dir):
-    """{task, model_name, model, metric, seeds, split, general, continued, random (compare's
-    rows), difference (continued vs general on the metric, or None), eval (the continued
-    run's eval_results as floats)} of one TASK/MODEL folder; before its comparison has run,
-    the evals alone (metric None)."""
-    path = os.path.join(row_dir, COMPARISON)
+def comparisons(folder):
+    """The comparison folders' names under `folder`: compare first, then compare_trainN by N."""
+    budgets = sorted((int(match["examples"]), name) for name in
+                     (os.listdir(folder) if os.path.isdir(folder) else [])
+                     if (match := BUDGET_COMPARISON.match(name))
+                     and os.path.isfile(os.path.join(folder, name, RESULTS)))
+    default = os.path.isfile(os.path.join(folder, DEFAULT_COMPARISON, RESULTS))
+    return [DEFAULT_COMPARISON] * default + [name for _, name in budgets]
+
+
+def fine_tuning_budget(comparison):
+    """'N examples × E epochs' from a comparison's recorded settings ('—' when not recorded)."""
+    settings = comparison.get("settings") or {}
+    examples, epochs = settings.get("max_train_examples"), settings.get("num_train_epochs")
+    if examples is None or epochs is None:
+        return MISSING
+    return (f"{examples:,}" if examples else "all") + f" × {epochs:g} ep."
+
+
+def read_row(row_dir, comparison_name=DEFAULT_COMPARISON):
+    """{task, model_name, model, metric, seeds, split, budget, general, continued, random
+    (compare's rows), difference (continued vs general on the metric, or None), eval (the
+    continued run's eval_results as floats)} of one TASK/MODEL folder's comparison; before
+    it has run, the evals alone (metric None)."""
+    path = os.path.join(row_dir, comparison_name, RESULTS)
     eval_path = os.path.join(row_dir, EVAL_RESULTS)
     if not os.path.isfile(path):
         config = os.path.join(row_dir, "continued", "bert_config.json")
@@ -51,7 +74,7 @@ def read_row(row_dir):
             model = compare.describe_model(json.load(f))
         return {"task": os.path.basename(os.path.dirname(row_dir)),
                 "model_name": os.path.basename(row_dir), "model": model, "metric": None,
-                "seeds": [], "general": None, "continued": None, "random": None,
+                "seeds": [], "budget": MISSING, "general": None, "continued": None, "random": None,
                 "difference": None, "eval": learning_check.read_eval_results(eval_path)}
     with open(path, encoding="utf-8") as f:
         comparison = comparison_report.judge_differences(json.load(f))
@@ -63,7 +86,8 @@ def read_row(row_dir):
     return {"task": os.path.basename(os.path.dirname(row_dir)),
             "model_name": os.path.basename(row_dir), "model": rows[CONTINUED]["model"],
             "metric": metric, "seeds": rows[CONTINUED]["seeds"],
-            "split": comparison["evaluated_split"], "general": rows[GENERAL],
+            "split": comparison["evaluated_split"], "budget": fine_tuning_budget(comparison),
+            "general": rows[GENERAL],
             "continued": rows[CONTINUED], "random": rows.get(RANDOM),
             "difference": (rows[CONTINUED]["against_first_run"] or {}).get(metric),
             "eval": learning_check.read_eval_results(eval_path)}
@@ -71,9 +95,12 @@ def read_row(row_dir):
 
 def collect_rows(runs_dir):
     """Every TASK/MODEL row of `runs_dir` whose continued pretraining has been evaluated, by
-    task then model."""
-    return [read_row(os.path.dirname(os.path.dirname(path))) for path in
-            sorted(glob.glob(os.path.join(runs_dir, "*", "*", EVAL_RESULTS)))]
+    task then model, one per fine-tuning budget (the task's first)."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(runs_dir, "*", "*", EVAL_RESULTS))):
+        row_dir = os.path.dirname(os.path.dirname(path))
+        rows += [read_row(row_dir, name) for name in comparisons(row_dir) or [DEFAULT_COMPARISON]]
+    return rows
 
 
 def _scores(run, metric):
@@ -106,22 +133,22 @@ def _delta(row):
 def markdown_table(rows):
     """One line per task and model."""
     lines = ["| task | model | MLM acc. on held-out task text, start → end | on general text "
-             "| metric | general dev / test | general + continued dev / test "
+             "| metric | fine-tuned on | general dev / test | general + continued dev / test "
              "| Δ continued − general [95% CI] | verdict | random init dev / test | seeds |",
-             "|---|---|---|---|---|---|---|---:|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---:|---|---|---|"]
     for row in rows:
         metric = row["metric"]
         if metric is None:
             lines.append(f"| {row['task']} | {row['model_name']}: {row['model']} "
                          f"| {_start_end(row['eval'])} | {_start_end(row['eval'], 'general/')} "
-                         f"| {NOT_RUN} | {NOT_RUN} | {NOT_RUN} | | | | |")
+                         f"| {NOT_RUN} | | {NOT_RUN} | {NOT_RUN} | | | | |")
             continue
         verdict = (verdicts.verdict_cell(row["difference"]["verdict"]) if row["difference"]
                    else "not computed")
         lines.append(
             f"| {row['task']} | {row['model_name']}: {row['model']} "
             f"| {_start_end(row['eval'])} | {_start_end(row['eval'], 'general/')} | {metric} "
-            f"| {_scores(row['general'], metric)} | {_scores(row['continued'], metric)} "
+            f"| {row['budget']} | {_scores(row['general'], metric)} | {_scores(row['continued'], metric)} "
             f"| {_delta(row)} | {verdict} | {_scores(row['random'], metric)} "
             f"| {', '.join(map(str, row['seeds']))} |")
     return "\n".join(lines)
@@ -129,7 +156,8 @@ def markdown_table(rows):
 
 def footnote():
     return ("Metrics in %: mean ± sample standard deviation over the seeds, the same seeds for "
-            "every starting point. MLM acc.: the continued run's eval of its starting checkpoint "
+            "every starting point. Fine-tuned on: training examples × epochs (one line per "
+            "budget a row was fine-tuned at). MLM acc.: the continued run's eval of its starting checkpoint "
             "(start) and of itself (end) on the same held-out batches of the task's text and "
             "of general text (forgetting). Δ: the continued model minus the general one it "
             "started from, on the task's test split, in points, with finetune.compare's paired "
@@ -138,10 +166,10 @@ def footnote():
             "baseline at chance (the cell says why).")
 
 
-def read_sweep(sweep_dir):
-    """{metric, seeds, general (compare's row), points: [{rate, steps, row, eval}]} of a
-    sweep's comparison, points by steps then learning rate."""
-    path = os.path.join(sweep_dir, COMPARISON)
+def read_sweep(sweep_dir, comparison_name=DEFAULT_COMPARISON):
+    """{metric, seeds, budget, general (compare's row), points: [{rate, steps, row, eval}]} of
+    a sweep's comparison, points by steps then learning rate."""
+    path = os.path.join(sweep_dir, comparison_name, RESULTS)
     with open(path, encoding="utf-8") as f:
         comparison = comparison_report.judge_differences(json.load(f))
     rows = comparison_report.comparison_rows(comparison)
@@ -159,7 +187,7 @@ def read_sweep(sweep_dir):
                            os.path.join(row["init_checkpoint"] or "", "eval_results.txt"))})
     points.sort(key=lambda point: (point["steps"], float(point["rate"])))
     return {"metric": comparison["selection_metric"], "seeds": rows[0]["seeds"],
-            "general": rows[0], "points": points}
+            "budget": fine_tuning_budget(comparison), "general": rows[0], "points": points}
 
 
 def _overlapping(best, judged, metric):
@@ -199,7 +227,8 @@ def sweep_table(sweep):
         best = max(judged, key=lambda point: point["row"]["against_first_run"][metric]
                    ["difference"])
         lines += ["", f"Largest Δ: lr {best['rate']}, {best['steps']} steps (seeds "
-                  f"{', '.join(map(str, sweep['seeds']))}; Δ in points of test {metric}, "
+                  f"{', '.join(map(str, sweep['seeds']))}; fine-tuned on {sweep['budget']}; "
+                  f"Δ in points of test {metric}, "
                   "each point against the same general fine-tunings)." + _overlapping(
                       best, judged, metric)]
     return "\n".join(lines)
@@ -211,6 +240,9 @@ class ContinuedTableOptions:
     runs_dir: str = option("", "The RUNS folder of scripts/continued_experiment.sh.")
     sweep_dir: str = option("", "Instead: a sweep's folder (RUNS/TASK/MODEL/sweep of "
                                 "continued_experiment.sh TASK MODEL sweep).")
+    comparison: str = option(DEFAULT_COMPARISON, "With --sweep_dir: its comparison folder, "
+                             "compare (the task's fine-tuning budget) or compare_trainN (N "
+                             "training examples).")
     output_file: str = option("", "Also write the Markdown table here.")
 
 
@@ -219,10 +251,15 @@ def _run(options):
         raise UserError("give --runs_dir (the rows' table) or --sweep_dir (a sweep's), one of "
                         "them")
     if options.sweep_dir:
-        if not os.path.isfile(os.path.join(options.sweep_dir, COMPARISON)):
-            raise UserError(f"--sweep_dir={options.sweep_dir}: no {COMPARISON} yet (run bash "
+        name = options.comparison
+        if name != DEFAULT_COMPARISON and not BUDGET_COMPARISON.match(name):
+            raise UserError(f"--comparison={name}: give compare or compare_trainN (N training "
+                            "examples, as continued_experiment.sh names them)")
+        path = os.path.join(name, RESULTS)
+        if not os.path.isfile(os.path.join(options.sweep_dir, path)):
+            raise UserError(f"--sweep_dir={options.sweep_dir}: no {path} yet (run bash "
                             "scripts/continued_experiment.sh TASK MODEL sweep)")
-        show_and_write(sweep_table(read_sweep(options.sweep_dir)), options.output_file)
+        show_and_write(sweep_table(read_sweep(options.sweep_dir, name)), options.output_file)
         return
     rows = collect_rows(options.runs_dir) if os.path.isdir(options.runs_dir) else []
     if not rows:

@@ -35,6 +35,9 @@ SWEEP_STEPS="${SWEEP_STEPS:-500,1000}"
 SWEEP_POINTS="${SWEEP_POINTS:-}"
 # Random initialisation is there for scale only; its finished runs can come from elsewhere.
 RANDOM_INIT="${RANDOM_INIT:-1}"
+# Fine-tuning pairs/examples: empty = the task's budget below; another number fine-tunes on
+# that many (dev evaluated as often per run) into a comparison folder of its own.
+FINETUNE_MAX_TRAIN_EXAMPLES="${FINETUNE_MAX_TRAIN_EXAMPLES:-}"
 REUSE_FROM="${REUSE_FROM:-}"
 DRY_RUN="${DRY_RUN:-0}"
 
@@ -55,13 +58,14 @@ MODEL (a general model of scripts/make_general_models.sh, in GENERAL_MODELS):
   albert        the ALBERT of the same width and depth; continued on ALBERT data (SOP + n-grams)
 Writes RUNS/TASK/MODEL/{docs.txt, data/ (data/eval/: held out), continued/ (eval_results.txt:
 init_* = the general model on the same batches, general/* = its own held-out general text),
-compare/ (results.md, results.json)}.
+compare/ (results.md, results.json); with FINETUNE_MAX_TRAIN_EXAMPLES=N other than the task's:
+compare_trainN/}.
 With "sweep" (after the row has run): the general model continued at every point of
 SWEEP_LEARNING_RATES x SWEEP_STEPS, or of SWEEP_POINTS (RUNS/TASK/MODEL/sweep/
 lr<RATE>_steps<N>/; the row's own run stands for its recipe's point), one finetune.compare of
-the general model against every point (sweep/compare/, the row's finished fine-tunings
-reused) and sweep/table.md: Δ of each point against the general model beside its held-out
-MLM, start and end.
+the general model against every point (sweep/compare/, or sweep/compare_trainN/; the row's
+finished fine-tunings of that budget reused) and sweep/table.md (table_trainN.md): Δ of each
+point against the general model beside its held-out MLM, start and end.
 
 Settings (environment variables) [defaults]:
   GENERAL_MODELS     folder of make_general_models.sh   [${GENERAL_MODELS}]
@@ -75,6 +79,9 @@ Settings (environment variables) [defaults]:
   SWEEP_STEPS        the sweep's step counts            [${SWEEP_STEPS}]
   SWEEP_POINTS       instead of the grid: comma-separated RATExSTEPS points, e.g.
                      2e-5x500,1e-4x500,5e-4x500,1e-4x1000   [${SWEEP_POINTS}]
+  FINETUNE_MAX_TRAIN_EXAMPLES  fine-tune on the first N training examples instead of the
+                     task's budget (above), e.g. 40000 on LCQMC when the general row stays
+                     near chance; the dev interval scales with N  [the task's]
   RANDOM_INIT        1: fine-tune random init too (scale); 0: leave it out [${RANDOM_INIT}]
   REUSE_FROM         comma-separated finetune.compare output folders whose finished runs
                      of the same model, vocab, settings and seed are collected, not
@@ -121,6 +128,9 @@ for point in "${SWEEP[@]}"; do
   [[ "${point}" =~ ${SWEEP_POINT_FORMAT} ]] || die "sweep point '${point}' (of SWEEP_POINTS, \
 or SWEEP_LEARNING_RATES x SWEEP_STEPS) is not RATExSTEPS: give e.g. 1e-4x500"
 done
+[[ -z "${FINETUNE_MAX_TRAIN_EXAMPLES}" || "${FINETUNE_MAX_TRAIN_EXAMPLES}" =~ ^[1-9][0-9]*$ ]] \
+  || die "FINETUNE_MAX_TRAIN_EXAMPLES=${FINETUNE_MAX_TRAIN_EXAMPLES}: give a number of training \
+examples (e.g. 40000), or leave it empty for the task's budget"
 case "${MODEL}" in
   roberta) GENERAL="${GENERAL_MODELS}/bert"; MODE=roberta ;;
   albert) GENERAL="${GENERAL_MODELS}/albert"; MODE=albert ;;
@@ -139,14 +149,16 @@ case "${TASK}" in
     DATA_DIR="${LCQMC_DIR:-${SHARED}/lcqmc}"
     DOCS_COMMAND=(-m data_gen.lcqmc_to_docs --lcqmc_dir="${DATA_DIR}" --output_file="${DOCS}")
     [[ "${MODEL}" == albert ]] && DOCS_COMMAND+=(--noparaphrase_documents)
-    FINETUNE=(--task=pair --max_seq_length="${MAX_SEQ_LENGTH}" --max_train_examples=16000
-              --num_train_epochs=1 --learning_rate=1e-4 --eval_every_steps=250) ;;
+    TASK_EXAMPLES=16000; TASK_EVAL_EVERY=250
+    FINETUNE=(--task=pair --max_seq_length="${MAX_SEQ_LENGTH}" --num_train_epochs=1
+              --learning_rate=1e-4) ;;
   chnsenticorp)
     DATA_DIR="${CHNSENTICORP_DIR:-${SHARED}/chnsenticorp}"
     DOCS_COMMAND=(-m finetune.task_text --task=classification
                   --input_file="${DATA_DIR}/train.tsv" --output_file="${DOCS}")
-    FINETUNE=(--task=classification --max_seq_length=128 --max_train_examples=4800
-              --num_train_epochs=2 --learning_rate=1e-4 --eval_every_steps=100) ;;
+    TASK_EXAMPLES=4800; TASK_EVAL_EVERY=100
+    FINETUNE=(--task=classification --max_seq_length=128 --num_train_epochs=2
+              --learning_rate=1e-4) ;;
   msra)
     SOURCE="${MSRA_DIR:-${SHARED}/msra_ner}"
     DATA_DIR="${RUNS}/msra_split"
@@ -166,11 +178,21 @@ PY
     fi
     DOCS_COMMAND=(-m finetune.task_text --task=ner --input_file="${DATA_DIR}/train.txt"
                   --output_file="${DOCS}")
-    FINETUNE=(--task=ner --max_seq_length="${MAX_SEQ_LENGTH}" --max_train_examples=20000
-              --max_dev_examples=2000 --num_train_epochs=1 --learning_rate=1.5e-4
-              --eval_every_steps=146) ;;
+    TASK_EXAMPLES=20000; TASK_EVAL_EVERY=146
+    FINETUNE=(--task=ner --max_seq_length="${MAX_SEQ_LENGTH}" --max_dev_examples=2000
+              --num_train_epochs=1 --learning_rate=1.5e-4) ;;
   *) die "unknown TASK '${TASK}': choose lcqmc, chnsenticorp or msra" ;;
 esac
+# The fine-tuning budget; another than the task's has its own comparison folder, so the
+# task's finished fine-tunings are never retrained in place.
+EXAMPLES="${FINETUNE_MAX_TRAIN_EXAMPLES:-${TASK_EXAMPLES}}"
+COMPARE_NAME=compare; SWEEP_TABLE=table.md
+if [[ "${EXAMPLES}" != "${TASK_EXAMPLES}" ]]; then
+  COMPARE_NAME="compare_train${EXAMPLES}"; SWEEP_TABLE="table_train${EXAMPLES}.md"
+fi
+EVAL_EVERY=$(( (TASK_EVAL_EVERY * EXAMPLES + TASK_EXAMPLES / 2) / TASK_EXAMPLES ))
+(( EVAL_EVERY > 0 )) || EVAL_EVERY=1
+FINETUNE+=(--max_train_examples="${EXAMPLES}" --eval_every_steps="${EVAL_EVERY}")
 
 if [[ ! -f "${DOCS}" ]]; then
   stage "the task's training text, labels dropped"
@@ -231,16 +253,17 @@ if [[ "${STAGE}" == sweep ]]; then
     continue_general "${out}" "${rate}" "${steps}"
     RUN_FLAGS+=(--run="lr ${rate}, ${steps} steps=${out}")
   done
-  stage "fine-tuning: general and every sweep point, seeds ${SEEDS}"
+  stage "fine-tuning: general and every sweep point on ${EXAMPLES} examples, seeds ${SEEDS}"
   REUSE_DIRS="${REUSE_FROM}"
-  [[ -d "${ROW}/compare/runs" ]] && REUSE_DIRS="${ROW}/compare${REUSE_DIRS:+,${REUSE_DIRS}}"
+  [[ -d "${ROW}/${COMPARE_NAME}/runs" ]] \
+    && REUSE_DIRS="${ROW}/${COMPARE_NAME}${REUSE_DIRS:+,${REUSE_DIRS}}"
   REUSE=()
   [[ -z "${REUSE_DIRS}" ]] || REUSE=(--reuse_from="${REUSE_DIRS}")
-  run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/sweep/compare" \
+  run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/sweep/${COMPARE_NAME}" \
     --seeds="${SEEDS}" "${REUSE[@]}" "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
   stage "sweep table"
   run "${PYTHON}" -m finetune.continued_table --sweep_dir="${ROW}/sweep" \
-    --output_file="${ROW}/sweep/table.md"
+    --comparison="${COMPARE_NAME}" --output_file="${ROW}/sweep/${SWEEP_TABLE}"
   exit 0
 fi
 
@@ -252,8 +275,8 @@ LABELS="general, general + continued"
 [[ "${RANDOM_INIT}" == 0 ]] || { RUN_FLAGS+=(--run="random init="); LABELS+=", random init"; }
 REUSE=()
 [[ -z "${REUSE_FROM}" ]] || REUSE=(--reuse_from="${REUSE_FROM}")
-stage "fine-tuning: ${LABELS}, seeds ${SEEDS}"
-run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/compare" \
+stage "fine-tuning: ${LABELS} on ${EXAMPLES} examples, seeds ${SEEDS}"
+run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/${COMPARE_NAME}" \
   --seeds="${SEEDS}" "${REUSE[@]}" "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
 stage "table of every finished row"
 run "${PYTHON}" -m finetune.continued_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"

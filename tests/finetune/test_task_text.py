@@ -94,7 +94,7 @@ def test_the_continued_row_can_collect_random_init_elsewhere_or_leave_it_out(tmp
     assert code == 0, err
     (compare,) = [line for line in out.splitlines() if "finetune.compare" in line]
     assert "random" not in compare and "--reuse_from" not in compare
-    assert "fine-tuning: general, general + continued, seeds 1,2,3" in out
+    assert "fine-tuning: general, general + continued on 16000 examples, seeds 1,2,3" in out
     code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", RANDOM_INIT="no",
                             **settings)
     assert code == 2 and "RANDOM_INIT=no: give 1" in err
@@ -139,7 +139,8 @@ def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(t
         "lr 5e-4, 1000 steps"]
     assert f"lr\\ 1e-4\\,\\ 500\\ steps={row}/continued" in compare
     assert out.rstrip().splitlines()[-1].endswith(
-        f"-m finetune.continued_table --sweep_dir={row}/sweep --output_file={row}/sweep/table.md")
+        f"-m finetune.continued_table --sweep_dir={row}/sweep --comparison=compare "
+        f"--output_file={row}/sweep/table.md")
     # Another recipe on record: the row's run is not taken for the 1e-4 x 500 point.
     (row / "continued" / "continue_recipe.json").write_text(
         '{"learning_rate": "1e-4", "steps": 500, "batch_size": 32, "seed": 1}\n')
@@ -183,3 +184,42 @@ def test_the_sweep_can_run_given_points_instead_of_the_grid(tmp_path):
     code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta",
                               SWEEP_POINTS="fastx500", **settings)
     assert code == 0 and "finetune.compare" in out, err  # the row does not read the sweep's points
+
+
+def test_a_larger_fine_tuning_budget_has_its_own_comparison_and_the_same_dev_cadence(tmp_path):
+    general = tmp_path / "general" / "bert" / "released"
+    general.mkdir(parents=True)
+    (general / "vocab.txt").write_text("[PAD]\n")
+    row = tmp_path / "runs" / "lcqmc" / "roberta"
+    (row / "compare_train40000" / "runs").mkdir(parents=True)  # a finished row at 40,000
+    (row / "continued").mkdir()
+    (row / "continued" / "eval_results.txt").write_text("masked_lm_accuracy = 0.2\n")
+    (row / "continued" / "continue_recipe.json").write_text(
+        '{"learning_rate": "1e-4", "steps": 500, "batch_size": 64, "seed": 1}\n')
+    settings = dict(GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
+                    LCQMC_DIR=str(tmp_path / "lcqmc"))
+
+    def compare_line(*args, **env):
+        code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", *args,
+                                  **settings, **env)
+        assert code == 0, err
+        (line,) = [line for line in out.splitlines() if "finetune.compare" in line]
+        return line, out
+    default, _ = compare_line()
+    assert f"--output_dir={row}/compare " in default
+    assert "--max_train_examples=16000 --eval_every_steps=250" in default
+    larger, _ = compare_line(FINETUNE_MAX_TRAIN_EXAMPLES="40000")
+    assert f"--output_dir={row}/compare_train40000 " in larger
+    assert "--max_train_examples=40000 --eval_every_steps=625" in larger  # 2.5x both
+    same, _ = compare_line(FINETUNE_MAX_TRAIN_EXAMPLES="16000")
+    assert same == default  # the task's own budget is the default folder
+    sweep, out = compare_line("sweep", FINETUNE_MAX_TRAIN_EXAMPLES="40000",
+                              SWEEP_POINTS="1e-4x500")
+    assert f"--output_dir={row}/sweep/compare_train40000 " in sweep
+    assert f"--reuse_from={row}/compare_train40000 " in sweep  # that budget's row reused
+    assert out.rstrip().endswith(f"--comparison=compare_train40000 --output_file="
+                                 f"{row}/sweep/table_train40000.md")
+    for bad in ("40k", "0", "-5"):
+        code, _, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta",
+                                FINETUNE_MAX_TRAIN_EXAMPLES=bad, **settings)
+        assert code == 2 and f"FINETUNE_MAX_TRAIN_EXAMPLES={bad}: give a number" in err
