@@ -53,7 +53,8 @@ def comparisons(folder):
 
 
 def fine_tuning_budget(comparison):
-    """'N examples × E epochs' from a comparison's recorded settings ('—' when not recorded)."""
+    """'16,000 × 1 ep.' (training examples × epochs; 'all' for every example) from a
+    comparison's recorded settings, '—' when not recorded."""
     settings = comparison.get("settings") or {}
     examples, epochs = settings.get("max_train_examples"), settings.get("num_train_epochs")
     if examples is None or epochs is None:
@@ -74,8 +75,9 @@ def read_row(row_dir, comparison_name=DEFAULT_COMPARISON):
             model = compare.describe_model(json.load(f))
         return {"task": os.path.basename(os.path.dirname(row_dir)),
                 "model_name": os.path.basename(row_dir), "model": model, "metric": None,
-                "seeds": [], "budget": MISSING, "general": None, "continued": None, "random": None,
-                "difference": None, "eval": learning_check.read_eval_results(eval_path)}
+                "seeds": [], "budget": MISSING, "general": None, "continued": None,
+                "random": None, "difference": None,
+                "eval": learning_check.read_eval_results(eval_path)}
     with open(path, encoding="utf-8") as f:
         comparison = comparison_report.judge_differences(json.load(f))
     rows = {row["label"]: row for row in comparison_report.comparison_rows(comparison)}
@@ -148,7 +150,8 @@ def markdown_table(rows):
         lines.append(
             f"| {row['task']} | {row['model_name']}: {row['model']} "
             f"| {_start_end(row['eval'])} | {_start_end(row['eval'], 'general/')} | {metric} "
-            f"| {row['budget']} | {_scores(row['general'], metric)} | {_scores(row['continued'], metric)} "
+            f"| {row['budget']} | {_scores(row['general'], metric)} "
+            f"| {_scores(row['continued'], metric)} "
             f"| {_delta(row)} | {verdict} | {_scores(row['random'], metric)} "
             f"| {', '.join(map(str, row['seeds']))} |")
     return "\n".join(lines)
@@ -157,13 +160,14 @@ def markdown_table(rows):
 def footnote():
     return ("Metrics in %: mean ± sample standard deviation over the seeds, the same seeds for "
             "every starting point. Fine-tuned on: training examples × epochs (one line per "
-            "budget a row was fine-tuned at). MLM acc.: the continued run's eval of its starting checkpoint "
-            "(start) and of itself (end) on the same held-out batches of the task's text and "
-            "of general text (forgetting). Δ: the continued model minus the general one it "
-            "started from, on the task's test split, in points, with finetune.compare's paired "
-            "bootstrap interval; verdict: better / worse when the interval excludes 0, else no "
-            f"evidence; none with fewer than {verdicts.MIN_SEEDS} seeds, a collapsed seed or a "
-            "baseline at chance (the cell says why).")
+            "budget a row was fine-tuned at). MLM acc.: the continued run's eval of its "
+            "starting checkpoint (start) and of itself (end) on the same held-out batches of "
+            "the task's text and of general text (forgetting). Δ: the continued model minus the "
+            "general one it started from, on the task's test split, in points, with "
+            "finetune.compare's paired bootstrap interval; verdict: better / worse when the "
+            "interval excludes 0, else no evidence; none with fewer than "
+            f"{verdicts.MIN_SEEDS} seeds, a collapsed seed or a baseline at chance (the cell "
+            "says why).")
 
 
 def read_sweep(sweep_dir, comparison_name=DEFAULT_COMPARISON):
