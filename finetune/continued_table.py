@@ -42,14 +42,14 @@ BUDGET_COMPARISON = re.compile(r"^compare_train(?P<examples>[1-9][0-9]*)$")
 EVAL_RESULTS = os.path.join("continued", "eval_results.txt")
 
 
-def comparisons(folder):
-    """The comparison folders' names under `folder`: compare first, then compare_trainN by N."""
-    budgets = sorted((int(match["examples"]), name) for name in
-                     (os.listdir(folder) if os.path.isdir(folder) else [])
-                     if (match := BUDGET_COMPARISON.match(name))
-                     and os.path.isfile(os.path.join(folder, name, RESULTS)))
-    default = os.path.isfile(os.path.join(folder, DEFAULT_COMPARISON, RESULTS))
-    return [DEFAULT_COMPARISON] * default + [name for _, name in budgets]
+def comparisons(row_dir):
+    """The finished comparisons' folder names in `row_dir`: compare, then compare_trainN by N."""
+    def examples(name):
+        match = BUDGET_COMPARISON.match(name)
+        return int(match["examples"]) if match else 0
+    return sorted((name for name in os.listdir(row_dir)
+                   if (name == DEFAULT_COMPARISON or BUDGET_COMPARISON.match(name))
+                   and os.path.isfile(os.path.join(row_dir, name, RESULTS))), key=examples)
 
 
 def fine_tuning_budget(comparison):

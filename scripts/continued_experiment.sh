@@ -259,8 +259,9 @@ if [[ "${STAGE}" == sweep ]]; then
     && REUSE_DIRS="${ROW}/${COMPARE_NAME}${REUSE_DIRS:+,${REUSE_DIRS}}"
   REUSE=()
   [[ -z "${REUSE_DIRS}" ]] || REUSE=(--reuse_from="${REUSE_DIRS}")
-  run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/sweep/${COMPARE_NAME}" \
-    --seeds="${SEEDS}" "${REUSE[@]}" "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
+  run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" \
+    --output_dir="${ROW}/sweep/${COMPARE_NAME}" --seeds="${SEEDS}" "${REUSE[@]}" \
+    "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
   stage "sweep table"
   run "${PYTHON}" -m finetune.continued_table --sweep_dir="${ROW}/sweep" \
     --comparison="${COMPARE_NAME}" --output_file="${ROW}/sweep/${SWEEP_TABLE}"
