@@ -20,9 +20,8 @@ MAX_SEQ_LENGTH="${MAX_SEQ_LENGTH:-64}"
 MAX_PREDICTIONS="${MAX_PREDICTIONS:-10}"
 DUPE_FACTOR="${DUPE_FACTOR:-5}"
 EVAL_SHARE="${EVAL_SHARE:-0.05}"
-# The continuing recipe: the best of the sweep run so far on the LCQMC RoBERTa row (2e-5 / 1e-4 /
-# 5e-4 at 500 steps, then 500 / 1000 steps at 1e-4; docs/experiments.md, "Continued pretraining,
-# measured").
+# The continuing recipe: the best of the sweep's grid on the LCQMC RoBERTa row (2e-5 / 1e-4 / 5e-4
+# at 500 and 1000 steps; docs/experiments.md, "Continued pretraining, measured").
 CONTINUE_LEARNING_RATE="${CONTINUE_LEARNING_RATE:-1e-4}"
 CONTINUE_STEPS="${CONTINUE_STEPS:-500}"
 CONTINUE_BATCH_SIZE="${CONTINUE_BATCH_SIZE:-64}"
