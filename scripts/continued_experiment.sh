@@ -58,7 +58,8 @@ MODEL (a general model of scripts/make_general_models.sh, in GENERAL_MODELS):
 Writes RUNS/TASK/MODEL/{docs.txt, data/ (data/eval/: held out), continued/ (eval_results.txt:
 init_* = the general model on the same batches, general/* = its own held-out general text),
 compare/ (results.md, results.json); with FINETUNE_MAX_TRAIN_EXAMPLES=N other than the task's:
-compare_trainN/}.
+compare_trainN/}. A rerun reuses finished stages and resumes a killed continuation; continued/
+holding another recipe's run (CONTINUE_* changed) is refused: move it away or give another RUNS.
 With "sweep" (after the row has run): the general model continued at every point of
 SWEEP_LEARNING_RATES x SWEEP_STEPS, or of SWEEP_POINTS (RUNS/TASK/MODEL/sweep/
 lr<RATE>_steps<N>/; the row's own run stands for its recipe's point), one finetune.compare of
@@ -206,8 +207,10 @@ if [[ ! -f "${ROW}/data/eval/task.tfrecord.meta.json" ]]; then
     --eval_share="${EVAL_SHARE}" --random_seed="${CONTINUE_SEED}"
 fi
 # Continues the general model with one recipe into $1 (learning rate $2, $3 steps), unless a
-# finished run of that recipe is there; its recipe is recorded beside the checkpoint
-# (continue_recipe.json) so a sweep can tell which point the row's own run is.
+# finished run of that recipe is there; its recipe is recorded beside the checkpoint when the
+# run starts (continue_recipe.json), so a sweep can tell which point the row's own run is, a
+# killed run of the recipe resumes, and a folder holding another recipe's run is refused
+# (run_pretraining would resume that run's checkpoint under the new schedule).
 recipe_json() {
   printf '{"learning_rate": "%s", "steps": %s, "batch_size": %s, "seed": %s}' "$1" "$2" \
     "${CONTINUE_BATCH_SIZE}" "${CONTINUE_SEED}"
@@ -224,6 +227,16 @@ continue_general() {
     stage "continued ${steps} steps at ${rate}: finished in ${out}"
     return
   fi
+  if [[ -f "${out}/continue_recipe.json" \
+        && "$(cat "${out}/continue_recipe.json")" != "${recipe}" ]]; then
+    die "${out} holds a run continued with $(cat "${out}/continue_recipe.json"), not ${recipe}: \
+rerunning into it would resume that run; move the folder away or give another RUNS"
+  fi
+  if [[ "${DRY_RUN}" != "1" ]]; then
+    mkdir -p "${out}"
+    echo "${recipe}" > "${out}/continue_recipe.json.tmp"
+    mv "${out}/continue_recipe.json.tmp" "${out}/continue_recipe.json"
+  fi
   stage "continuing from ${GENERAL}/released: ${steps} steps at ${rate} into ${out}"
   run "${PYTHON}" -m pretrain.run_pretraining --init_checkpoint="${GENERAL}/released" \
     --input_file="${ROW}/data/task.tfrecord" --eval_input_file="${ROW}/data/eval/task.tfrecord" \
@@ -234,10 +247,6 @@ continue_general() {
     --save_checkpoints_steps="${steps}" --max_eval_steps=1000 \
     --random_seed="${CONTINUE_SEED}" --strategy=cpu
   run "${PYTHON}" -m pretrain.training.learning_check --eval_results="${out}/eval_results.txt"
-  if [[ "${DRY_RUN}" != "1" ]]; then
-    echo "${recipe}" > "${out}/continue_recipe.json.tmp"
-    mv "${out}/continue_recipe.json.tmp" "${out}/continue_recipe.json"
-  fi
 }
 
 if [[ "${STAGE}" == sweep ]]; then

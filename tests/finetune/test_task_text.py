@@ -106,6 +106,34 @@ def test_the_continued_row_can_collect_random_init_elsewhere_or_leave_it_out(tmp
     assert not (tmp_path / "runs" / "lcqmc").exists()  # refused before any stage wrote
 
 
+def test_a_continued_folder_of_another_recipe_is_refused_and_a_killed_run_resumes(tmp_path):
+    # run_pretraining resumes from an output folder's last checkpoint: continuing 1000 steps
+    # into a folder holding a 500-step run would train on from step 500 under the new schedule.
+    general = tmp_path / "general" / "bert" / "released"
+    general.mkdir(parents=True)
+    (general / "vocab.txt").write_text("[PAD]\n")
+    continued = tmp_path / "runs" / "lcqmc" / "roberta" / "continued"
+    continued.mkdir(parents=True)
+    recipe_500 = '{"learning_rate": "1e-4", "steps": 500, "batch_size": 64, "seed": 1}'
+    recipe_1000 = '{"learning_rate": "1e-4", "steps": 1000, "batch_size": 64, "seed": 1}'
+    (continued / "continue_recipe.json").write_text(recipe_500 + "\n")
+    (continued / "model.ckpt-300.index").write_text("")  # killed at step 300: no eval_results
+    settings = dict(GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
+                    LCQMC_DIR=str(tmp_path / "lcqmc"))
+    code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", **settings)
+    assert code == 0, err  # the same recipe, unfinished: run_pretraining resumes it
+    assert [line for line in out.splitlines() if "pretrain.run_pretraining" in line
+            and f"--output_dir={continued} " in line and "--num_train_steps=500 " in line]
+    code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta",
+                              CONTINUE_STEPS="1000", **settings)
+    assert code == 2 and "pretrain.run_pretraining" not in out
+    assert err.strip() == (
+        f"continued_experiment.sh: error: {continued} holds a run continued with {recipe_500}, "
+        f"not {recipe_1000}: rerunning into it would resume that run; move the folder away or "
+        "give another RUNS")
+    assert (continued / "continue_recipe.json").read_text() == recipe_500 + "\n"
+
+
 def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(tmp_path):
     general = tmp_path / "general" / "bert" / "released"
     general.mkdir(parents=True)
