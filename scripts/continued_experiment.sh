@@ -215,10 +215,11 @@ recipe_json() {
   printf '{"learning_rate": "%s", "steps": %s, "batch_size": %s, "seed": %s}' "$1" "$2" \
     "${CONTINUE_BATCH_SIZE}" "${CONTINUE_SEED}"
 }
+# The recipe recorded in folder $1 (empty when none is).
+recorded_recipe() { cat "$1/continue_recipe.json" 2>/dev/null || true; }
 # Whether folder $1 holds a finished continued run of learning rate $2 and $3 steps.
 finished_recipe() {
-  [[ -f "$1/eval_results.txt" && "$(cat "$1/continue_recipe.json" 2>/dev/null)" \
-     == "$(recipe_json "$2" "$3")" ]]
+  [[ -f "$1/eval_results.txt" && "$(recorded_recipe "$1")" == "$(recipe_json "$2" "$3")" ]]
 }
 continue_general() {
   local out="$1" rate="$2" steps="$3"
@@ -227,11 +228,10 @@ continue_general() {
     stage "continued ${steps} steps at ${rate}: finished in ${out}"
     return
   fi
-  if [[ -f "${out}/continue_recipe.json" \
-        && "$(cat "${out}/continue_recipe.json")" != "${recipe}" ]]; then
-    die "${out} holds a run continued with $(cat "${out}/continue_recipe.json"), not ${recipe}: \
-rerunning into it would resume that run; move the folder away or give another RUNS"
-  fi
+  local recorded; recorded="$(recorded_recipe "${out}")"
+  [[ -z "${recorded}" || "${recorded}" == "${recipe}" ]] || die "${out} holds a run continued \
+with ${recorded}, not ${recipe}: rerunning into it would resume that run; move the folder away \
+or give another RUNS"
   if [[ "${DRY_RUN}" != "1" ]]; then
     mkdir -p "${out}"
     echo "${recipe}" > "${out}/continue_recipe.json.tmp"
