@@ -213,11 +213,29 @@ def describe_model(config):
     return f"{kind} L{layers} H{hidden} V{vocab}"
 
 
+def _finished_run_dirs(compare_dir, seed):
+    """The seed's run folders of an earlier comparison: those under its runs/, and those its
+    results.json names, which lie in the folders it collected them from (a comparison made
+    only of collected runs has no runs/ of its own)."""
+    run_dirs = sorted(glob.glob(os.path.join(compare_dir, "runs", "*", f"seed{seed}")))
+    try:
+        with open(os.path.join(compare_dir, "results.json"), encoding="utf-8") as f:
+            runs = json.load(f).get("runs", [])
+    except (OSError, ValueError):
+        runs = []
+    for run in runs:
+        for per_seed in run.get("per_seed", []):
+            run_dir = per_seed.get("run_dir", "")
+            if os.path.basename(run_dir) == f"seed{seed}" and run_dir not in run_dirs:
+                run_dirs.append(run_dir)
+    return run_dirs
+
+
 def reusable_elsewhere(reuse_from, plan, settings, seed):
     """(run_dir, results) of a finished run with these settings, seed and starting weights in
     another comparison's output folder (any of `reuse_from`), or None."""
     for other_dir in reuse_from:
-        for run_dir in sorted(glob.glob(os.path.join(other_dir, "runs", "*", f"seed{seed}"))):
+        for run_dir in _finished_run_dirs(other_dir, seed):
             results = reusable(run_dir, plan, settings)
             if results is not None:
                 return run_dir, results
@@ -459,9 +477,10 @@ def _compare_from_flags(options):
     rerun, collect_only = settings.pop("rerun"), settings.pop("collect_only")
     reuse_from = [path for path in settings.pop("reuse_from").split(",") if path]
     for path in reuse_from:
-        if not os.path.isdir(os.path.join(path, "runs")):
-            raise UserError(f"--reuse_from={path}: no runs/ folder there (give the --output_dir "
-                            "of an earlier finetune.compare)")
+        if not (os.path.isdir(os.path.join(path, "runs"))
+                or os.path.isfile(os.path.join(path, "results.json"))):
+            raise UserError(f"--reuse_from={path}: no runs/ folder or results.json there (give "
+                            "the --output_dir of an earlier finetune.compare)")
     seeds = parse_seeds(settings.pop("seeds"), settings["random_seed"])
     compare(run_specs or [], settings, out_dir, seeds=seeds, rerun=rerun,
             collect_only=collect_only, bootstrap_samples=settings.pop("bootstrap_samples"),

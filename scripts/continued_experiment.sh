@@ -104,8 +104,9 @@ TASK="${POSITIONAL[0]}"; MODEL="${POSITIONAL[1]}"; STAGE="${POSITIONAL[2]:-row}"
 if [[ "${DRY_RUN}" != "1" ]]; then
   IFS=, read -r -a REUSE_CHECK <<< "${REUSE_FROM}"
   for dir in "${REUSE_CHECK[@]}"; do
-    [[ -d "${dir}/runs" ]] || die "REUSE_FROM: ${dir} has no runs/ folder (give the output folder \
-of an earlier finetune.compare, e.g. RUNS/roberta/compare of lcqmc_experiment.sh)"
+    [[ -d "${dir}/runs" || -f "${dir}/results.json" ]] || die "REUSE_FROM: ${dir} has no runs/ \
+folder or results.json (give the output folder of an earlier finetune.compare, e.g. \
+RUNS/roberta/compare of lcqmc_experiment.sh)"
   done
 fi
 [[ "${STAGE}" == row || "${STAGE}" == sweep ]] || die "unknown third argument '${STAGE}': \
@@ -263,7 +264,7 @@ if [[ "${STAGE}" == sweep ]]; then
   done
   stage "fine-tuning: general and every sweep point on ${EXAMPLES} examples, seeds ${SEEDS}"
   REUSE_DIRS="${REUSE_FROM}"
-  [[ -d "${ROW}/${COMPARE_NAME}/runs" ]] \
+  [[ -d "${ROW}/${COMPARE_NAME}/runs" || -f "${ROW}/${COMPARE_NAME}/results.json" ]] \
     && REUSE_DIRS="${ROW}/${COMPARE_NAME}${REUSE_DIRS:+,${REUSE_DIRS}}"
   REUSE=()
   [[ -z "${REUSE_DIRS}" ]] || REUSE=(--reuse_from="${REUSE_DIRS}")

@@ -208,6 +208,14 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
                             str(sweep_out), seeds=[3], collect_only=True,
                             reuse_from=[str(out)], bootstrap_samples=200, log_fn=lambda m: None)
     assert again["runs"][0]["test_accuracy"] == solved["test_accuracy"]
+    # A comparison made only of collected runs has no runs/ of its own; reusing from it
+    # collects them where its results.json says they are.
+    assert not (sweep_out / "runs").exists()
+    chained = compare.compare([f"baseline={checkpoint_dir}"], common, str(tmp_path / "chained"),
+                              seeds=[3], collect_only=True, reuse_from=[str(sweep_out)],
+                              bootstrap_samples=200, log_fn=lambda m: None)
+    assert chained["runs"][0]["per_seed"][0]["run_dir"] == str(out / "runs" / "2-solved" / "seed3")
+    assert chained["runs"][0]["test_accuracy"] == solved["test_accuracy"]
 
     # The random-init run alone, its config now from --bert_config_file: the same model
     # written elsewhere in another form (defaults spelled out) is collected; another
@@ -306,8 +314,8 @@ def test_reuse_from_must_name_a_comparison_folder(tmp_path):
         f"--reuse_from={tmp_path}/not_a_comparison"], tmp_path)
     assert code == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (
-        f"error: --reuse_from={tmp_path}/not_a_comparison: no runs/ folder there (give the "
-        "--output_dir of an earlier finetune.compare)")
+        f"error: --reuse_from={tmp_path}/not_a_comparison: no runs/ folder or results.json there "
+        "(give the --output_dir of an earlier finetune.compare)")
 
 
 def test_a_checkpoint_rewritten_under_the_same_path_is_not_reused(tmp_path):

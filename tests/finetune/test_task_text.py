@@ -102,7 +102,7 @@ def test_the_continued_row_can_collect_random_init_elsewhere_or_leave_it_out(tmp
                            "roberta"], capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "REUSE_FROM": other, **settings})
     assert done.returncode == 2, done.stderr
-    assert f"REUSE_FROM: {other} has no runs/ folder" in done.stderr
+    assert f"REUSE_FROM: {other} has no runs/ folder or results.json" in done.stderr
     assert not (tmp_path / "runs" / "lcqmc").exists()  # refused before any stage wrote
 
 
@@ -161,6 +161,13 @@ def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(t
     code, out, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta", "sweep",
                               REUSE_FROM="/elsewhere/compare", **settings)
     assert code == 0 and f"--reuse_from={row}/compare\\,/elsewhere/compare " in out
+    # A row whose fine-tunings were all collected from elsewhere has results.json, no runs/:
+    # its runs are still reused (finetune.compare follows the results to their folders).
+    (row / "compare" / "runs").rmdir()
+    (row / "compare" / "results.json").write_text("{}\n")
+    code, out, err = _dry_run("continued_experiment.sh", "chnsenticorp", "roberta", "sweep",
+                              **settings)
+    assert code == 0 and f"--reuse_from={row}/compare " in out, err
     runs = compare.split(" --run=")[1:]
     assert [run.split("=")[0].replace("\\", "") for run in runs] == [
         "general", "lr 1e-4, 500 steps", "lr 5e-4, 500 steps", "lr 1e-4, 1000 steps",
