@@ -107,8 +107,8 @@ def test_the_continued_row_can_collect_random_init_elsewhere_or_leave_it_out(tmp
 
 
 def test_a_continued_folder_of_another_recipe_is_refused_and_a_killed_run_resumes(tmp_path):
-    # run_pretraining resumes from an output folder's last checkpoint: continuing 1000 steps
-    # into a folder holding a 500-step run would train on from step 500 under the new schedule.
+    # run_pretraining resumes from an output folder's last checkpoint: continuing 500 steps
+    # into a folder holding a 1000-step run would train on under the other schedule.
     general = tmp_path / "general" / "bert" / "released"
     general.mkdir(parents=True)
     (general / "vocab.txt").write_text("[PAD]\n")
@@ -116,22 +116,23 @@ def test_a_continued_folder_of_another_recipe_is_refused_and_a_killed_run_resume
     continued.mkdir(parents=True)
     recipe_500 = '{"learning_rate": "1e-4", "steps": 500, "batch_size": 64, "seed": 1}'
     recipe_1000 = '{"learning_rate": "1e-4", "steps": 1000, "batch_size": 64, "seed": 1}'
-    (continued / "continue_recipe.json").write_text(recipe_500 + "\n")
+    (continued / "continue_recipe.json").write_text(recipe_1000 + "\n")
     (continued / "model.ckpt-300.index").write_text("")  # killed at step 300: no eval_results
     settings = dict(GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
                     LCQMC_DIR=str(tmp_path / "lcqmc"))
     code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta", **settings)
-    assert code == 0, err  # the same recipe, unfinished: run_pretraining resumes it
+    assert code == 0, err  # the default recipe (the sweep's choice), unfinished: it resumes
     assert [line for line in out.splitlines() if "pretrain.run_pretraining" in line
-            and f"--output_dir={continued} " in line and "--num_train_steps=500 " in line]
+            and f"--output_dir={continued} " in line and " --learning_rate=1e-4 " in line
+            and "--num_train_steps=1000 --num_warmup_steps=100 " in line]
     code, out, err = _dry_run("continued_experiment.sh", "lcqmc", "roberta",
-                              CONTINUE_STEPS="1000", **settings)
+                              CONTINUE_STEPS="500", **settings)
     assert code == 2 and "pretrain.run_pretraining" not in out
     assert err.strip() == (
-        f"continued_experiment.sh: error: {continued} holds a run continued with {recipe_500}, "
-        f"not {recipe_1000}: rerunning into it would resume that run; move the folder away or "
-        "give another RUNS")
-    assert (continued / "continue_recipe.json").read_text() == recipe_500 + "\n"
+        f"continued_experiment.sh: error: {continued} holds a run continued with {recipe_1000}, "
+        f"not {recipe_500}: rerunning into it would resume that run; set CONTINUE_* to its "
+        "recipe to use it, move the folder away or give another RUNS")
+    assert (continued / "continue_recipe.json").read_text() == recipe_1000 + "\n"
 
 
 def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(tmp_path):
@@ -230,7 +231,7 @@ def test_a_larger_fine_tuning_budget_has_its_own_comparison_and_the_same_dev_cad
     (row / "continued").mkdir()
     (row / "continued" / "eval_results.txt").write_text("masked_lm_accuracy = 0.2\n")
     (row / "continued" / "continue_recipe.json").write_text(
-        '{"learning_rate": "1e-4", "steps": 500, "batch_size": 64, "seed": 1}\n')
+        '{"learning_rate": "1e-4", "steps": 1000, "batch_size": 64, "seed": 1}\n')
     settings = dict(GENERAL_MODELS=str(tmp_path / "general"), RUNS=str(tmp_path / "runs"),
                     LCQMC_DIR=str(tmp_path / "lcqmc"))
 
@@ -249,7 +250,7 @@ def test_a_larger_fine_tuning_budget_has_its_own_comparison_and_the_same_dev_cad
     same, _ = compare_line(FINETUNE_MAX_TRAIN_EXAMPLES="16000")
     assert same == default  # the task's own budget is the default folder
     sweep, out = compare_line("sweep", FINETUNE_MAX_TRAIN_EXAMPLES="40000",
-                              SWEEP_POINTS="1e-4x500")
+                              SWEEP_POINTS="1e-4x1000")
     assert f"--output_dir={row}/sweep/compare_train40000 " in sweep
     assert f"--reuse_from={row}/compare_train40000 " in sweep  # that budget's row reused
     assert out.rstrip().endswith(f"--comparison=compare_train40000 --output_file="
