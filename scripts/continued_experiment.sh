@@ -103,11 +103,14 @@ parse_script_args "$@"
 TASK="${POSITIONAL[0]}"; MODEL="${POSITIONAL[1]}"; STAGE="${POSITIONAL[2]:-row}"
 [[ "${RANDOM_INIT}" == 0 || "${RANDOM_INIT}" == 1 ]] || die "RANDOM_INIT=${RANDOM_INIT}: give 1 \
 (fine-tune random initialisation too) or 0 (leave it out)"
+# Whether folder $1 is a finetune.compare output: its own runs/, or only a results.json naming
+# the runs it collected from elsewhere (finetune.compare --reuse_from follows it to them).
+is_comparison() { [[ -d "$1/runs" || -f "$1/results.json" ]]; }
 # Checked before the continued pretraining, not by finetune.compare after it.
 if [[ "${DRY_RUN}" != "1" ]]; then
   IFS=, read -r -a REUSE_CHECK <<< "${REUSE_FROM}"
   for dir in "${REUSE_CHECK[@]}"; do
-    [[ -d "${dir}/runs" || -f "${dir}/results.json" ]] || die "REUSE_FROM: ${dir} has no runs/ \
+    is_comparison "${dir}" || die "REUSE_FROM: ${dir} has no runs/ \
 folder or results.json (give the output folder of an earlier finetune.compare, e.g. \
 RUNS/roberta/compare of lcqmc_experiment.sh)"
   done
@@ -267,7 +270,7 @@ if [[ "${STAGE}" == sweep ]]; then
   done
   stage "fine-tuning: general and every sweep point on ${EXAMPLES} examples, seeds ${SEEDS}"
   REUSE_DIRS="${REUSE_FROM}"
-  [[ -d "${ROW}/${COMPARE_NAME}/runs" || -f "${ROW}/${COMPARE_NAME}/results.json" ]] \
+  is_comparison "${ROW}/${COMPARE_NAME}" \
     && REUSE_DIRS="${ROW}/${COMPARE_NAME}${REUSE_DIRS:+,${REUSE_DIRS}}"
   REUSE=()
   [[ -z "${REUSE_DIRS}" ]] || REUSE=(--reuse_from="${REUSE_DIRS}")
