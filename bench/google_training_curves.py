@@ -2,11 +2,12 @@
 
     python bench/google_training_curves.py --family=albert --google_source=PATH \
         --input_file='runs/lcqmc_experiment/albert/data/lcqmc-*' \
-        [--config_file=configs/lcqmc_small_albert.json --steps=300 --batch_size=64
+        [--config_file=common/model_configs/lcqmc_small_albert.json --steps=300 --batch_size=64
          --optimizer=lamb --learning_rate=0.00176 --warmup_steps=100
          --num_train_steps=1000 --dropout=off --log_every=25]
     python bench/google_training_curves.py --family=bert --input_file=BERT_RECORDS \
-        --config_file=configs/lcqmc_small_bert.json --optimizer=adamw --learning_rate=5e-4
+        --config_file=common/model_configs/lcqmc_small_bert.json --optimizer=adamw \
+        --learning_rate=5e-4
 
 Both sides train from the same initial weights on the same batches, with the
 same optimizer, schedule and clipping, and print their losses as JSON lines:
@@ -290,7 +291,8 @@ def parse_args(argv):
                              "a folder holding its four files")
     parser.add_argument("--input_file", required=True, help="pretraining records (glob)")
     parser.add_argument("--config_file",
-                        default=os.path.join(REPO, "configs", "lcqmc_small_albert.json"))
+                        default=os.path.join(REPO, "common", "model_configs",
+                                             "lcqmc_small_albert.json"))
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--max_predictions", type=int, default=10)
     parser.add_argument("--steps", type=int, default=300)

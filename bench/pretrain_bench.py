@@ -8,7 +8,7 @@ Each line measures the full training step of pretraining (encoder, MLM over
 the 21128-word vocab, sentence head, gradients, clipping, AdamW update) as
 `pretrain.run_pretraining` builds it, fed from an in-memory tf.data batch (batch
 32, sequence 128, 20 predictions). ELECTRA's step (`electra_small`:
-configs/electra_zh_small.json; `electra_base`: google-research/electra's base shape,
+common/model_configs/electra_zh_small.json; `electra_base`: google-research/electra's base shape,
 generator a third of its width) is the generator's MLM over the same predictions,
 the sampling, and the discriminator over every token, both networks updated; its
 FLOPs count both networks and both heads (pretrain.models.flops).
@@ -55,7 +55,7 @@ MODELS = {
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # ELECTRA shapes: a config file, or the fields over make_config's common ones.
 ELECTRA_MODELS = {
-    "electra_small": os.path.join(REPO, "configs", "electra_zh_small.json"),
+    "electra_small": os.path.join(REPO, "common", "model_configs", "electra_zh_small.json"),
     "electra_base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                          intermediate_size=3072, embedding_size=768,
                          generator_hidden_size=1.0 / 3, model_type="electra"),

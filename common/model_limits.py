@@ -10,7 +10,7 @@ config dict (a parsed bert_config.json), so data_gen needs no TensorFlow.
 """
 import json
 
-from common import model_families
+from common import model_configs, model_families
 from common.file_utils import open_input
 
 # google-research/bert's default, as pretrain.models.config's (a config without the field).
@@ -69,7 +69,8 @@ def read_config(path):
             text = reader.read()
     except Exception as err:  # pylint: disable=broad-except  # OSError, or tf.errors (gs://)
         raise ValueError(f"cannot read model config {path}: "
-                         f"{getattr(err, 'strerror', None) or err}") from None
+                         f"{getattr(err, 'strerror', None) or err}; "
+                         f"{model_configs.missing_hint()}") from None
     try:
         config = json.loads(text)
     except ValueError as err:  # json.JSONDecodeError

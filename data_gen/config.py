@@ -4,6 +4,7 @@ import os
 
 from common import model_limits
 from common.file_utils import missing_file_message
+from common.model_configs import resolve_config_file
 from common.cli_options import UserError, option, required
 from data_gen import modes
 from data_gen.runner.corpus_chunks import DEFAULT_CHUNK_BYTES
@@ -32,8 +33,8 @@ class GenerationConfig(*modes.FLAG_GROUPS):
     do_lower_case: bool = option(True, "Lower-case and strip accents (use with uncased/Chinese "
                                  "vocabs).")
     max_seq_length: int = option(128, "Maximum sequence length.")
-    bert_config_file: str = option("", "Optional: the model config (bert_config.json) the "
-                                   "records are for; when given, --max_seq_length is checked "
+    bert_config_file: str = option("", "Optional: the model config (bert_config.json, or "
+                                   "a shipped config's name) the records are for; when given, --max_seq_length is checked "
                                    "against it before any work.")
     max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per "
                                           "sequence.")
@@ -136,7 +137,7 @@ class GenerationConfig(*modes.FLAG_GROUPS):
     def _check_against_model(self):
         """--max_seq_length fits the model of --bert_config_file (common.model_limits)."""
         try:
-            model = model_limits.read_config(self.bert_config_file)
+            model = model_limits.read_config(resolve_config_file(self.bert_config_file))
         except ValueError as err:
             raise ConfigError(f"--bert_config_file: {err}") from None
         too_long = model_limits.length_error(self.max_seq_length, model,

@@ -41,6 +41,7 @@ import tensorflow.compat.v1 as tf
 from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import write_json_atomically, write_text_atomically
+from common.model_configs import resolve_config_file
 from finetune import comparison_report, dev_curve_plot, metrics, run_finetune, statistics, tasks
 from finetune.progress import format_duration
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
@@ -99,8 +100,8 @@ def plan_runs(run_specs, common, out_dir):
     shared_config = next((a.config_file for a in resolved if a and a.config_file), None)
     configs, vocabs = [], {}
     for index, ((label, path), assets) in enumerate(zip(runs, resolved)):
-        configs.append((assets.config_file if assets else shared_config) or common.get(
-            "bert_config_file"))
+        configs.append((assets.config_file if assets else shared_config)
+                       or resolve_config_file(common.get("bert_config_file")))
         if not configs[-1]:
             raise UserError(f"run {label!r}: no bert_config.json beside {path!r} and no "
                             "--bert_config_file given")

@@ -1,8 +1,8 @@
-r"""The reference experiment's rows, one JSON file each: configs/experiments/NAME.json.
+r"""The reference experiment's rows, one JSON file each: finetune/recipes/NAME.json.
 
 A row's file holds everything that makes it that row: its label in the table, its order,
-the model config, how LCQMC's text becomes documents, its data_gen and run_pretraining
-flags and its pretraining defaults (steps, optimizer, learning rate, bias correction, warmup),
+the model config (a shipped config's name, common.model_configs), how LCQMC's text becomes
+documents, its data_gen and run_pretraining flags and its pretraining defaults (steps, optimizer, learning rate, bias correction, warmup),
 with why they were chosen. scripts/lcqmc_experiment.sh reads a row through
 
     python -m finetune.experiment_recipes --recipe=NAME     # bash assignments to eval
@@ -21,9 +21,10 @@ import textwrap
 
 from common import cli_options
 from common.cli_options import UserError, option
+from common.model_configs import shipped_names, shipped_path
 
-RECIPES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "configs", "experiments")
+# Package data: the files ship in the wheel beside this module's package.
+RECIPES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes")
 DOCUMENTS = {"paraphrase pairs": "pairs", "one question each": "sentences"}
 PRETRAINING_FIELDS = ("steps", "optimizer", "learning_rate", "bias_correction", "warmup_steps")
 FIELDS = {"label": str, "order": int, "description": str, "model_config": str,
@@ -49,7 +50,7 @@ class Recipe:
 
 
 def read_recipe(path):
-    """The Recipe of configs/experiments/NAME.json; UserError naming the file and field."""
+    """The Recipe of recipes/NAME.json; UserError naming the file and field."""
     name = os.path.splitext(os.path.basename(path))[0]
     try:
         with open(path, encoding="utf-8") as f:
@@ -67,6 +68,9 @@ def read_recipe(path):
     for field, kind in FIELDS.items():
         if not isinstance(values[field], kind):
             raise UserError(f"{path}: {field} must be a {kind.__name__}")
+    if not shipped_path(values["model_config"]):
+        raise UserError(f"{path}: model_config {values['model_config']!r} is not a shipped "
+                        f"config; one of {', '.join(shipped_names())}")
     if values["documents"] not in DOCUMENTS:
         raise UserError(f"{path}: documents must be one of {', '.join(map(repr, DOCUMENTS))}")
     if sorted(values["pretraining"]) != sorted(PRETRAINING_FIELDS):
@@ -90,12 +94,12 @@ def get_recipe(name, recipes_dir=RECIPES_DIR):
     return read_recipe(path)
 
 
-def shell_assignments(recipe, repo_root):
+def shell_assignments(recipe):
     """Bash lines that set RECIPE_* and DEFAULT_PRETRAIN_* for `recipe`."""
     def array(values):
         return "(" + " ".join(shlex.quote(value) for value in values) + ")"
     lines = [f"RECIPE_LABEL={shlex.quote(recipe.label)}",
-             f"RECIPE_CONFIG={shlex.quote(os.path.join(repo_root, recipe.model_config))}",
+             f"RECIPE_CONFIG={shlex.quote(shipped_path(recipe.model_config))}",
              f"RECIPE_DOCUMENTS={DOCUMENTS[recipe.documents]}",
              f"RECIPE_DATA_FLAGS={array(recipe.data_flags)}",
              f"RECIPE_PRETRAIN_FLAGS={array(recipe.pretrain_flags)}",
@@ -131,8 +135,7 @@ def _run(options):
     elif options.usage:
         print("\n".join(usage_lines()))
     elif options.recipe:
-        repo_root = os.path.dirname(os.path.dirname(RECIPES_DIR))
-        print("\n".join(shell_assignments(get_recipe(options.recipe), repo_root)))
+        print("\n".join(shell_assignments(get_recipe(options.recipe))))
     else:
         raise UserError("give --recipe=NAME, --list or --usage")
 

@@ -81,7 +81,7 @@ def read_comparison(path, recipe=None):
 
 def collect_rows(runs_dir, left_out=None):
     """One row per recipe with a finished comparison, in the recipes' order
-    (configs/experiments/*.json), then by name. A comparison of random init alone is
+    (finetune/recipes/*.json), then by name. A comparison of random init alone is
     not a row yet: its UnfinishedRow message goes to `left_out` (a list), if given."""
     found = [os.path.basename(os.path.dirname(os.path.dirname(path)))
              for path in glob.glob(os.path.join(runs_dir, "*", COMPARISON))]
@@ -193,7 +193,7 @@ def markdown_table(rows):
 
 
 def _label(recipe):
-    """The row's label from its configs/experiments file (the folder name for another row)."""
+    """The row's label from its finetune/recipes file (the folder name for another row)."""
     labels = {found.name: found.label for found in experiment_recipes.all_recipes()}
     return labels.get(recipe, recipe)
 

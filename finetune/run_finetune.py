@@ -88,8 +88,9 @@ class FinetuneSettings:
                                        f"{vocab_files.sentencepiece_families()}), instead of a "
                                        "vocab; default: the spiece.model beside "
                                        "--init_checkpoint.")
-    bert_config_file: str = option(None, "Model config JSON; default: the bert_config.json "
-                                         "beside --init_checkpoint.")
+    bert_config_file: str = option(None, "Model config JSON (a path or a shipped config's "
+                                         "name); default: the bert_config.json beside "
+                                         "--init_checkpoint.")
     cache_dir: str = option(None, "Feature cache folder (default OUTPUT_DIR/feature_cache).")
     do_lower_case: bool = option(True, "Lower-case input (match the pretraining data).")
     max_seq_length: int = option(128, "Tokens per record incl. [CLS]/[SEP]; longer NER "

@@ -43,8 +43,10 @@ OUTPUT_WRITE_FAILURES = ("No space left on device", "File too large", "Disk quot
 @dataclasses.dataclass
 class PretrainingOptions:
     """Every flag of run_pretraining (google-research/bert's names where it has them)."""
-    bert_config_file: str = option(None, "Model config JSON (bert_config.json format). Required "
-                                   "unless --init_checkpoint has a bert_config.json beside it.")
+    bert_config_file: str = option(None, "Model config JSON (bert_config.json format; a path "
+                                   "or a shipped config's name: python -m common.model_configs "
+                                   "lists them). Required unless --init_checkpoint has a "
+                                   "bert_config.json beside it.")
     vocab_file: str = option(None, "The vocab the data was made with, copied to "
                              "OUTPUT_DIR/vocab.txt (default: the vocab the data's sidecars "
                              "name). Must equal the data's and the --init_checkpoint's.")

@@ -15,7 +15,7 @@ OUTPUT_NAME="${OUTPUT_NAME:-sample}"
 VOCAB="${VOCAB:-${DEFAULT_VOCAB}}"
 BUILD_VOCAB="${BUILD_VOCAB:-auto}"
 VOCAB_INPUT="${VOCAB_INPUT:-${REPO_ROOT}/data/sample/*.txt}"
-DEMO_VOCAB_SIZE=5000  # the default vocab is the demo's: configs/demo_tiny_bert.json has 5000 ids
+DEMO_VOCAB_SIZE=5000  # the default vocab is the demo's: the shipped config demo_tiny_bert has 5000 ids
 DRY_RUN="${DRY_RUN:-0}"
 # Settings of the Python tools, VARIABLE:flag. Unset or empty = that flag's default in
 # data_gen/config.py (generation) or data_gen/tools/build_vocab.py (VOCAB_SIZE), so this script

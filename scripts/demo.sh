@@ -17,7 +17,7 @@ source "${SCRIPT_DIR}/settings.sh"
 apply_deprecated_settings
 
 DEMO_DIR="${DEMO_DIR:-${REPO_ROOT}/output/demo}"
-CONFIG="${CONFIG:-${REPO_ROOT}/configs/demo_tiny_bert.json}"
+CONFIG="${CONFIG:-${REPO_ROOT}/common/model_configs/demo_tiny_bert.json}"
 PAIRS_DIR="${PAIRS_DIR:-${REPO_ROOT}/data/sample/pairs}"
 CORPUS="${CORPUS:-${REPO_ROOT}/data/sample/corpus_zh.txt}"
 PRETRAIN_MAX_SEQ_LENGTH="${PRETRAIN_MAX_SEQ_LENGTH:-64}"

@@ -19,7 +19,7 @@ DEPRECATED_SETTINGS=(PRETRAIN_WARMUP:PRETRAIN_WARMUP_STEPS PRETRAIN_BATCH:PRETRA
 source "${SCRIPT_DIR}/settings.sh"
 apply_deprecated_settings
 choose_python
-# The rows: one file each, configs/experiments/RECIPE.json (finetune.experiment_recipes).
+# The rows: one file each, finetune/recipes/RECIPE.json (finetune.experiment_recipes).
 recipes() { "${PYTHON}" -m finetune.experiment_recipes "$@"; }
 read -r -a RECIPES <<< "$(recipes --list)"
 
@@ -80,7 +80,7 @@ starting point are unchanged, and the random-init runs of another row of RUNS wi
 model). A stage whose recorded inputs or settings differ from this run's stops the script:
 move its folder away.
 
-RECIPE (configs/experiments/RECIPE.json: the row's label, model, data and pretraining
+RECIPE (finetune/recipes/RECIPE.json: the row's label, model, data and pretraining
 flags and defaults, and why; a new row is a new file):
 $(recipes --usage)
 
@@ -105,7 +105,7 @@ Settings (environment variables) [defaults]:
   FINETUNE_LEARNING_RATE  fine-tuning peak learning rate [${FINETUNE_LEARNING_RATE}]
   FINETUNE_EVAL_EVERY     dev evaluation interval (steps) [${FINETUNE_EVAL_EVERY}]
   MODEL_CONFIG       model config JSON instead of the recipe's (the table's model
-                     column names what was trained) [${MODEL_CONFIG:-per recipe, configs/lcqmc_small_*.json}]
+                     column names what was trained) [${MODEL_CONFIG:-per recipe, lcqmc_small_*}]
   SIMILAR_WORDS      macbert: similar-words TSV          [${SIMILAR_WORDS:-RUNS/similar_words.tsv}]
   VECTORS            macbert: word vectors to build it from (word2vec text format;
                      scripts/train_word_vectors.sh makes them from RUNS/docs.txt)

@@ -30,8 +30,8 @@ Usage: bash scripts/make_general_models.sh [--dry_run]
 
 Makes the general models the continued-pretraining experiment starts from (docs/experiments.md,
 "Continued pretraining, measured"), one per MODELS entry:
-  bert    configs/lcqmc_small_bert.json (L4 H256), RoBERTa data: whole-word masking, AdamW 5e-4
-  albert  configs/lcqmc_small_albert.json (the same width and depth, shared layers), ALBERT
+  bert    lcqmc_small_bert (L4 H256), RoBERTa data: whole-word masking, AdamW 5e-4
+  albert  lcqmc_small_albert (the same width and depth, shared layers), ALBERT
           data: sentence-order prediction + n-gram masking, LAMB at 0.00176
 For each: OUT/MODEL/data (EVAL_SHARE of the documents held out in data/eval/), OUT/MODEL/pretrain
 (eval_results.txt: on the held-out general text), OUT/MODEL/hf (export_hf: a transformers
@@ -64,9 +64,9 @@ choose_python
 
 for model in ${MODELS//,/ }; do
   case "${model}" in
-    bert) CONFIG="${REPO_ROOT}/configs/lcqmc_small_bert.json"; MODE=roberta
+    bert) CONFIG="${REPO_ROOT}/common/model_lcqmc_small_bert"; MODE=roberta
           OPTIMIZER=(--optimizer=adamw --learning_rate=5e-4 --adam_bias_correction) ;;
-    albert) CONFIG="${REPO_ROOT}/configs/lcqmc_small_albert.json"; MODE=albert
+    albert) CONFIG="${REPO_ROOT}/common/model_lcqmc_small_albert"; MODE=albert
             OPTIMIZER=(--optimizer=lamb --learning_rate=0.00176 --noadam_bias_correction) ;;
     *) die "unknown model '${model}' in MODELS: choose bert or albert" ;;
   esac

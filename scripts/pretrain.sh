@@ -24,7 +24,7 @@ source "${SCRIPT_DIR}/settings.sh"
 apply_deprecated_settings
 for pair in "${TRAINING_SETTINGS[@]}"; do variable="${pair%%:*}"; declare "${variable}=${!variable:-}"; done
 # The demo: used when no --input/INPUT is given, for the settings left empty.
-DEMO_PATHS=(CONFIG="${REPO_ROOT}/configs/demo_tiny_bert.json"
+DEMO_PATHS=(CONFIG="${REPO_ROOT}/common/model_configs/demo_tiny_bert.json"
   INPUT="${REPO_ROOT}/output/demo/data/*.tfrecord" OUTPUT_DIR="${REPO_ROOT}/output/demo/pretrain")
 DEMO_SETTINGS=(STEPS=300 WARMUP_STEPS=30 LEARNING_RATE=1e-3 EVAL_BATCH_SIZE=32 EVAL_STEPS=20
   LOG_EVERY=50 SAVE_EVERY=300)

@@ -28,6 +28,7 @@ import json
 import os
 
 from common import file_utils
+from common.model_configs import resolve_config_file
 from common.cli_options import UserError
 
 CONFIG_NAME = "bert_config.json"
@@ -287,7 +288,7 @@ def resolve(init_checkpoint=None, vocab_file=None, bert_config_file=None, *,
 
     bert_config.json, vocab.txt, task.json and spiece.model are looked for beside the
     resolved checkpoint, then in the directory `init_checkpoint` names. A
-    given config flag wins; a given vocab flag must list the checkpoint's
+    given config flag (a path or a shipped config's name, common.model_configs) wins; a given vocab flag must list the checkpoint's
     tokens (VocabMismatchError naming both files and the first differing line).
     """
     checkpoint, directories = None, []
@@ -297,7 +298,7 @@ def resolve(init_checkpoint=None, vocab_file=None, bert_config_file=None, *,
         given = _normal(init_checkpoint)
         if _isdir(given) and given != _normal(directories[0]):
             directories.append(given)
-    config_file, config_source = bert_config_file, "flag"
+    config_file, config_source = resolve_config_file(bert_config_file), "flag"
     if not config_file:
         config_file = _find(directories, CONFIG_NAME)
         config_source = "checkpoint" if config_file else "none"

@@ -7,6 +7,8 @@ a file's `model_type`.
 import json
 import os
 
+from common.model_configs import missing_hint
+
 
 class ConfigError(ValueError):
     """A model config that cannot describe a valid model."""
@@ -46,7 +48,8 @@ def from_json_file(from_dict, json_file):
         with open(json_file, "r", encoding="utf-8") as reader:
             data = json.load(reader)
     except OSError as err:
-        raise ConfigError("cannot read model config %s: %s" % (json_file, err)) from None
+        raise ConfigError("cannot read model config %s: %s; %s"
+                          % (json_file, err.strerror or err, missing_hint())) from None
     except json.JSONDecodeError as err:
         raise ConfigError("model config %s is not valid JSON (line %d: %s)"
                           % (json_file, err.lineno, err.msg)) from None

@@ -1,6 +1,7 @@
-"""An experiment row is one file (configs/experiments/NAME.json), read by
+"""An experiment row is one file (finetune/recipes/NAME.json), read by
 scripts/lcqmc_experiment.sh and by finetune.experiment_table alike."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 import datagen_testutil as util
 from cli_testutil import REPO_ROOT, tool_env
 from common.cli_options import UserError
+from common.model_configs import shipped_path
 from finetune import experiment_recipes, experiment_table
 
 
@@ -20,14 +22,14 @@ def test_the_rows_are_the_files_in_their_order():
     assert albert.pretraining == {"steps": 1000, "optimizer": "lamb", "learning_rate": "0.00176",
                                   "bias_correction": 0, "warmup_steps": 100}
     for recipe in recipes:  # every model config a row names exists
-        assert (REPO_ROOT / recipe.model_config).is_file(), recipe.name
+        assert os.path.isfile(shipped_path(recipe.model_config)), recipe.name
 
 
 def test_the_script_takes_a_rows_flags_from_its_file(tmp_path):
-    lines = experiment_recipes.shell_assignments(experiment_recipes.get_recipe("span"), "/repo")
+    lines = experiment_recipes.shell_assignments(experiment_recipes.get_recipe("span"))
     assert "RECIPE_DATA_FLAGS=(--mode=roberta --masking=span)" in lines
     assert "RECIPE_PRETRAIN_FLAGS=(--span_boundary_objective)" in lines
-    assert "RECIPE_CONFIG=/repo/configs/lcqmc_small_bert.json" in lines
+    assert f"RECIPE_CONFIG={shipped_path('lcqmc_small_bert')}" in lines
     assert "DEFAULT_PRETRAIN_LEARNING_RATE=5e-4" in lines
     script = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "lcqmc_experiment.sh"),
                              "--dry_run", "span"], capture_output=True, text=True, timeout=60,
@@ -37,13 +39,13 @@ def test_the_script_takes_a_rows_flags_from_its_file(tmp_path):
     assert script.returncode == 0, script.stderr
     pretrain = [line for line in script.stdout.splitlines() if "run_pretraining" in line][0]
     assert pretrain.endswith("--adam_bias_correction --span_boundary_objective ")
-    assert f"--bert_config_file={REPO_ROOT}/configs/lcqmc_small_bert.json" in pretrain
+    assert f"--bert_config_file={shipped_path('lcqmc_small_bert')}" in pretrain
     assert "--masking=span" in script.stdout
 
 
 def test_a_bad_file_names_itself_and_the_field(tmp_path):
     path = tmp_path / "mine.json"
-    data = json.loads((REPO_ROOT / "configs" / "experiments" / "roberta.json").read_text())
+    data = json.loads((REPO_ROOT / "finetune" / "recipes" / "roberta.json").read_text())
     path.write_text(json.dumps(dict(data, learning_rate="1e-4")))
     with pytest.raises(UserError, match=r"mine.json: unknown field\(s\) learning_rate"):
         experiment_recipes.read_recipe(str(path))

@@ -23,6 +23,7 @@ import subprocess
 import pytest
 
 from cli_testutil import clean_env
+from common.model_configs import shipped_path
 
 from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
@@ -201,7 +202,7 @@ def test_lcqmc_experiment_trains_the_recipes_model_unless_model_config_is_set(
         repo_root, tmp_path, recipe, config):
     make_inputs(tmp_path)
     command = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe, **_alias_env(tmp_path))
-    assert f"--bert_config_file={repo_root}/configs/lcqmc_small_{config}.json" in command
+    assert f"--bert_config_file={shipped_path('lcqmc_small_' + config)}" in command
     (tmp_path / "mine.json").write_text("{}", encoding="utf-8")
     command = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe, MODEL_CONFIG="mine.json",
                        **_alias_env(tmp_path))
@@ -414,7 +415,7 @@ def test_the_albert_row_reads_every_question_as_its_own_document(repo_root, tmp_
 
 def recipe_defaults(repo_root):
     """{recipe: {setting: default}} from the RECIPE section of --help (each recipe's line,
-    then its 'pretraining: NAME=VALUE ...' line, read from configs/experiments/)."""
+    then its 'pretraining: NAME=VALUE ...' line, read from finetune/recipes/)."""
     done = _run(repo_root, repo_root, "lcqmc_experiment.sh", "--help")
     section = done.stdout.split("\nRECIPE")[1].split("\n\n")[0]
     defaults, recipe = {}, None

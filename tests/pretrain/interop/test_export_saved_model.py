@@ -27,8 +27,8 @@ from tests.conftest import REPO_ROOT
 from tests.float32_bounds import assert_close, magnitude, summation_ulps
 
 SEQ_LENGTH = 12
-TINY_BERT = REPO_ROOT / "configs" / "test_tiny_bert.json"
-TINY_ALBERT = REPO_ROOT / "configs" / "test_tiny_albert.json"
+TINY_BERT = REPO_ROOT / "tests" / "fixtures" / "configs" / "test_tiny_bert.json"
+TINY_ALBERT = REPO_ROOT / "tests" / "fixtures" / "configs" / "test_tiny_albert.json"
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
 
 

@@ -22,8 +22,9 @@ from pretrain.models.electra.pretraining import electra_pretraining_losses
 from pretrain.training import pretraining_model_fn
 from pretrain_testdata import tiny_config
 from conftest import REPO_ROOT
+from common.model_configs import shipped_path
 
-REPO_CONFIGS = REPO_ROOT / "configs"
+FIXTURE_CONFIGS = REPO_ROOT / "tests" / "fixtures" / "configs"
 
 
 def test_the_registered_families_and_what_each_entry_resolves_to():
@@ -42,17 +43,17 @@ def test_the_registered_families_and_what_each_entry_resolves_to():
 
 
 @pytest.mark.parametrize("name, model_type, layout", [
-    ("test_tiny_bert.json", "bert", None),
-    ("test_tiny_albert.json", "albert", "google"),
-    ("albert_zh_tiny_brightmart.json", "albert", "brightmart"),
-    ("roberta_zh_base.json", "bert", None),
+    (str(FIXTURE_CONFIGS / "test_tiny_bert.json"), "bert", None),
+    (str(FIXTURE_CONFIGS / "test_tiny_albert.json"), "albert", "google"),
+    (shipped_path("albert_zh_tiny_brightmart"), "albert", "brightmart"),
+    (shipped_path("roberta_zh_base"), "bert", None),
 ])
 def test_read_config_gives_the_family_of_each_shipped_config(name, model_type, layout):
-    config = registry.read_config(str(REPO_CONFIGS / name))
+    config = registry.read_config(name)
     assert isinstance(config, BertConfig)
     assert registry.family_of(config).model_type == model_type
     assert config.albert_layout == layout
-    assert config.to_dict() == BertConfig.from_json_file(str(REPO_CONFIGS / name)).to_dict()
+    assert config.to_dict() == BertConfig.from_json_file(name).to_dict()
 
 
 def test_a_config_without_model_type_is_told_apart_by_embedding_size(tmp_path):
@@ -64,12 +65,12 @@ def test_a_config_without_model_type_is_told_apart_by_embedding_size(tmp_path):
 
 
 def test_the_shipped_electra_config_is_electra_small():
-    config = registry.read_config(str(REPO_CONFIGS / "electra_zh_small.json"))
+    config = registry.read_config(shipped_path("electra_zh_small"))
     generator = config.generator_config()
     assert (config.hidden_size, config.embedding_width, config.num_hidden_layers) == (256, 128, 12)
     assert (generator.hidden_size, generator.num_attention_heads, generator.intermediate_size) == (
         64, 1, 256)  # hfl/chinese-electra-180g-small-generator's shape
-    shipped = json.loads((REPO_CONFIGS / "electra_zh_small.json").read_text())
+    shipped = json.loads(open(shipped_path("electra_zh_small"), encoding="utf-8").read())
     assert config.to_dict() == dict(shipped, layer_norm_position="post")  # BertConfig's default
 
 
@@ -179,7 +180,7 @@ def test_reading_a_config_does_not_load_tensorflow(tmp_path):
             f"c = registry.read_config({json.dumps(path)}); "
             "print(registry.family_of(c).model_type, 'tensorflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=str(REPO_CONFIGS.parent))
+                         check=True, cwd=str(REPO_ROOT))
     assert out.stdout.split() == ["albert", "False"]
 
 

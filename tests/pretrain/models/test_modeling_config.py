@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from common.model_configs import shipped_path
 from pretrain.models.bert.config import BertConfig
 from pretrain.models.config import ConfigError
 
@@ -91,7 +92,9 @@ SHIPPED = {
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_shipped_configs_have_the_documented_sizes(name):
-    config = BertConfig.from_json_file(str(REPO_ROOT / "configs" / (name + ".json")))
+    path = (REPO_ROOT / "tests" / "fixtures" / "configs" / (name + ".json")
+            if name.startswith("test_") else shipped_path(name))
+    config = BertConfig.from_json_file(str(path))
     got = (config.model_type, config.albert_layout, config.num_hidden_layers,
            config.hidden_size, config.num_attention_heads, config.intermediate_size,
            config.word_embedding_width, config.vocab_size)
