@@ -103,6 +103,7 @@ SLOW_FILES = {
     "test_xlnet_learns.py",
     "test_xlnet_run_pretraining.py",
     "test_xlnet_spm_finetune.py",
+    "test_wheel.py",
 }
 
 
