@@ -1,9 +1,9 @@
 """Evaluate on dev after every checkpoint save and keep the best one aside.
 
-`DevEvaluationListener` is a `tf.estimator.CheckpointSaverListener`: the
-Estimator's own `CheckpointSaverHook` calls it after each save (every
-`save_checkpoints_steps` and at the end of training), so training runs as one
-`Estimator.train` call with one input pipeline (the shuffle order is never
+`DevEvaluationListener` is a `tf.train.CheckpointSaverListener`: the trainer's
+`CheckpointSaverHook` (the Estimator's or the session loop's) calls it after each save
+(every `save_checkpoints_steps` and at the end of training), so training runs as one
+`train` call with one input pipeline (the shuffle order is never
 restarted), and dev evaluation happens at exactly the saved steps.
 
 Dev is scored by a callback (run_finetune predicts dev and computes the
@@ -31,8 +31,8 @@ BEST_DIR_NAME = "best"
 
 
 def copy_weights(checkpoint_prefix, target_dir):
-    """Writes the weights of `checkpoint_prefix` (and global_step, which the Estimator's
-    predict graph restores) into an emptied target_dir, without optimizer slots: a third
+    """Writes the weights of `checkpoint_prefix` (and global_step, which a predict graph
+    restores) into an emptied target_dir, without optimizer slots: a third
     of the size for Adam. Returns the new prefix; target_dir's `checkpoint` state file
     names it, so `tf.train.latest_checkpoint(target_dir)` finds it."""
     if not os.path.exists(checkpoint_prefix + ".index"):
@@ -65,7 +65,7 @@ def disk_bytes(folder):
                for root, _, names in os.walk(folder) for name in names)
 
 
-class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
+class DevEvaluationListener(tf.train.CheckpointSaverListener):
     """Scores each saved checkpoint on dev and tracks the best.
 
     evaluate_fn: callable(checkpoint prefix) -> {metric: float, ..., "loss": float}.
@@ -75,9 +75,9 @@ class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
       eval_seconds: total time spent evaluating.
     """
 
-    def __init__(self, estimator, evaluate_fn, model_dir, selection_metric="accuracy",
+    def __init__(self, trainer, evaluate_fn, model_dir, selection_metric="accuracy",
                  log_fn=print, extra_best_files=()):
-        self._estimator = estimator
+        self._trainer = trainer
         self._evaluate_fn = evaluate_fn
         self._best_dir = os.path.join(model_dir, BEST_DIR_NAME)
         self._metric = selection_metric
@@ -91,7 +91,7 @@ class DevEvaluationListener(tf.estimator.CheckpointSaverListener):
         step = int(global_step_value)
         if any(point["step"] == step for point in self.curve):
             return  # the final save can repeat the last periodic one
-        checkpoint = os.path.join(self._estimator.model_dir, f"model.ckpt-{step}")
+        checkpoint = os.path.join(self._trainer.model_dir, f"model.ckpt-{step}")
         started = time.time()
         scores = self._evaluate_fn(checkpoint)
         self.eval_seconds += time.time() - started

@@ -1,4 +1,4 @@
-"""The fine-tuning Estimator model_fn: encoder + the task's head, for every task.
+"""The fine-tuning model function: encoder + the task's head, for every task.
 
 The encoder (`pretrain.models.registry.create_encoder`, BERT/RoBERTa, ALBERT or
 ELECTRA's discriminator by config) and the head come from `task.build_model`; the
@@ -13,13 +13,14 @@ and decay (`pretrain.training.optimization.create_optimizer`).
 import tensorflow.compat.v1 as tf
 
 from pretrain.training import optimization
+from pretrain.training.model_spec import ModeKeys, ModelSpec
 
 
 def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_rate,
                      num_train_steps, num_warmup_steps, optimizer="adamw", log_fn=print,
                      init_summary=None, training_hooks_fn=None, ignore_invalid_weights=False,
                      bias_correction=False):
-    """Returns an Estimator model_fn for TRAIN / EVAL / PREDICT.
+    """Returns a model function (pretrain.training.model_spec) for TRAIN / EVAL / PREDICT.
 
     Features: the task's records (finetune.features.input_fn_builder): input_ids,
     input_mask, segment_ids int32 [B, S], plus label_weights float32 [B, S] for
@@ -34,15 +35,16 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
     EVAL: `mean_loss`. PREDICT: the task's outputs (`probabilities` [B, N] or
     `tag_probabilities` [B, S, N]).
     """
-    def model_fn(features, labels, mode, params=None):
-        is_training = mode == tf.estimator.ModeKeys.TRAIN
-        if mode == tf.estimator.ModeKeys.PREDICT:
+    def model_fn(features, labels, mode, params=None, config=None):
+        del params, config
+        is_training = mode == ModeKeys.TRAIN
+        if mode == ModeKeys.PREDICT:
             labels = None
         loss, per_example_loss, outputs = task.build_model(bert_config, is_training, features,
                                                            labels, num_labels)
         if init_checkpoint and is_training:
             # Weights only; when model_dir already holds a checkpoint the
-            # Estimator restores that instead and these initialisers are unused.
+            # trainer restores that instead and these initialisers are unused.
             # only when needed
             from pretrain.checkpoints.checkpoint_loading import init_from_checkpoint
             report = init_from_checkpoint(init_checkpoint, tf.trainable_variables(),
@@ -55,16 +57,16 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
                     unused_in_checkpoint=len(report.unused_in_checkpoint),
                     shape_mismatches=[name for name, _, _ in report.shape_mismatches])
 
-        if mode == tf.estimator.ModeKeys.TRAIN:
+        if mode == ModeKeys.TRAIN:
             train_op = optimization.create_optimizer(
                 loss, learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer,
                 bias_correction=bias_correction)
             hooks = training_hooks_fn(loss) if training_hooks_fn else []
-            return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
-                                              training_hooks=hooks)
-        if mode == tf.estimator.ModeKeys.EVAL:
-            return tf.estimator.EstimatorSpec(
-                mode, loss=loss, eval_metric_ops={"mean_loss": tf.metrics.mean(per_example_loss)})
-        return tf.estimator.EstimatorSpec(mode, predictions=outputs)
+            return ModelSpec(mode, loss=loss, train_op=train_op, training_hooks=hooks)
+        if mode == ModeKeys.EVAL:
+            return ModelSpec(mode, loss=loss, eval_metrics=(
+                lambda per_example_loss: {"mean_loss": tf.metrics.mean(per_example_loss)},
+                {"per_example_loss": per_example_loss}))
+        return ModelSpec(mode, predictions=outputs)
 
     return model_fn

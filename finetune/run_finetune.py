@@ -49,7 +49,8 @@ from pretrain.models.config import ConfigError
 from pretrain.training import optimization
 from pretrain.training import strategy as strategies
 
-STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker")
+# Pretraining's strategies but the TPU (no TPU path for fine-tuning).
+STRATEGIES = tuple(name for name in strategies.STRATEGIES if name != "tpu")
 SPLITS = ("train", "dev", "test")
 DATA_EXTENSIONS = (".txt", ".tsv", ".csv", ".json", ".jsonl")
 # Why a run collapses, most likely first (bench/finetune_parity.py and docs/experiments.md,
@@ -108,6 +109,8 @@ class FinetuneSettings:
     ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)
                            + ".")
+    training_loop: str = option("auto", strategies.TRAINING_LOOP_HELP,
+                                choices=strategies.TRAINING_LOOPS)
     keep_checkpoint_max: int = option(2, "Recent checkpoints kept during training (best/ is "
                                          "separate).")
     keep_checkpoints: bool = option(False, "Keep the training checkpoints (with optimizer "
@@ -223,17 +226,19 @@ def prepare_output_dir(settings):
     os.makedirs(output_dir, exist_ok=True)
 
 
-def build_estimator(model_fn, settings, save_checkpoints_steps):
-    """Estimator for --strategy through pretraining's strategy module (TPU not supported here)."""
+def build_trainer(model_fn, settings, save_checkpoints_steps):
+    """The trainer for --strategy and --training_loop, through pretraining's strategy module
+    (TPU not supported here)."""
     name = strategies.resolve_strategy(settings["strategy"])
     run_config = strategies.make_run_config(
         name, settings["output_dir"], save_checkpoints_steps=save_checkpoints_steps,
         keep_checkpoint_max=settings["keep_checkpoint_max"],
         log_step_count_steps=settings["log_every_n_steps"],
         tf_random_seed=settings["random_seed"])
-    return strategies.build_estimator(name, model_fn, run_config,
-                                      train_batch_size=settings["train_batch_size"],
-                                      eval_batch_size=settings["eval_batch_size"])
+    return strategies.build_trainer(name, model_fn, run_config,
+                                    train_batch_size=settings["train_batch_size"],
+                                    eval_batch_size=settings["eval_batch_size"],
+                                    training_loop=settings["training_loop"])
 
 
 class _Split:
@@ -292,11 +297,19 @@ def _build_records(task, split, labels, tokenizer, settings, condition_size, cac
     return lengths
 
 
-def _predict(estimator, task, split, lengths, labels, settings, checkpoint):
+def _predict(trainer, task, split, lengths, labels, settings, checkpoint, predictors=None):
+    """The task's collected predictions of `split` with `checkpoint`'s weights. With the
+    session loop, `predictors` {split name: Predictor} keeps each split's predict graph
+    for the next checkpoint (dev after every save); the Estimator builds one per call."""
     input_fn = records.input_fn_builder(split.record_path, lengths, settings["eval_batch_size"],
                                         is_training=False)
-    predictions = list(estimator.predict(input_fn, checkpoint_path=checkpoint,
-                                         yield_single_examples=True))
+    if predictors is not None and hasattr(trainer, "predictor"):
+        if split.name not in predictors:
+            predictors[split.name] = trainer.predictor(input_fn)
+        predictions = predictors[split.name].run(checkpoint)
+    else:
+        predictions = list(trainer.predict(input_fn, checkpoint_path=checkpoint,
+                                           yield_single_examples=True))
     return task.collect(split.examples, split.plan, predictions, labels)
 
 
@@ -372,23 +385,27 @@ def run(settings, log_fn=print):
                                 bias_correction=settings["adam_bias_correction"],
                                 training_hooks_fn=lambda loss: [ProgressHook(
                                     loss, num_train_steps, settings["log_every_n_steps"], log_fn)])
-    estimator = build_estimator(model_fn, settings, save_checkpoints_steps=eval_every)
+    trainer = build_trainer(model_fn, settings, save_checkpoints_steps=eval_every)
     dev = splits["dev"]
 
     dev_predictions = {}  # step -> the task's collected dev predictions at that checkpoint
+    predictors = {}  # the session loop's predict graphs, built once per split
 
     def evaluate_dev(checkpoint):
-        collected = _predict(estimator, task, dev, lengths, labels, settings, checkpoint)
+        collected = _predict(trainer, task, dev, lengths, labels, settings, checkpoint,
+                             predictors)
         dev_predictions[int(checkpoint.rsplit("-", 1)[1])] = collected
         return _scalar_metrics(task.score(dev.examples, collected, labels))
 
     listener = DevEvaluationListener(
-        estimator, evaluate_dev, output_dir, selection_metric=selection_metric, log_fn=log_fn,
+        trainer, evaluate_dev, output_dir, selection_metric=selection_metric, log_fn=log_fn,
         extra_best_files=model_files)
     train_input_fn = records.input_fn_builder(splits["train"].record_path, lengths,
                                               settings["train_batch_size"], is_training=True,
                                               seed=settings["random_seed"])
-    estimator.train(train_input_fn, max_steps=num_train_steps, saving_listeners=[listener])
+    trainer.train(train_input_fn, max_steps=num_train_steps, saving_listeners=[listener])
+    for predictor in predictors.values():
+        predictor.close()
     if listener.best is None:
         raise RuntimeError("training finished without any dev evaluation; no checkpoint was saved")
 
@@ -400,7 +417,7 @@ def run(settings, log_fn=print):
     test_scores = None
     if "test" in splits:
         test = splits["test"]
-        test_collected = _predict(estimator, task, test, lengths, labels, settings, best)
+        test_collected = _predict(trainer, task, test, lengths, labels, settings, best)
         test_scores = task.score(test.examples, test_collected, labels)
         _write_predictions(task, test, test_collected, labels, output_dir)
     results = {

@@ -86,6 +86,8 @@ class PretrainingOptions:
     master: str = option(None, "Unused (kept for google-research/bert scripts).")
     num_tpu_cores: int = option(8, "TPU cores (shards).")
     strategy: str = option("auto", "Where to train.", choices=strategy_lib.STRATEGIES)
+    training_loop: str = option("auto", strategy_lib.TRAINING_LOOP_HELP,
+                                choices=strategy_lib.TRAINING_LOOPS)
     optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
     adam_bias_correction: bool = option(True, optimization.BIAS_CORRECTION_HELP)
     poly_power: float = option(1.0, "Power of the polynomial learning-rate decay.")
@@ -173,6 +175,7 @@ def run(values):
                         "(conditional LayerNorm), but pretraining records carry no condition: "
                         "pretrain without it and add it to the config when fine-tuning")
     strategy_name = strategy_lib.resolve_strategy(opts.strategy, use_tpu=opts.use_tpu)
+    loop = strategy_lib.resolve_training_loop(opts.training_loop, strategy_name)
     # Before anything runs eagerly (the data checks do): MultiWorkerMirrored
     # must configure collective ops before the eager context starts.
     distribution = (None if strategy_name == "tpu"
@@ -294,19 +297,21 @@ def run(values):
         use_sentence_head=use_sentence_head,
         span_boundary_objective=opts.span_boundary_objective,
         ignore_invalid_weights=opts.ignore_invalid_weights)
-    estimator = strategy_lib.build_estimator(
+    estimator = strategy_lib.build_trainer(
         strategy_name, model_fn, run_config, train_batch_size=opts.train_batch_size,
-        eval_batch_size=opts.eval_batch_size)
+        eval_batch_size=opts.eval_batch_size, training_loop=loop)
 
     def make_eval_estimator(model_dir):
-        """The estimator of an eval (continued_eval): seeded, over --output_dir or model_dir."""
+        """The trainer of an eval (continued_eval): seeded, over --output_dir or model_dir."""
         config = run_config.replace(model_dir=model_dir or opts.output_dir,
                                     tf_random_seed=continued_eval.eval_seed(opts.random_seed))
-        return strategy_lib.build_estimator(strategy_name, model_fn, config,
-                                            train_batch_size=opts.train_batch_size,
-                                            eval_batch_size=opts.eval_batch_size)
-    logging.info("strategy=%s replicas=%s precision=%s optimizer=%s accumulation=%d",
-                 strategy_name, estimator.params.get("num_replicas"), precision, opts.optimizer, k)
+        return strategy_lib.build_trainer(strategy_name, model_fn, config,
+                                          train_batch_size=opts.train_batch_size,
+                                          eval_batch_size=opts.eval_batch_size,
+                                          training_loop=loop)
+    logging.info("strategy=%s training_loop=%s replicas=%s precision=%s optimizer=%s "
+                 "accumulation=%d", strategy_name, loop, estimator.params.get("num_replicas"),
+                 precision, opts.optimizer, k)
 
     def make_input_fn(pattern, is_training):
         return input_pipeline.input_fn_builder(
@@ -316,7 +321,7 @@ def run(values):
             skip_corrupt_records=opts.skip_corrupt_records,
             span_boundaries=opts.span_boundary_objective, record_reader=reader, prepared=prepared)
 
-    result = {"strategy": strategy_name, "precision": precision,
+    result = {"strategy": strategy_name, "training_loop": loop, "precision": precision,
               "sentence_head": use_sentence_head,
               "span_boundary_objective": opts.span_boundary_objective, "eval_results": None,
               "vocab_file": vocab, "config_file": opts.bert_config_file,
@@ -440,7 +445,7 @@ def _record_reader_flags():
 
 def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result,
                         make_eval_estimator, extra_evals, heads_line=None):
-    """estimator.train (or train_and_evaluate for multi_worker), then the evals of
+    """trainer.train (or the Estimator's train_and_evaluate for multi_worker), then the evals of
     pretrain.training.continued_eval (the start's too, with --init_checkpoint); fills
     `result`."""
     if opts.do_train:
@@ -451,10 +456,10 @@ def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_inpu
             last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k,
             heads_line=heads_line)]
         if strategy_name == "multi_worker":
+            from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel
             eval_fn = make_input_fn(eval_input, False) if opts.do_eval else train_input_fn
-            tf.estimator.train_and_evaluate(
-                estimator, tf.estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=hooks),
-                tf.estimator.EvalSpec(eval_fn, steps=1, start_delay_secs=0, throttle_secs=0))
+            estimator_runtime.train_and_evaluate(estimator, train_input_fn, max_steps, hooks,
+                                                 eval_fn)
         else:
             estimator.train(input_fn=train_input_fn, max_steps=max_steps, hooks=hooks)
     if opts.do_eval:

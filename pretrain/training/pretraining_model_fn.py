@@ -1,9 +1,10 @@
-"""Estimator model_fn for pretraining: the config's family's objective (pretrain.models.
+"""The pretraining model function: the config's family's objective (pretrain.models.
 registry: encoder and heads) and eval metrics, the optimizer, and initial weights.
 
-Works under `tf.estimator.Estimator` (with or without a tf.distribute
-strategy) and `TPUEstimator` (TPU or `use_tpu=False`): it returns a
-`TPUEstimatorSpec` when `params["strategy"] == "tpu"`, else an EstimatorSpec.
+It returns a ModelSpec (pretrain.training.model_spec), which the session loop runs (with or
+without a tf.distribute strategy) and pretrain.training.estimator_runtime hands to
+`tf.estimator.Estimator` or, for `params["strategy"] == "tpu"`, to `TPUEstimator` (TPU or
+`use_tpu=False`).
 """
 import tensorflow.compat.v1 as tf
 from absl import logging
@@ -11,6 +12,7 @@ from absl import logging
 from pretrain.checkpoints import checkpoint_compat, checkpoint_loading
 from pretrain.models import registry
 from pretrain.training import mixed_precision, optimization, training_hooks
+from pretrain.training.model_spec import ModeKeys, ModelSpec
 
 
 def pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -98,7 +100,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
     `num_train_steps`/`num_warmup_steps` count optimizer updates; with
     gradient accumulation the Estimator runs k times as many micro-steps.
     Logging scalars are registered for `training_hooks.PretrainingLoggingHook`
-    (pass one to `estimator.train(hooks=...)`) and written as summaries.
+    (pass one to `trainer.train(hooks=...)`) and written as summaries.
     """
     compute_type = mixed_precision.compute_dtype(precision)
 
@@ -107,7 +109,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
         params = params or {}
         on_tpu_estimator = params.get("strategy") == "tpu"
         use_tpu = on_tpu_estimator and bool(params.get("use_tpu", False))
-        is_training = mode == tf.estimator.ModeKeys.TRAIN
+        is_training = mode == ModeKeys.TRAIN
         for name in sorted(features):
             logging.debug("feature %s: %s %s", name, features[name].shape, features[name].dtype)
         outputs = pretraining_losses(bert_config, features, is_training, use_sentence_head,
@@ -117,7 +119,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
         restored = (tf.train.latest_checkpoint(config.model_dir)
                     if config is not None and config.model_dir else None)
         if init_checkpoint and restored:
-            # The Estimator restores every variable from model_dir's checkpoint: the
+            # The trainer restores every variable from model_dir's checkpoint: the
             # --init_checkpoint would not be what this graph runs with.
             logging.info("%s graph: weights restored from %s (--init_checkpoint is not loaded)",
                          "training" if is_training else "eval", restored)
@@ -127,7 +129,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
             scaffold_fn = _init_from_checkpoint(init_checkpoint, use_tpu, ignore_invalid_weights,
                                                 heading)
 
-        if mode == tf.estimator.ModeKeys.TRAIN:
+        if mode == ModeKeys.TRAIN:
             if config is not None:  # resuming from a checkpoint with the old slot names
                 checkpoint_compat.install_legacy_slot_saver(
                     config.model_dir, config.keep_checkpoint_max,
@@ -151,20 +153,16 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                     training_hooks.add_summaries(logged)
                 training_hooks.register_log_tensors(logged)
             if on_tpu_estimator:
-                return tf.estimator.tpu.TPUEstimatorSpec(
-                    mode=mode, loss=outputs["loss"], train_op=train_op, scaffold_fn=scaffold_fn)
-            return tf.estimator.EstimatorSpec(
-                mode=mode, loss=_reported_loss(outputs["loss"], params.get("num_replicas", 1)),
+                return ModelSpec(mode, loss=outputs["loss"], train_op=train_op,
+                                 scaffold_fn=scaffold_fn)
+            return ModelSpec(
+                mode, loss=_reported_loss(outputs["loss"], params.get("num_replicas", 1)),
                 train_op=train_op)
 
-        if mode == tf.estimator.ModeKeys.EVAL:
-            metrics, metric_args = _eval_metrics(bert_config, outputs, features, use_sentence_head)
-            if on_tpu_estimator:
-                return tf.estimator.tpu.TPUEstimatorSpec(
-                    mode=mode, loss=outputs["loss"], scaffold_fn=scaffold_fn,
-                    eval_metrics=(metrics, metric_args))
-            return tf.estimator.EstimatorSpec(mode=mode, loss=outputs["loss"],
-                                              eval_metric_ops=metrics(**metric_args))
+        if mode == ModeKeys.EVAL:
+            return ModelSpec(mode, loss=outputs["loss"], scaffold_fn=scaffold_fn,
+                             eval_metrics=_eval_metrics(bert_config, outputs, features,
+                                                        use_sentence_head))
         raise ValueError(f"pretraining model_fn supports TRAIN and EVAL, not {mode}")
 
     return model_fn

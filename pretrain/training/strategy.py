@@ -1,20 +1,23 @@
-"""One place that turns --strategy into a RunConfig and an Estimator.
-
-Reusable by pretraining and fine-tuning:
+"""One place that turns --strategy and --training_loop into what trains: pretraining and
+fine-tuning share it.
 
     name = resolve_strategy(flags.strategy, use_tpu=flags.use_tpu)
-    run_config = make_run_config(name, output_dir, ...)
-    estimator = build_estimator(name, model_fn, run_config, train_batch_size=..., ...)
+    settings = make_run_config(name, output_dir, ...)
+    trainer = build_trainer(name, model_fn, settings, train_batch_size=..., training_loop=...)
+
+`trainer` is an Estimator (pretrain.training.estimator_runtime; TensorFlow <= 2.15) or the
+toolkit's own session loop (pretrain.training.training_loop; any TensorFlow 2.x).
 
 Strategies:
-  cpu / gpu     one device, plain `tf.estimator.Estimator`.
-  mirrored      `RunConfig(train_distribute=MirroredStrategy())` over all
+  cpu / gpu     one device.
+  mirrored      `MirroredStrategy()` over all
                 local GPUs (or logical CPUs); the GLOBAL train batch is split
                 across replicas (see `per_replica_batch_size`).
   multi_worker  `MultiWorkerMirroredStrategy` (collective all-reduce); the
                 cluster comes from the TF_CONFIG environment variable, which
                 must be set identically (except task.index) on every worker.
-  tpu           `TPUEstimator(use_tpu=True)` + `TPUClusterResolver`,
+                Estimator only (train_and_evaluate).
+  tpu           `TPUEstimator(use_tpu=True)` + `TPUClusterResolver` (Estimator only),
                 `iterations_per_loop`, bfloat16 and one-hot embedding lookups
                 (the caller's model_fn handles the last two); paths must be
                 gs:// URLs. The TPU comes from --tpu_name, else the TPU_NAME
@@ -29,6 +32,7 @@ optimizer (grappler) off in the sessions made here. It spends seconds on every
 new session whatever the model's size, and pays back only over many steps of a
 real model: the test suite sets it for its tiny ones; training should not.
 """
+import dataclasses
 import json
 import os
 
@@ -170,81 +174,147 @@ def graph_optimizer_off():
     return os.environ.get(GRAPH_OPTIMIZER_VARIABLE, "").strip().lower() == "off"
 
 
-def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep_checkpoint_max=5,
-                    log_step_count_steps=100, iterations_per_loop=1000, tpu_name=None,
-                    tpu_zone=None, gcp_project=None, num_tpu_cores=8, use_xla=False,
-                    session_config=None, tf_random_seed=None, distribution=None,
-                    save_summary_steps=100, tpu_cluster=None):
-    """RunConfig (tpu: `tf.estimator.tpu.RunConfig`) for the resolved strategy.
+TRAINING_LOOPS = ("auto", "estimator", "session")
+# `auto`'s choice when set (estimator or session), e.g. to run a whole pipeline on either.
+TRAINING_LOOP_VARIABLE = "ZH_PRETRAIN_TRAINING_LOOP"
+TRAINING_LOOP_HELP = (
+    "What runs the model functions: estimator (tf.estimator, TensorFlow <= 2.15 only; "
+    "TPUEstimator for --strategy=tpu), session (the toolkit's own loop, "
+    "pretrain.training.training_loop: any TensorFlow 2.x; cpu, gpu and mirrored), or auto: "
+    f"${TRAINING_LOOP_VARIABLE} when set, else the Estimator where TensorFlow has it, else "
+    "the session loop.")
 
-    `distribution` may pass a ready strategy (else one is created); the
-    strategy used is reachable as `run_config.train_distribute`. For `tpu`,
-    `tpu_cluster` may pass a ready `tpu_cluster_resolver(...)` (else one is
-    made from tpu_name / tpu_zone / gcp_project).
-    """
-    if session_config is None:
-        session_config = tf.ConfigProto(allow_soft_placement=True)
-        if use_xla:
-            session_config.graph_options.optimizer_options.global_jit_level = (
-                tf.OptimizerOptions.ON_1)
-        if graph_optimizer_off():
-            session_config.graph_options.rewrite_options.disable_meta_optimizer = True
-    common = dict(model_dir=output_dir, save_checkpoints_steps=save_checkpoints_steps,
-                  keep_checkpoint_max=keep_checkpoint_max,
-                  log_step_count_steps=log_step_count_steps, session_config=session_config,
-                  save_summary_steps=save_summary_steps,
-                  tf_random_seed=tf_random_seed)
-    if strategy_name == "tpu":
-        resolver = tpu_cluster
-        if resolver is None:
-            resolver = tpu_cluster_resolver(tpu_name, tpu_zone, gcp_project)
-        return tf.estimator.tpu.RunConfig(
-            cluster=resolver, **common,
-            tpu_config=tf.estimator.tpu.TPUConfig(
-                iterations_per_loop=iterations_per_loop, num_shards=num_tpu_cores,
-                per_host_input_for_training=tf.estimator.tpu.InputPipelineConfig.PER_HOST_V2))
-    if distribution is None:
-        distribution = make_distribution_strategy(strategy_name)
+
+def estimator_available():
+    """True on TensorFlow <= 2.15, the last release with tf.estimator."""
+    try:
+        import tensorflow_estimator  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:
+        return False
+    return hasattr(tf, "estimator")
+
+
+def resolve_training_loop(name, strategy_name):
+    """`estimator` or `session` for --training_loop=name; UserError for a choice this
+    TensorFlow or this strategy cannot run."""
+    name = (name or "auto").lower()
+    if name not in TRAINING_LOOPS:
+        raise UserError(f"--training_loop={name!r} is not one of {', '.join(TRAINING_LOOPS)}")
+    needs_estimator = strategy_name in ("tpu", "multi_worker")
+    if name == "auto":
+        name = os.environ.get(TRAINING_LOOP_VARIABLE, "").strip().lower()
+        if name and name not in TRAINING_LOOPS[1:]:
+            raise UserError(f"{TRAINING_LOOP_VARIABLE}={name!r} is not one of "
+                            f"{', '.join(TRAINING_LOOPS[1:])}")
+        if not name or (needs_estimator and estimator_available()):
+            name = "estimator" if estimator_available() else "session"
+    if name == "estimator" and not estimator_available():
+        raise UserError(f"--training_loop=estimator needs TensorFlow <= 2.15 (tf.estimator); this "
+                        f"is TensorFlow {tf.__version__}: use --training_loop=session"
+                        + (f", which does not run --strategy={strategy_name}: that needs the "
+                           "TensorFlow 2.15 runtime (Python <= 3.11)" if needs_estimator else ""))
+    if name == "session" and needs_estimator:
+        raise UserError(f"--strategy={strategy_name} runs on the Estimator only, which needs the "
+                        "TensorFlow 2.15 runtime (Python <= 3.11, tensorflow 2.15.1): "
+                        + ("TPUEstimator" if strategy_name == "tpu" else
+                           "train_and_evaluate's server and cluster handling")
+                        + " has no counterpart in the session loop yet")
+    return name
+
+
+def make_session_config(use_xla=False, distribution=None):
+    """The ConfigProto of every session a run makes (threads and devices fit the strategy)."""
+    config = tf.ConfigProto(allow_soft_placement=True)
+    if use_xla:
+        config.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
+    if graph_optimizer_off():
+        config.graph_options.rewrite_options.disable_meta_optimizer = True
     if distribution is not None and distribution.num_replicas_in_sync > 1:
         # Collective all-reduce ops block an inter-op thread per replica while
         # they wait for their peers; with the default pool (one per core) two
         # replicas on a 2-core machine deadlock. Leave room for the graph.
-        threads = max(session_config.inter_op_parallelism_threads,
+        threads = max(config.inter_op_parallelism_threads,
                       (os.cpu_count() or 1) + 4 * distribution.num_replicas_in_sync)
-        session_config.inter_op_parallelism_threads = threads
+        config.inter_op_parallelism_threads = threads
         cpus = [d for d in distribution.extended.worker_devices if "CPU" in d.upper()]
         if len(cpus) > 1:
             # tf.Session only creates logical CPU devices it is told about;
             # without them soft placement would put every replica on CPU:0
             # and the collectives would wait forever for a second device.
-            session_config.device_count["CPU"] = len(cpus)
-    return tf.estimator.RunConfig(train_distribute=distribution, **common)
+            config.device_count["CPU"] = len(cpus)
+    return config
 
 
-def build_estimator(strategy_name, model_fn, run_config, params=None, train_batch_size=None,
-                    eval_batch_size=None, predict_batch_size=None, _tpu_estimator_on_cpu=False):
-    """Estimator (or TPUEstimator(use_tpu=True) for `tpu`) with strategy facts in `params`.
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """Where and how a run saves, logs and places its work: what Estimator's RunConfig
+    held, read by both training loops (and by model functions as their `config`)."""
+    model_dir: str
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    keep_checkpoint_every_n_hours: float = 10000.0
+    log_step_count_steps: int = 100
+    save_summary_steps: int = 100
+    tf_random_seed: int = None
+    session_config: object = None      # tf.ConfigProto
+    distribution: object = None        # a tf.distribute strategy (mirrored, multi_worker)
+    tpu_cluster: object = None         # TPUClusterResolver (tpu)
+    iterations_per_loop: int = 1000    # tpu
+    num_tpu_cores: int = 8             # tpu
 
-    `_tpu_estimator_on_cpu` is a test device only (no flag reaches it): the
-    TPUEstimator runs the model_fn on CPU, without TPU shards, so it checks
-    the TPUEstimatorSpec plumbing and none of the TPU branches. TPUEstimator
-    passes the per-call batch as `params["batch_size"]` and sets
-    `params["use_tpu"]` itself.
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep_checkpoint_max=5,
+                    log_step_count_steps=100, iterations_per_loop=1000, tpu_name=None,
+                    tpu_zone=None, gcp_project=None, num_tpu_cores=8, use_xla=False,
+                    session_config=None, tf_random_seed=None, distribution=None,
+                    save_summary_steps=100, tpu_cluster=None):
+    """RunSettings for the resolved strategy.
+
+    `distribution` may pass a ready strategy (else one is created). For `tpu`,
+    `tpu_cluster` may pass a ready `tpu_cluster_resolver(...)` (else one is made from
+    tpu_name / tpu_zone / gcp_project).
     """
-    params = dict(params or {})
     if strategy_name == "tpu":
-        use_tpu = not _tpu_estimator_on_cpu
-        params.update(strategy="tpu", num_replicas=1, use_tpu=use_tpu)
-        return tf.estimator.tpu.TPUEstimator(
-            use_tpu=use_tpu, model_fn=model_fn, config=run_config, params=params,
-            train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
-            predict_batch_size=predict_batch_size)
-    replicas = num_replicas(run_config.train_distribute)
+        if tpu_cluster is None:
+            tpu_cluster = tpu_cluster_resolver(tpu_name, tpu_zone, gcp_project)
+        distribution = None
+    elif distribution is None:
+        distribution = make_distribution_strategy(strategy_name)
+    if session_config is None:
+        session_config = make_session_config(use_xla, distribution)
+    return RunSettings(
+        model_dir=output_dir, save_checkpoints_steps=save_checkpoints_steps,
+        keep_checkpoint_max=keep_checkpoint_max, log_step_count_steps=log_step_count_steps,
+        save_summary_steps=save_summary_steps, tf_random_seed=tf_random_seed,
+        session_config=session_config, distribution=distribution, tpu_cluster=tpu_cluster,
+        iterations_per_loop=iterations_per_loop, num_tpu_cores=num_tpu_cores)
+
+
+def build_trainer(strategy_name, model_fn, run_settings, params=None, train_batch_size=None,
+                  eval_batch_size=None, training_loop="auto"):
+    """What trains, evaluates and predicts with `model_fn` (pretrain.training.model_spec):
+    an Estimator (estimator_runtime) or our session loop (training_loop), chosen by
+    `training_loop` (TRAINING_LOOPS). Both take train(input_fn, max_steps, hooks,
+    saving_listeners), evaluate(input_fn, steps, name), predict(input_fn, checkpoint_path)
+    and carry model_dir, params and get_variable_value(name). Model functions receive
+    params["strategy"], params["num_replicas"] and params["training_loop"]."""
+    loop = resolve_training_loop(training_loop, strategy_name)
+    params = dict(params or {}, training_loop=loop)
+    if loop == "estimator":
+        from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel
+        return estimator_runtime.build_estimator(
+            strategy_name, model_fn, run_settings, params=params,
+            train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
+    from pretrain.training import training_loop as loop_lib  # pylint: disable=import-outside-toplevel
+    replicas = num_replicas(run_settings.distribution)
     if train_batch_size:
         per_replica_batch_size(train_batch_size, replicas)
     params.update(strategy=strategy_name, num_replicas=replicas, use_tpu=False,
                   train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
-    return tf.estimator.Estimator(model_fn=model_fn, config=run_config, params=params)
+    return loop_lib.TrainingLoop(model_fn, run_settings, params)
 
 
 def input_batch_size(params, mode_batch_key, input_context=None):

@@ -25,6 +25,7 @@ from finetune.tasks.base import TaskDataError
 from finetune.tasks.classification import encode_texts, parse_conditions
 from finetune_helpers import FILLERS, KEYS, SPECIALS, TINY_CONFIG, fast_settings, read_jsonl
 from pretrain.models.bert.modeling import BertConfig
+from pretrain.training.model_spec import ModeKeys
 
 COND_CONFIG = dict(TINY_CONFIG, layer_norm_cond_size=2)
 
@@ -188,7 +189,7 @@ def graph_fingerprint(graph):
 
 def classifier_graph(record_path, config, mode, condition_size=None):
     """input_fn -> model_fn graph as the Estimator builds it, for one mode."""
-    training = mode == tf.estimator.ModeKeys.TRAIN
+    training = mode == ModeKeys.TRAIN
     with tf.Graph().as_default() as graph:
         lengths = features.record_lengths("sequence", 10, condition_size)
         fn = features.input_fn_builder(record_path, lengths, 4, is_training=training, seed=3)
@@ -226,8 +227,8 @@ def non_conditional_fingerprints(folder):
             info = json.load(f)
         info_sha = hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest()
         graphs = {f"{name}_graph": graph_fingerprint(classifier_graph(path, TINY_CONFIG, mode))
-                  for name, mode in (("train", tf.estimator.ModeKeys.TRAIN),
-                                     ("predict", tf.estimator.ModeKeys.PREDICT))}
+                  for name, mode in (("train", ModeKeys.TRAIN),
+                                     ("predict", ModeKeys.PREDICT))}
     finally:
         os.chdir(previous)
     return {"record_file": path, "record_sha256": record_sha, "info_sha256": info_sha, **graphs}
@@ -237,7 +238,7 @@ def test_non_conditional_cache_and_graphs_are_unchanged(tmp_path, monkeypatch):
     assert non_conditional_fingerprints(tmp_path) == GOLDEN
     # A conditional graph differs; a condition for a plain model is refused.
     monkeypatch.chdir(tmp_path)
-    predict = tf.estimator.ModeKeys.PREDICT
+    predict = ModeKeys.PREDICT
     conditional = graph_fingerprint(classifier_graph(GOLDEN["record_file"], COND_CONFIG, predict,
                                                      condition_size=2))
     assert conditional != GOLDEN["predict_graph"]

@@ -18,6 +18,7 @@ from pretrain import run_pretraining
 from pretrain.models import registry
 from pretrain.models.bert import modeling
 from pretrain.training import input_pipeline, pretraining_model_fn
+from pretrain.training import estimator_runtime
 from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import (ARGMAX_ELECTRA, assert_trained_alike, encoder_gradient_ulps,
                                make_examples, moment_ulps, rename_slots_to_legacy, tiny_config,
@@ -95,9 +96,10 @@ def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16(data, tmp_pat
     Kernel-path sensitive: its bf16 matmuls need bf16 kernels (oneDNN's on an avx512_bf16
     CPU, which abort when ONEDNN_MAX_CPU_ISA caps it below them; hence bf16 in the name,
     which tests/kernel_paths.py deselects on that path)."""
-    tpu_config = strategy_lib.make_run_config(
+    settings = strategy_lib.make_run_config(
         "tpu", str(tmp_path / "grpc"), iterations_per_loop=2, num_tpu_cores=8,
         tpu_name="grpc://127.0.0.1:8470")  # an address needs no lookup; nothing connects
+    tpu_config = estimator_runtime.run_config("tpu", settings)
     assert isinstance(tpu_config, tf.estimator.tpu.RunConfig)
     assert tpu_config.master == "grpc://127.0.0.1:8470"
     assert (tpu_config.tpu_config.iterations_per_loop, tpu_config.tpu_config.num_shards) == (2, 8)
@@ -106,14 +108,14 @@ def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16(data, tmp_pat
 
     config = registry.read_config(data["electra_cfg" if family == "electra" else "cfg"])
     sentence_head = registry.family_of(config).sentence_and_span_heads
-    run_config = tf.estimator.tpu.RunConfig(
-        model_dir=str(tmp_path), save_checkpoints_steps=100,
-        tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=2, num_shards=1))
+    run_settings = strategy_lib.RunSettings(model_dir=str(tmp_path), save_checkpoints_steps=100,
+                                            iterations_per_loop=2, num_tpu_cores=1)
     model_fn = pretraining_model_fn.model_fn_builder(
         config, learning_rate=3e-3, num_train_steps=4, precision="bf16",
         use_one_hot_embeddings=True, use_sentence_head=sentence_head)
-    estimator = strategy_lib.build_estimator("tpu", model_fn, run_config, train_batch_size=8,
-                                             eval_batch_size=8, _tpu_estimator_on_cpu=True)
+    estimator = estimator_runtime.build_estimator("tpu", model_fn, run_settings,
+                                                  train_batch_size=8, eval_batch_size=8,
+                                                  _tpu_estimator_on_cpu=True)
     assert isinstance(estimator, tf.estimator.tpu.TPUEstimator)
     train_fn = input_pipeline.input_fn_builder(data["a"], 16, 4, is_training=True, seed=1)
     estimator.train(train_fn, max_steps=4)

@@ -22,6 +22,7 @@ from pretrain import run_pretraining
 from pretrain.models import registry
 from pretrain.training import optimization, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
+from pretrain.training.model_spec import ModeKeys
 from float32_bounds import assert_close, magnitude, summation_ulps, tolerance
 from pretrain_testdata import (ARGMAX_ELECTRA, encoder_gradient_ulps, make_examples, norm_ulps,
                                tiny_config, weight_drift, write_records)
@@ -216,7 +217,7 @@ def test_tpu_model_fn_scaffold_restores_checkpoint_and_trains_like_one_device(ti
     checkpoint = tf.train.load_checkpoint(tiny["checkpoint"])
     steps = 2
     with tf.Graph().as_default():  # one device, the same checkpoint
-        spec = _model_fn(tiny)(_constants(tiny["features"]), None, tf.estimator.ModeKeys.TRAIN,
+        spec = _model_fn(tiny)(_constants(tiny["features"]), None, ModeKeys.TRAIN,
                                {"strategy": "cpu", "num_replicas": 1})
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
@@ -228,9 +229,9 @@ def test_tpu_model_fn_scaffold_restores_checkpoint_and_trains_like_one_device(ti
     with tf.Graph().as_default():
         with faked_tpu(monkeypatch, shard_sum):
             spec = _model_fn(tiny)(_constants(tiny["features"]), None,
-                                   tf.estimator.ModeKeys.TRAIN,
+                                   ModeKeys.TRAIN,
                                    {"strategy": "tpu", "use_tpu": True, "batch_size": BATCH})
-        assert isinstance(spec, tf.estimator.tpu.TPUEstimatorSpec)
+        assert spec.scaffold_fn is not None  # TPUEstimator's form: weights loaded on TPU
         names = [v.op.name for v in tf.trainable_variables()]
         assert len(shard_sum.calls) == len(names) + 1  # every gradient + the logged scalars
         with tf.Session() as sess:
@@ -278,7 +279,7 @@ def test_tpu_model_fn_builds_inside_tensorflows_tpu_shard(tiny):
     specs = []
 
     def computation():
-        spec = model_fn(_constants(tiny["features"]), None, tf.estimator.ModeKeys.TRAIN,
+        spec = model_fn(_constants(tiny["features"]), None, ModeKeys.TRAIN,
                         {"strategy": "tpu", "use_tpu": True, "batch_size": BATCH})
         specs.append(spec)
         with tf.control_dependencies([spec.train_op]):

@@ -16,6 +16,7 @@ from pretrain.training import mixed_precision, optimization, pretraining_model_f
 from float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
                             random_rounding_ulps, summation_ulps, tolerance)
 from pretrain_testdata import make_examples, moment_ulps, norm_ulps, weight_drift
+from pretrain.training.model_spec import ModeKeys
 
 EXCLUDED_FROM_DECAY = ("LayerNorm", "layer_norm", "bias")
 BETA_1, BETA_2, EPSILON = 0.9, 0.999, 1e-6
@@ -493,7 +494,7 @@ def _tiny_bert_grad_norms(precision, steps=4, initial_values=None):
         features = {name: tf.placeholder(v.dtype, v.shape) for name, v in batches[0].items()}
         model_fn = pretraining_model_fn.model_fn_builder(
             config, learning_rate=1e-3, num_train_steps=100, precision=precision)
-        spec = model_fn(features, None, tf.estimator.ModeKeys.TRAIN, {})
+        spec = model_fn(features, None, ModeKeys.TRAIN, {})
         logged = training_hooks.registered_log_tensors()
         tvars = tf.trainable_variables()
         with tf.Session() as sess:

@@ -17,6 +17,7 @@ from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_loading
 from pretrain.models.bert import modeling, span_boundary
 from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
+from pretrain.training.model_spec import ModeKeys
 from pretrain_testdata import make_examples, make_span_examples, tiny_config, write_records
 from tests import modeling_helpers
 from tests.float32_bounds import ELEMENTWISE_ULPS, magnitude, summation_ulps, tolerance
@@ -234,7 +235,7 @@ def test_tpu_model_fn_builds_inside_tensorflows_tpu_shard():
                                                      span_boundary_objective=True)
 
     def computation():
-        spec = model_fn(_features(2, 8, 3), None, tf.estimator.ModeKeys.TRAIN,
+        spec = model_fn(_features(2, 8, 3), None, ModeKeys.TRAIN,
                         {"strategy": "tpu", "use_tpu": True, "batch_size": 2})
         with tf.control_dependencies([spec.train_op]):
             return tf.identity(spec.loss)

@@ -14,6 +14,7 @@ from pretrain.models import registry
 from pretrain.models.xlnet.permutation import PermutationInput
 from pretrain.models.xlnet.record_input import RECORDS
 from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
+from pretrain.training import estimator_runtime
 from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import (XLNET_SPECIAL_IDS, make_examples, make_xlnet_examples,
                                run_options, tiny_xlnet_config, write_records,
@@ -123,14 +124,14 @@ def test_tpu_estimator_plumbing_on_cpu_in_bf16(data, tmp_path):
     pair of the permutation LM's metrics. Kernel-path sensitive: bf16 matmuls (see
     tests/pretrain/training/test_strategies.py's bf16 plumbing test; bf16 in the name for kernel_paths)."""
     config = registry.read_config(data["cfg"])
-    run_config = tf.estimator.tpu.RunConfig(
-        model_dir=str(tmp_path), save_checkpoints_steps=100,
-        tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=2, num_shards=1))
+    run_settings = strategy_lib.RunSettings(model_dir=str(tmp_path), save_checkpoints_steps=100,
+                                            iterations_per_loop=2, num_tpu_cores=1)
     model_fn = pretraining_model_fn.model_fn_builder(
         config, learning_rate=3e-3, num_train_steps=4, precision="bf16",
         use_one_hot_embeddings=True, use_sentence_head=False)
-    estimator = strategy_lib.build_estimator("tpu", model_fn, run_config, train_batch_size=8,
-                                             eval_batch_size=8, _tpu_estimator_on_cpu=True)
+    estimator = estimator_runtime.build_estimator("tpu", model_fn, run_settings,
+                                                  train_batch_size=8, eval_batch_size=8,
+                                                  _tpu_estimator_on_cpu=True)
     options = PermutationInput(REUSE, 4, PREDS, (1, 2))
     estimator.train(input_pipeline.input_fn_builder(
         data["records"], SEQ, PREDS, True, seed=1, record_reader=RECORDS, prepared=options),

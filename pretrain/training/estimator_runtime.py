@@ -1,0 +1,86 @@
+"""The Estimator path (TensorFlow <= 2.15): our model functions under tf.estimator and
+TPUEstimator. The only module that imports tf.estimator; pretrain.training.strategy.
+build_trainer reaches it for --training_loop=estimator (the default where it exists).
+
+`estimator_model_fn` turns a model function returning a ModelSpec
+(pretrain.training.model_spec) into one returning an EstimatorSpec, or a TPUEstimatorSpec
+for `params["strategy"] == "tpu"` (the ModelSpec's eval_metrics and scaffold_fn are
+TPUEstimator's forms already).
+"""
+import tensorflow.compat.v1 as tf
+
+from pretrain.training import strategy as strategy_lib
+
+
+def estimator_model_fn(model_fn):
+    """Estimator's `model_fn(features, labels, mode, params, config)` around ours."""
+    def wrapped(features, labels, mode, params, config):
+        spec = model_fn(features, labels, mode, params, config)
+        if params.get("strategy") == "tpu":
+            return tf.estimator.tpu.TPUEstimatorSpec(
+                mode=mode, loss=spec.loss, train_op=spec.train_op,
+                eval_metrics=spec.eval_metrics, predictions=spec.predictions,
+                training_hooks=spec.training_hooks or None, scaffold_fn=spec.scaffold_fn)
+        return tf.estimator.EstimatorSpec(
+            mode=mode, loss=spec.loss, train_op=spec.train_op,
+            eval_metric_ops=spec.metric_ops() or None, predictions=spec.predictions,
+            training_hooks=spec.training_hooks)
+    return wrapped
+
+
+def run_config(strategy_name, settings):
+    """Estimator's RunConfig (tpu: tf.estimator.tpu.RunConfig) of RunSettings."""
+    common = dict(model_dir=settings.model_dir,
+                  save_checkpoints_steps=settings.save_checkpoints_steps,
+                  keep_checkpoint_max=settings.keep_checkpoint_max,
+                  keep_checkpoint_every_n_hours=settings.keep_checkpoint_every_n_hours,
+                  log_step_count_steps=settings.log_step_count_steps,
+                  session_config=settings.session_config,
+                  save_summary_steps=settings.save_summary_steps,
+                  tf_random_seed=settings.tf_random_seed)
+    if not settings.save_checkpoints_steps:  # no checkpoints, as in the session loop
+        common["save_checkpoints_secs"] = None
+    if strategy_name == "tpu":
+        return tf.estimator.tpu.RunConfig(
+            cluster=settings.tpu_cluster, **common,
+            tpu_config=tf.estimator.tpu.TPUConfig(
+                iterations_per_loop=settings.iterations_per_loop,
+                num_shards=settings.num_tpu_cores,
+                per_host_input_for_training=tf.estimator.tpu.InputPipelineConfig.PER_HOST_V2))
+    return tf.estimator.RunConfig(train_distribute=settings.distribution, **common)
+
+
+def build_estimator(strategy_name, model_fn, settings, params=None, train_batch_size=None,
+                    eval_batch_size=None, predict_batch_size=None, _tpu_estimator_on_cpu=False):
+    """Estimator (or TPUEstimator(use_tpu=True) for `tpu`) with strategy facts in `params`.
+
+    `_tpu_estimator_on_cpu` is a test device only (no flag reaches it): the
+    TPUEstimator runs the model_fn on CPU, without TPU shards, so it checks
+    the TPUEstimatorSpec plumbing and none of the TPU branches. TPUEstimator
+    passes the per-call batch as `params["batch_size"]` and sets
+    `params["use_tpu"]` itself.
+    """
+    params = dict(params or {}, training_loop="estimator")
+    config = run_config(strategy_name, settings)
+    if strategy_name == "tpu":
+        use_tpu = not _tpu_estimator_on_cpu
+        params.update(strategy="tpu", num_replicas=1, use_tpu=use_tpu)
+        return tf.estimator.tpu.TPUEstimator(
+            use_tpu=use_tpu, model_fn=estimator_model_fn(model_fn), config=config,
+            params=params, train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
+            predict_batch_size=predict_batch_size)
+    replicas = strategy_lib.num_replicas(settings.distribution)
+    if train_batch_size:
+        strategy_lib.per_replica_batch_size(train_batch_size, replicas)
+    params.update(strategy=strategy_name, num_replicas=replicas, use_tpu=False,
+                  train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
+    return tf.estimator.Estimator(model_fn=estimator_model_fn(model_fn), config=config,
+                                  params=params)
+
+
+def train_and_evaluate(estimator, train_input_fn, max_steps, hooks, eval_input_fn):
+    """multi_worker: Estimator's train_and_evaluate (its server and cluster handling) with
+    one eval batch at the end."""
+    tf.estimator.train_and_evaluate(
+        estimator, tf.estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=hooks),
+        tf.estimator.EvalSpec(eval_input_fn, steps=1, start_delay_secs=0, throttle_secs=0))
