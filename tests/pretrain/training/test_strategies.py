@@ -170,14 +170,20 @@ def _save_initial_weights(config_file, path):
             return tf.train.Saver().save(sess, path)
 
 
-def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
-    """3 steps mirrored vs on one device; then both resume for a 4th step, the mirrored run
-    from its checkpoint with the slots renamed to the old names. One subprocess (the logical
+LOOPS = [loop for loop in strategy_lib.TRAINING_LOOPS[1:]
+         if loop != "estimator" or strategy_lib.estimator_available()]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path, loop):
+    """3 steps mirrored vs on one device, in each training loop; then both resume for a 4th
+    step, the mirrored run from its checkpoint with the slots renamed to the old names. One subprocess (the logical
     CPUs are set before TensorFlow starts) runs both mirrored steps while this process runs
     the single-device ones. Kernel-path sensitive: the replicas' batches of 4 against one
     device's 8 take other matmul blockings and sum orders, hence weight_drift's bound."""
     init = _save_initial_weights(data["cfg"], str(tmp_path / "init.ckpt"))
-    base = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8, init_checkpoint=init)
+    base = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8, init_checkpoint=init,
+                 training_loop=loop)
     mirrored_opts = dict(base, strategy="mirrored", output_dir=str(tmp_path / "mirrored"))
     # A mirrored run resumes from a checkpoint whose slots have the old names
     # (<var>/AdamWeightDecay, _1): restored through the mapping, written back as adam_m/v.
@@ -195,7 +201,8 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path):
     first, _ = [l for l in log.splitlines() if l.startswith("RESULT ")]
     mirrored_result = json.loads(first[len("RESULT "):])
     assert mirrored_result["strategy"] == "mirrored"
-    # Estimator's own `loss = ...` line shows the global-batch mean, as the hook's does (it
+    assert mirrored_result["training_loop"] == loop
+    # The loop's own `loss = ...` line shows the global-batch mean, as the hook's does (it
     # SUMs what the replicas report; each reports its share of the mean).
     estimator_loss = float(re.search(r"loss = ([0-9.]+), step = 0", log).group(1))
     hook_loss = float(re.search(r"step 0: loss=([0-9.]+)", log).group(1))
