@@ -14,9 +14,9 @@ optional) frames a whole chunk in one call, 3-10x faster
 AtomicFile: hidden ".NAME.incomplete-PID" until close(), removed by abort().
 """
 import contextlib
-import gzip
 import os
 import struct
+import zlib
 
 import google_crc32c
 
@@ -26,6 +26,12 @@ from data_gen.records.metadata import COMPRESSIONS
 
 _PACK_LENGTH = struct.Struct("<Q").pack
 _PACK_CRC = struct.Struct("<I").pack
+_PACK_GZIP_TRAILER = struct.Struct("<II").pack
+# A gzip member's header (RFC 1952): magic, deflate, no flags, mtime 0, extra flags 0 (level 6),
+# OS 3 (Unix). Written here, not by gzip.compress, whose OS byte changed with Python: 3 on
+# 3.11 and 3.12 (zlib's own header), 255 from 3.13; the files are the same on every runtime.
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+GZIP_LEVEL = 6
 
 
 def masked_crc32c(data):
@@ -54,13 +60,21 @@ def frame_records_joined(records, use_native=None):
     return b"".join([frame_record(data) for data in records])
 
 
-def encode_framed(framed, compression):
-    """The bytes that framed records take in a file: themselves, or one gzip member.
+def gzip_member(data):
+    """One gzip member of `data`: GZIP_HEADER, its deflate stream at level 6, CRC-32 and length.
 
-    The member has mtime 0 and no file name, so identical input gives identical bytes.
+    The member has mtime 0 and no file name, so identical input gives identical bytes; they
+    are the bytes gzip.compress(data, 6, mtime=0) gave on Python 3.11 and 3.12 on Linux.
     """
+    deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = deflate.compress(data) + deflate.flush()
+    return GZIP_HEADER + body + _PACK_GZIP_TRAILER(zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def encode_framed(framed, compression):
+    """The bytes that framed records take in a file: themselves, or one gzip member."""
     if compression == "gzip":
-        return gzip.compress(framed, compresslevel=6, mtime=0)
+        return gzip_member(framed)
     return framed
 
 

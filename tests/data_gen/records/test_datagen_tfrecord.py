@@ -1,13 +1,15 @@
 """data_gen.records.record_schema, example_proto, tfrecord_writer: TF-free records TF can read."""
+import gzip
 import os
+import zlib
 
 import pytest
 
 from data_gen import native
 from data_gen.records import record_schema
 from data_gen.records.example_proto import InstanceEncoder, encode_varint
-from data_gen.records.tfrecord_writer import TFRecordWriter, frame_record, frame_records_joined, \
-    masked_crc32c
+from data_gen.records.tfrecord_writer import GZIP_HEADER, TFRecordWriter, encode_framed, \
+    frame_record, frame_records_joined, masked_crc32c
 
 
 def test_masked_crc_of_the_standard_check_value():
@@ -103,3 +105,15 @@ def test_writer_is_atomic_and_abort_removes_temporary(tmp_path):
         TFRecordWriter(tmp_path / "missing_dir" / "x.tfrecord")
     with pytest.raises(ValueError, match="--compression='zip'"):
         TFRecordWriter(path, "zip")
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, 300_000])
+def test_gzip_members_are_the_same_bytes_on_every_python(size):
+    """One fixed header (OS byte 3, as zlib writes it: Python 3.11/3.12's gzip.compress with
+    mtime=0), whatever this Python's gzip module would write (255 from 3.13)."""
+    data = bytes((index * 7919) % 251 for index in range(size))
+    member = encode_framed(data, "gzip")
+    assert member[:10] == GZIP_HEADER == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+    assert member == zlib.compress(data, 6, wbits=31)  # zlib's own gzip wrapper, on Linux
+    assert gzip.decompress(member) == data and gzip.decompress(member * 2) == data * 2
+    assert encode_framed(data, "none") == data
