@@ -132,15 +132,22 @@ def dropout(input_tensor, dropout_prob):
 
 
 def dense(input_tensor, units, name, activation=None, initializer_range=0.02,
-          use_bias=True, reuse=None):
+          use_bias=True, reuse=None, kernel_initializer=None):
     """Fully connected layer on the last axis.
+
+    The compat.v1 dense of every model here, with no Keras (TensorFlow >= 2.16 has Keras 3,
+    where `tf.compat.v1.layers.dense` is gone). With
+    `kernel_initializer=tf.glorot_uniform_initializer()` it is `tf.layers.dense`'s layer:
+    the same variables, initial values and outputs (tests/pretrain/models/test_dense_layer.py).
 
     Args:
       input_tensor: [..., in_width] float tensor (float32/bf16/fp16).
       units: output width.
       name: variable scope; creates `<name>/kernel` [in_width, units] and
-        `<name>/bias` [units].
+        `<name>/bias` [units] (zeros).
       activation: function or None.
+      kernel_initializer: the kernel's initializer; default Google BERT's truncated normal
+        of stddev `initializer_range`.
     Returns:
       [..., units] in the dtype of `input_tensor`.
     """
@@ -150,8 +157,8 @@ def dense(input_tensor, units, name, activation=None, initializer_range=0.02,
                          % (name, input_tensor.shape))
     in_width = int(in_width)
     with tf.variable_scope(name, reuse=reuse):
-        kernel = tf.get_variable("kernel", [in_width, units],
-                                 initializer=create_initializer(initializer_range))
+        kernel = tf.get_variable("kernel", [in_width, units], initializer=(
+            kernel_initializer or create_initializer(initializer_range)))
         bias = None
         if use_bias:
             bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())

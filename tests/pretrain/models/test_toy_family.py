@@ -59,7 +59,9 @@ class ToyEncoder:
                                         initializer=layers.create_initializer(0.1))
             seq_length = layers.get_shape_list(input_ids, 2)[1]
             hidden = tf.gather(self.table, input_ids) + positions[:seq_length]
-            self.sequence = tf.layers.dense(hidden, config.hidden_size, tf.tanh, name="mix")
+            # tf.layers.dense's layer (Glorot uniform kernel) without Keras
+            self.sequence = layers.dense(hidden, config.hidden_size, "mix", activation=tf.tanh,
+                                         kernel_initializer=tf.glorot_uniform_initializer())
             self.pooled = self.sequence[:, 0]
 
     def get_sequence_output(self):
