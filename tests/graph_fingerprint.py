@@ -3,19 +3,32 @@
 `tests/fixtures/default_graph_fingerprints.json` holds the fingerprints of
 the graphs built before the bert4keras options existed (commit bd92907); the
 tests check that the default-off path still builds exactly those graphs,
-node for node. Regenerate only for an intended change of the default graph:
+node for node. One set per TensorFlow major.minor ("2.15", "2.21"), over the
+nodes as serialised: a node carries the attributes its TensorFlow fills in with
+their defaults (2.21's MatMul has grad_a/grad_b and BatchMatMulV2 grad_x/grad_y,
+all false, which 2.15's lacks), so the same graph hashes differently on each
+runtime. The "portable" set hashes the nodes with default-valued attributes
+left out; it is one set for every runtime, so it shows that 2.21 builds the
+graph 2.15 builds. Regenerate only for an intended change of the default graph,
+in each runtime's environment (the portable set is written by the first):
 
-    python -m tests.graph_fingerprint > tests/fixtures/default_graph_fingerprints.json
+    python -m tests.graph_fingerprint --write
 """
 import hashlib
 import json
+import pathlib
+import sys
 
 import tensorflow.compat.v1 as tf
+from tensorflow.python.framework import op_def_registry
 
 from pretrain.models import registry
 from pretrain.models.bert import modeling
 
 from tests.modeling_helpers import tiny_config
+
+FIXTURE = pathlib.Path(__file__).resolve().parent / "fixtures" / "default_graph_fingerprints.json"
+PORTABLE = "portable"
 
 LAYOUTS = {
     "bert": tiny_config(model_type="bert"),
@@ -30,8 +43,19 @@ CASES = {f"{layout}/{mode}/{'train' if training else 'eval'}": (layout, mode, tr
          for mode, training in (("bidirectional", True), ("causal", False), ("unilm", False))}
 
 
-def fingerprint(config_dict, attention_mode="bidirectional", is_training=False):
-    """sha256 over every node of the encoder graph (name, op, inputs, attributes)."""
+def _without_default_attributes(node):
+    """A copy of `node` without the attributes whose value is its op's default."""
+    node = type(node).FromString(node.SerializeToString())
+    for attr in op_def_registry.get(node.op).attr:
+        if attr.HasField("default_value") and attr.name in node.attr \
+                and node.attr[attr.name] == attr.default_value:
+            del node.attr[attr.name]
+    return node
+
+
+def fingerprint(config_dict, attention_mode="bidirectional", is_training=False, portable=False):
+    """sha256 over every node of the encoder graph (name, op, inputs, attributes; with
+    `portable`, only the attributes that differ from their op's default)."""
     with tf.Graph().as_default() as graph:
         ids = tf.placeholder(tf.int32, [2, 8])
         mask = tf.placeholder(tf.int32, [2, 8])
@@ -40,14 +64,49 @@ def fingerprint(config_dict, attention_mode="bidirectional", is_training=False):
                                 mask, types, attention_mode=attention_mode)
     digest = hashlib.sha256()
     for node in graph.as_graph_def().node:
+        if portable:
+            node = _without_default_attributes(node)
         digest.update(node.SerializeToString(deterministic=True))
     return digest.hexdigest()
 
 
-def all_fingerprints():
-    return {case: fingerprint(LAYOUTS[layout], mode, training)
+def all_fingerprints(portable=False):
+    return {case: fingerprint(LAYOUTS[layout], mode, training, portable)
             for case, (layout, mode, training) in sorted(CASES.items())}
 
 
+def runtime():
+    """This TensorFlow's major.minor, the key of its fingerprint set ("2.15")."""
+    return ".".join(tf.__version__.split(".")[:2])
+
+
+def recorded_fingerprints(key=None):
+    """The fixture's set for this runtime (or `key`); a clear failure when it has none."""
+    key = key or runtime()
+    sets = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    if key not in sets:
+        raise LookupError(f"{FIXTURE.name} has no fingerprints for TensorFlow {key} (it has "
+                          f"{', '.join(sorted(set(sets) - {PORTABLE}))}): check that the portable "
+                          "set still matches, then record this runtime's set with "
+                          "`python -m tests.graph_fingerprint --write`")
+    return sets[key]
+
+
+def write_fixture():
+    """Records this runtime's set (and the portable one, if absent) in the fixture, leaving
+    the other runtimes' sets as they are."""
+    sets = json.loads(FIXTURE.read_text(encoding="utf-8")) if FIXTURE.exists() else {}
+    sets[runtime()] = all_fingerprints()
+    sets.setdefault(PORTABLE, all_fingerprints(portable=True))
+    FIXTURE.write_text(json.dumps(sets, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 if __name__ == "__main__":
-    print(json.dumps(all_fingerprints(), indent=1, sort_keys=True))
+    if sys.argv[1:] == ["--write"]:
+        write_fixture()
+        print(f"recorded TensorFlow {runtime()}'s fingerprints in {FIXTURE}")
+    elif sys.argv[1:]:
+        sys.exit("usage: python -m tests.graph_fingerprint [--write]  (prints, or records, this "
+                 "runtime's fingerprints)")
+    else:
+        print(json.dumps(all_fingerprints(), indent=1, sort_keys=True))
