@@ -30,10 +30,28 @@ def console_scripts():
 
 
 def tool_env(**extra):
-    """The environment a tool runs in: the repository importable, TF's C++ INFO lines off."""
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+    """The environment a tool runs in: the repository importable, TF's C++ INFO lines off, and
+    PYTHON (which the scripts run their tools with) this runtime's interpreter, not .venv's."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
-        TF_CPP_MIN_LOG_LEVEL="2", **extra)
+        TF_CPP_MIN_LOG_LEVEL="2", PYTHON=sys.executable)
+    env.update(extra)
+    return env
+
+
+# TensorFlow >= 2.16 logs through absl before absl is set up, so TF_CPP_MIN_LOG_LEVEL does not
+# hold back its start-up notes: "WARNING: All log messages before absl::InitializeLog() ..."
+# and glog-style "I0000 00:00:1796585607.342884   22760 port.cc:153] oneDNN custom operations
+# are on ..." (printed when TF_ENABLE_ONEDNN_OPTS is set, as `import pretrain` does).
+TENSORFLOW_STARTUP_LINE = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"
+    r"|[IW]\d{4} [\d:.]+\s+\d+ \w+\.cc:\d+\] ")
+
+
+def tool_lines(stderr):
+    """The lines a tool wrote to stderr, TensorFlow's own start-up notes left out."""
+    return [line for line in stderr.strip().splitlines()
+            if not TENSORFLOW_STARTUP_LINE.match(line)]
 
 
 def run_parallel(commands, cwd, env=None, preexec_fn=None):

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from cli_testutil import tool_lines
 from data_gen.tools import build_vocab as bv
 from data_gen.tools import inspect_records as di
 from data_gen.config import GenerationConfig
@@ -133,7 +134,7 @@ def test_missing_and_corrupt_files_give_clear_errors(generated, tmp_path, capsys
                             str(tmp_path / "no.txt")], "--vocab_file=")):
         result = subprocess.run([sys.executable, "-m", "data_gen.inspect_records", *args],
                                 capture_output=True, text=True, timeout=120)
-        lines = result.stderr.strip().splitlines()
+        lines = tool_lines(result.stderr)
         assert result.returncode == 2 and len(lines) == 1, result.stderr
         assert lines[0].startswith("error: ") and message in lines[0], lines
 
