@@ -13,7 +13,7 @@ beside `--init_checkpoint` when not given (pretrain.checkpoints.checkpoint_asset
 given vocab that differs from the checkpoint's is refused. An XLNet whose vocab is a
 sentencepiece model (spiece.model beside it, or `--spm_model_file`; the optional spm
 extra) is tokenised with it (data_gen.text.spm_tokenization.SpmFullTokenizer);
-finetune.vocab_files says which of the two a run uses.
+pretrain.checkpoints.vocab_choice says which of the two a run uses.
 
 Trains for `--num_train_epochs`, scores dev after every `--eval_every_steps`
 steps, keeps the best checkpoint by `--selection_metric` in OUTPUT_DIR/best/,
@@ -43,7 +43,7 @@ from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook
 from finetune.tasks import layout as layout_lib
-from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
+from pretrain.checkpoints import checkpoint_assets, checkpoint_loading, vocab_choice
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
 from pretrain.training import optimization
@@ -86,7 +86,7 @@ class FinetuneSettings:
                                        "accuracy; f1 for ner).")
     vocab_file: str = option(None, "Vocab; default: the vocab.txt beside --init_checkpoint.")
     spm_model_file: str = option(None, "A sentencepiece model (model_type "
-                                       f"{vocab_files.sentencepiece_families()}), instead of a "
+                                       f"{vocab_choice.sentencepiece_families()}), instead of a "
                                        "vocab; default: the spiece.model beside "
                                        "--init_checkpoint.")
     bert_config_file: str = option(None, "Model config JSON (a path or a shipped config's "
@@ -165,7 +165,7 @@ def data_files(settings):
 def resolve_model(settings):
     """(model config of its family, CheckpointAssets) from the flags and the files beside
     --init_checkpoint. Of the assets' vocab_file and spm_model_file exactly one is set: the
-    vocab the run tokenises with (finetune.vocab_files.choose_vocab)."""
+    vocab the run tokenises with (pretrain.checkpoints.vocab_choice.finetuning_vocab)."""
     init = settings["init_checkpoint"] or None
     vocab_flag = settings["vocab_file"] or None
     spm_flag = settings.get("spm_model_file") or None
@@ -187,8 +187,8 @@ def resolve_model(settings):
     except ConfigError as error:  # unreadable or invalid: one error line, not a traceback
         raise SettingsError(str(error)) from None
     try:
-        return config, vocab_files.choose_vocab(config, assets, vocab_flag, spm_flag, init)
-    except vocab_files.VocabChoiceError as error:
+        return config, vocab_choice.finetuning_vocab(config, assets, vocab_flag, spm_flag, init)
+    except vocab_choice.VocabChoiceError as error:
         raise SettingsError(str(error)) from None
 
 
@@ -337,7 +337,7 @@ def run(settings, log_fn=print):
     bert_config, assets = resolve_model(settings)
     try:
         tokenizer = vocab_files.make_tokenizer(assets, settings["do_lower_case"])
-    except vocab_files.VocabChoiceError as error:
+    except vocab_choice.VocabChoiceError as error:
         raise SettingsError(str(error)) from None
     check_settings(settings, bert_config, tokenizer, assets)
     selection_metric = settings["selection_metric"] or task.metrics[0]

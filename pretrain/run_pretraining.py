@@ -15,6 +15,7 @@ the --init_checkpoint's. A --vocab_file or an --init_checkpoint's vocab.txt
 that is not the data's vocab is refused before training, as is data made
 with two vocabs.
 """
+import collections
 import dataclasses
 import json
 import os
@@ -25,8 +26,7 @@ from absl import logging
 from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import input_exists
-from data_gen.records import metadata
-from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
+from pretrain.checkpoints import checkpoint_assets, checkpoint_loading, vocab_choice
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
 from pretrain.models.family import RecordInputError
@@ -153,13 +153,36 @@ def _validate(opts):
 def run(values):
     """Runs training and/or eval from a dict of options; returns a result dict.
 
-    Result: {"strategy", "global_step", "eval_results" (dict or None),
+    Result: {"strategy", "training_loop", "global_step", "eval_results" (dict or None),
     "sentence_head", "span_boundary_objective", "precision", and with an eval
     "not_learned": pretrain.training.learning_check's warning lines, empty when every head
     is clearly above its baseline}.
     """
     opts = options_from(values)
     _validate(opts)
+    opts, assets, config = _resolve_model(opts)
+    opts, runtime = _resolve_runtime(opts)
+    opts, data = _check_data(opts, config)
+    vocab = _write_model_files(opts, config, assets, data.sidecars)
+    trainer, make_eval_trainer, make_input_fn = _build_trainers(opts, config, runtime, data)
+    result = {"strategy": runtime.strategy, "training_loop": runtime.loop,
+              "precision": runtime.precision, "sentence_head": data.use_sentence_head,
+              "span_boundary_objective": opts.span_boundary_objective, "eval_results": None,
+              "vocab_file": vocab, "config_file": opts.bert_config_file,
+              "data_warnings": data.warnings if opts.do_eval else []}
+    if opts.skip_corrupt_records:
+        result["skipped_records"] = data_checks.account_for_damage(data.files, data.compression)
+    _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval_trainer, data)
+    if tf.train.latest_checkpoint(opts.output_dir):
+        result["global_step"] = int(trainer.get_variable_value("global_step"))
+    else:  # --do_eval alone of an --init_checkpoint's weights: nothing saved here
+        result["global_step"] = int(result["eval_results"]["global_step"])
+    return result
+
+
+def _resolve_model(opts):
+    """(opts naming the config file and checkpoint found, their CheckpointAssets, the model
+    config); refuses a config pretraining cannot train."""
     assets = checkpoint_assets.resolve(opts.init_checkpoint, opts.vocab_file,
                                        opts.bert_config_file)
     if not assets.config_file:
@@ -174,6 +197,15 @@ def run(values):
         raise UserError(f"--bert_config_file={opts.bert_config_file} sets layer_norm_cond_size "
                         "(conditional LayerNorm), but pretraining records carry no condition: "
                         "pretrain without it and add it to the config when fine-tuning")
+    return opts, assets, config
+
+
+Runtime = collections.namedtuple("Runtime", "strategy loop distribution precision tpu_cluster")
+
+
+def _resolve_runtime(opts):
+    """(opts, Runtime): the strategy, the training loop, the tf.distribute strategy, the
+    precision and, for a TPU, its cluster (found before any data is read)."""
     strategy_name = strategy_lib.resolve_strategy(opts.strategy, use_tpu=opts.use_tpu)
     loop = strategy_lib.resolve_training_loop(opts.training_loop, strategy_name)
     # Before anything runs eagerly (the data checks do): MultiWorkerMirrored
@@ -184,21 +216,33 @@ def run(values):
     if precision == "auto":
         precision = "bf16" if strategy_name == "tpu" else "fp32"
     mixed_precision.compute_dtype(precision)  # validates the name
-    eval_input = opts.eval_input_file or opts.input_file
     tpu_cluster = None
     if strategy_name == "tpu":
         # --strategy=tpu and --use_tpu are one choice: TPUEstimator(use_tpu=True) on the TPU
         # named by --tpu_name or the environment (refused without one).
         opts = dataclasses.replace(opts, use_tpu=True,
                                    tpu_name=strategy_lib.resolve_tpu_name(opts.tpu_name))
-        strategy_lib.check_tpu_paths(input_file=opts.input_file if opts.do_train else None,
-                                     eval_input_file=eval_input if opts.do_eval else None,
-                                     output_dir=opts.output_dir,
-                                     init_checkpoint=opts.init_checkpoint)
+        strategy_lib.check_tpu_paths(
+            input_file=opts.input_file if opts.do_train else None,
+            eval_input_file=(opts.eval_input_file or opts.input_file) if opts.do_eval else None,
+            output_dir=opts.output_dir, init_checkpoint=opts.init_checkpoint)
         # Before the data checks read gs://: a TPU that cannot be found fails fast.
         tpu_cluster = strategy_lib.tpu_cluster_resolver(opts.tpu_name, opts.tpu_zone,
                                                         opts.gcp_project)
+    return opts, Runtime(strategy_name, loop, distribution, precision, tpu_cluster)
+
+
+RunData = collections.namedtuple(
+    "RunData", "checked sidecars files compression eval_input extra_evals warnings "
+               "use_sentence_head reader prepared heads_line")
+
+
+def _check_data(opts, config):
+    """(opts with the data's lengths, RunData): every input checked against the model and
+    the heads (pretrain.training.data_checks), the sentence head decided, the eval's
+    warnings, the family's record reader prepared."""
     compression = None if opts.compression == "auto" else opts.compression
+    eval_input = opts.eval_input_file or opts.input_file
     head_flag = _parse_bool_choice(opts.sentence_head, "sentence_head")
     family = registry.family_of(config)
     if not family.sentence_and_span_heads:
@@ -215,8 +259,7 @@ def run(values):
     extra_evals = continued_eval.parse_extra_evals(opts.extra_eval_input_file)
     if extra_evals and not opts.do_eval:
         raise UserError("--extra_eval_input_file needs --do_eval")
-    metas, sidecars = [], []
-    checked = {}
+    metas, sidecars, checked = [], [], {}
     for enabled, pattern in ((opts.do_train, opts.input_file), (opts.do_eval, eval_input),
                              *((True, extra) for _, extra in extra_evals)):
         if enabled and pattern not in checked:
@@ -228,17 +271,7 @@ def run(values):
             checked[pattern] = files
             metas.extend(file_metas)
             sidecars.extend(zip(files, file_metas))
-    by_file = dict(sidecars)
-    data_warnings = []
-    if opts.do_eval:
-        data_warnings = continued_eval.data_warnings(
-            checked.get(opts.input_file, []), checked[eval_input], by_file)
-        for _, extra in extra_evals:
-            data_warnings += [f"--extra_eval_input_file={extra}: {line}" for line in
-                              continued_eval.data_warnings(checked.get(opts.input_file, []),
-                                                           checked[extra], by_file)]
-        for line in data_warnings:
-            logging.warning("run_pretraining: %s", line)
+    warnings = _eval_warnings(opts, checked, eval_input, extra_evals, dict(sidecars))
     use_sentence_head = head_flag
     if not family.sentence_and_span_heads:
         use_sentence_head = False
@@ -263,15 +296,37 @@ def run(values):
         if getattr(opts, flag) is not None and family.model_type not in readers:
             raise UserError(f"--{flag} is read by model_type {', '.join(readers)} only; "
                             f"model_type {family.model_type!r} does not use it")
-    vocab, no_vocab_reason = _output_vocab(opts, assets, sidecars)
-    k = int(opts.gradient_accumulation_steps)
+    files = sorted({path for found in checked.values() for path in found})
+    return opts, RunData(checked, sidecars, files, compression, eval_input, extra_evals,
+                         warnings, use_sentence_head, reader, prepared, family.heads_line)
+
+
+def _eval_warnings(opts, checked, eval_input, extra_evals, by_file):
+    """What the evals measure (continued_eval.data_warnings), logged; [] without --do_eval."""
+    if not opts.do_eval:
+        return []
+    warnings = continued_eval.data_warnings(checked.get(opts.input_file, []),
+                                            checked[eval_input], by_file)
+    for _, extra in extra_evals:
+        warnings += [f"--extra_eval_input_file={extra}: {line}" for line in
+                     continued_eval.data_warnings(checked.get(opts.input_file, []),
+                                                  checked[extra], by_file)]
+    for line in warnings:
+        logging.warning("run_pretraining: %s", line)
+    return warnings
+
+
+def _write_model_files(opts, config, assets, sidecars):
+    """bert_config.json and the vocab (vocab_choice.pretraining_vocab) into --output_dir, so
+    later stages find them beside the checkpoints; returns the vocab copied (or None)."""
+    vocab, no_vocab_reason = vocab_choice.pretraining_vocab(opts, assets, sidecars)
     try:
         tf.io.gfile.makedirs(opts.output_dir)
         with tf.io.gfile.GFile(os.path.join(opts.output_dir, checkpoint_assets.CONFIG_NAME),
                                "w") as writer:
             writer.write(config.to_json_string())
         if vocab:
-            name = _vocab_asset_name(sidecars)
+            name = vocab_choice.vocab_asset_name(sidecars)
             checkpoint_assets.write_assets(opts.output_dir, **{
                 "spm_model_file" if name == checkpoint_assets.SPM_NAME else "vocab_file": vocab})
             logging.info("%s in --output_dir from %s", name, vocab)
@@ -281,156 +336,56 @@ def run(values):
     except tf.errors.OpError as err:
         raise UserError(f"--output_dir={opts.output_dir}: cannot write there ({err.message}); "
                         "choose a writable directory") from None
+    return vocab
+
+
+def _build_trainers(opts, config, runtime, data):
+    """(the trainer, make_eval_trainer(model_dir), make_input_fn(pattern, is_training)):
+    the model function, run settings and trainer of pretrain.training.strategy."""
+    k = int(opts.gradient_accumulation_steps)
     run_config = strategy_lib.make_run_config(
-        strategy_name, opts.output_dir, save_checkpoints_steps=opts.save_checkpoints_steps * k,
+        runtime.strategy, opts.output_dir, save_checkpoints_steps=opts.save_checkpoints_steps * k,
         keep_checkpoint_max=opts.keep_checkpoint_max, log_step_count_steps=opts.log_every_n_steps,
-        iterations_per_loop=opts.iterations_per_loop, tpu_cluster=tpu_cluster,
+        iterations_per_loop=opts.iterations_per_loop, tpu_cluster=runtime.tpu_cluster,
         num_tpu_cores=opts.num_tpu_cores, use_xla=opts.use_xla, tf_random_seed=opts.random_seed,
-        save_summary_steps=opts.log_every_n_steps, distribution=distribution)
+        save_summary_steps=opts.log_every_n_steps, distribution=runtime.distribution)
     model_fn = pretraining_model_fn.model_fn_builder(
         config, init_checkpoint=opts.init_checkpoint, learning_rate=opts.learning_rate,
         num_train_steps=opts.num_train_steps, num_warmup_steps=opts.num_warmup_steps,
-        use_one_hot_embeddings=strategy_name == "tpu", optimizer=opts.optimizer,
+        use_one_hot_embeddings=runtime.strategy == "tpu", optimizer=opts.optimizer,
         bias_correction=opts.adam_bias_correction,
         poly_power=opts.poly_power, weight_decay_rate=opts.weight_decay_rate,
-        gradient_accumulation_steps=k, precision=precision,
-        use_sentence_head=use_sentence_head,
+        gradient_accumulation_steps=k, precision=runtime.precision,
+        use_sentence_head=data.use_sentence_head,
         span_boundary_objective=opts.span_boundary_objective,
         ignore_invalid_weights=opts.ignore_invalid_weights)
-    estimator = strategy_lib.build_trainer(
-        strategy_name, model_fn, run_config, train_batch_size=opts.train_batch_size,
-        eval_batch_size=opts.eval_batch_size, training_loop=loop)
 
-    def make_eval_estimator(model_dir):
-        """The trainer of an eval (continued_eval): seeded, over --output_dir or model_dir."""
-        config = run_config.replace(model_dir=model_dir or opts.output_dir,
-                                    tf_random_seed=continued_eval.eval_seed(opts.random_seed))
-        return strategy_lib.build_trainer(strategy_name, model_fn, config,
+    def make_trainer(settings):
+        return strategy_lib.build_trainer(runtime.strategy, model_fn, settings,
                                           train_batch_size=opts.train_batch_size,
                                           eval_batch_size=opts.eval_batch_size,
-                                          training_loop=loop)
-    logging.info("strategy=%s training_loop=%s replicas=%s precision=%s optimizer=%s "
-                 "accumulation=%d", strategy_name, loop, estimator.params.get("num_replicas"),
-                 precision, opts.optimizer, k)
+                                          training_loop=runtime.loop)
+
+    def make_eval_trainer(model_dir):
+        """The trainer of an eval (continued_eval): seeded, over --output_dir or model_dir."""
+        return make_trainer(run_config.replace(
+            model_dir=model_dir or opts.output_dir,
+            tf_random_seed=continued_eval.eval_seed(opts.random_seed)))
 
     def make_input_fn(pattern, is_training):
         return input_pipeline.input_fn_builder(
-            checked[pattern], opts.max_seq_length, opts.max_predictions_per_seq, is_training,
-            num_cpu_threads=opts.num_cpu_threads, compression=compression,
+            data.checked[pattern], opts.max_seq_length, opts.max_predictions_per_seq,
+            is_training, num_cpu_threads=opts.num_cpu_threads, compression=data.compression,
             shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed,
             skip_corrupt_records=opts.skip_corrupt_records,
-            span_boundaries=opts.span_boundary_objective, record_reader=reader, prepared=prepared)
+            span_boundaries=opts.span_boundary_objective, record_reader=data.reader,
+            prepared=data.prepared)
 
-    result = {"strategy": strategy_name, "training_loop": loop, "precision": precision,
-              "sentence_head": use_sentence_head,
-              "span_boundary_objective": opts.span_boundary_objective, "eval_results": None,
-              "vocab_file": vocab, "config_file": opts.bert_config_file,
-              "data_warnings": data_warnings if opts.do_eval else []}
-    input_files = sorted({path for files in checked.values() for path in files})
-    if opts.skip_corrupt_records:
-        result["skipped_records"] = data_checks.account_for_damage(input_files, compression)
-    try:
-        _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result,
-                            make_eval_estimator, extra_evals, family.heads_line)
-    except tf.errors.DataLossError as err:
-        raise data_checks.DataCheckError(
-            data_checks.describe_corrupt_input(input_files, compression, err)) from None
-    except tf.errors.OpError as err:
-        if not any(reason in err.message for reason in OUTPUT_WRITE_FAILURES):
-            raise
-        raise UserError(f"writing under --output_dir={opts.output_dir} failed: "
-                        f"{err.message.splitlines()[0]}; free space or choose another "
-                        "--output_dir (rerunning resumes from the last complete checkpoint)"
-                        ) from None
-    if tf.train.latest_checkpoint(opts.output_dir):
-        result["global_step"] = int(estimator.get_variable_value("global_step"))
-    else:  # --do_eval alone of an --init_checkpoint's weights: nothing saved here
-        result["global_step"] = int(result["eval_results"]["global_step"])
-    return result
-
-
-def _data_vocab(sidecars):
-    """(vocab_sha256, vocab_file, sidecar path) the data's sidecars name, or None when none
-    does; UserError when two files were made with different vocabs."""
-    found = None
-    for path, meta in sidecars:
-        if not meta or not meta.get("vocab_sha256"):
-            continue
-        entry = (meta["vocab_sha256"], meta.get("vocab_file"), metadata.metadata_path(path))
-        if found is None:
-            found = entry
-        elif entry[0] != found[0]:
-            raise UserError(f"the input data was made with two vocabs: {found[2]} names "
-                            f"{found[1]} (vocab_sha256 {found[0][:12]}...), {entry[2]} names "
-                            f"{entry[1]} ({entry[0][:12]}...); train on data of one vocab")
-    return found
-
-
-def _is_data_vocab(path, data, by_bytes=False):
-    """True when vocab `path` is the data's: its sha256, or (unless `by_bytes`, for a
-    sentencepiece model) the tokens of the data's vocab_file when that file is here
-    unchanged."""
-    sha256, data_file, _ = data
-    if checkpoint_assets.vocab_sha256(path) == sha256:
-        return True
-    return not by_bytes and bool(data_file) and input_exists(data_file) and \
-        checkpoint_assets.vocab_sha256(data_file) == sha256 and \
-        checkpoint_assets.same_vocab(path, data_file)[0]
-
-
-def _vocab_asset_name(sidecars):
-    """spiece.model for data made with --spm_model_file (XLNet), else vocab.txt."""
-    spm = any(meta and meta.get("tokenizer") == "sentencepiece" for _, meta in sidecars)
-    return checkpoint_assets.SPM_NAME if spm else checkpoint_assets.VOCAB_NAME
-
-
-def _output_vocab(opts, assets, sidecars):
-    """(vocab file to copy to --output_dir or None, why there is none); refuses a
-    --vocab_file, --init_checkpoint vocab or resumed run that is not the data's vocab.
-    A sentencepiece model (XLNet data made with --spm_model_file) is compared by bytes."""
-    data = _data_vocab(sidecars)
-    asset_name = _vocab_asset_name(sidecars)
-    own = assets.vocab_file if assets.vocab_source == "checkpoint" else None
-    if asset_name == checkpoint_assets.SPM_NAME:
-        own = getattr(assets, "spm_model_file", None)
-    if data:
-        described = f"the vocab the data was made with ({data[2]} names {data[1]})"
-        spm = asset_name == checkpoint_assets.SPM_NAME
-        if opts.vocab_file and not _is_data_vocab(opts.vocab_file, data, spm):
-            raise UserError(f"--vocab_file={opts.vocab_file} is not {described}: their sha256 "
-                            "differ; pass the data's vocab or drop --vocab_file")
-        if own and not _is_data_vocab(own, data, spm):
-            raise UserError(f"--init_checkpoint={opts.init_checkpoint} was trained with {own}, "
-                            f"which is not {described}; start from a checkpoint of that vocab "
-                            f"or make the data with --vocab_file={own}")
-    vocab, reason = opts.vocab_file or own, None
-    if not vocab and data:
-        sha256, data_file, sidecar = data
-        if data_file and input_exists(data_file) and \
-                checkpoint_assets.vocab_sha256(data_file) == sha256:
-            vocab = data_file
-        else:
-            reason = (f"{sidecar} names vocab {data_file}, which "
-                      + ("is not here" if not data_file or not input_exists(data_file) else
-                         "has changed since (its sha256 is not the sidecar's vocab_sha256)")
-                      + "; pass --vocab_file")
-    elif not vocab:
-        reason = ("no --vocab_file, and the data's sidecars name no vocab; pass --vocab_file "
-                  "so that later stages find it beside the checkpoints")
-    previous = os.path.join(opts.output_dir, asset_name)
-    if vocab and input_exists(previous) and tf.train.latest_checkpoint(opts.output_dir):
-        if asset_name == checkpoint_assets.SPM_NAME:
-            same = checkpoint_assets.vocab_sha256(vocab) == checkpoint_assets.vocab_sha256(
-                previous)
-            where = "in its bytes"
-        else:
-            same, line = checkpoint_assets.same_vocab(vocab, previous)
-            where = f"at line {line}"
-        if not same:
-            raise UserError(f"--output_dir={opts.output_dir} holds checkpoints trained with "
-                            f"{previous}, which differs from {vocab} {where}: resuming "
-                            "would go on with other token ids; use another --output_dir")
-    return vocab, reason
+    trainer = make_trainer(run_config)
+    logging.info("strategy=%s training_loop=%s replicas=%s precision=%s optimizer=%s "
+                 "accumulation=%d", runtime.strategy, runtime.loop,
+                 trainer.params.get("num_replicas"), runtime.precision, opts.optimizer, k)
+    return trainer, make_eval_trainer, make_input_fn
 
 
 def _record_reader_flags():
@@ -443,34 +398,50 @@ def _record_reader_flags():
     return readers
 
 
-def _train_and_evaluate(opts, estimator, strategy_name, make_input_fn, eval_input, k, result,
-                        make_eval_estimator, extra_evals, heads_line=None):
-    """trainer.train (or the Estimator's train_and_evaluate for multi_worker), then the evals of
-    pretrain.training.continued_eval (the start's too, with --init_checkpoint); fills
-    `result`."""
-    if opts.do_train:
-        train_input_fn = make_input_fn(opts.input_file, True)
-        max_steps = opts.num_train_steps * k
-        hooks = [] if opts.use_tpu else [training_hooks.PretrainingLoggingHook(
-            every_n_steps=opts.log_every_n_steps, examples_per_step=opts.train_batch_size,
-            last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k,
-            heads_line=heads_line)]
-        if strategy_name == "multi_worker":
-            from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel
-            eval_fn = make_input_fn(eval_input, False) if opts.do_eval else train_input_fn
-            estimator_runtime.train_and_evaluate(estimator, train_input_fn, max_steps, hooks,
-                                                 eval_fn)
-        else:
-            estimator.train(input_fn=train_input_fn, max_steps=max_steps, hooks=hooks)
-    if opts.do_eval:
-        eval_sets = [("", eval_input)] + [(name + "/", pattern) for name, pattern in extra_evals]
-        eval_results = continued_eval.evaluate_all(
-            make_eval_estimator, make_input_fn, eval_sets, opts.init_checkpoint,
-            opts.max_eval_steps, continued_eval.scratch_parent(opts.output_dir))
-        write_eval_results(opts.output_dir, eval_results)
-        result["eval_results"] = {k_: _plain(v) for k_, v in eval_results.items()}
-        result["not_learned"] = learning_check.not_learned_warnings(result["eval_results"])
-        result["continuing"] = learning_check.continuing_warnings(result["eval_results"])
+def _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval_trainer,
+                        data):
+    """trainer.train (or the Estimator's train_and_evaluate for multi_worker), then the evals
+    of pretrain.training.continued_eval (the start's too, with --init_checkpoint); fills
+    `result`. A corrupt input or a failed write stops with one line."""
+    try:
+        if opts.do_train:
+            _train(opts, trainer, runtime, make_input_fn, data)
+        if opts.do_eval:
+            eval_sets = [("", data.eval_input)] + [(name + "/", pattern)
+                                                   for name, pattern in data.extra_evals]
+            eval_results = continued_eval.evaluate_all(
+                make_eval_trainer, make_input_fn, eval_sets, opts.init_checkpoint,
+                opts.max_eval_steps, continued_eval.scratch_parent(opts.output_dir))
+            write_eval_results(opts.output_dir, eval_results)
+            result["eval_results"] = {key: _plain(value) for key, value in eval_results.items()}
+            result["not_learned"] = learning_check.not_learned_warnings(result["eval_results"])
+            result["continuing"] = learning_check.continuing_warnings(result["eval_results"])
+    except tf.errors.DataLossError as err:
+        raise data_checks.DataCheckError(
+            data_checks.describe_corrupt_input(data.files, data.compression, err)) from None
+    except tf.errors.OpError as err:
+        if not any(reason in err.message for reason in OUTPUT_WRITE_FAILURES):
+            raise
+        raise UserError(f"writing under --output_dir={opts.output_dir} failed: "
+                        f"{err.message.splitlines()[0]}; free space or choose another "
+                        "--output_dir (rerunning resumes from the last complete checkpoint)"
+                        ) from None
+
+
+def _train(opts, trainer, runtime, make_input_fn, data):
+    k = int(opts.gradient_accumulation_steps)
+    train_input_fn = make_input_fn(opts.input_file, True)
+    max_steps = opts.num_train_steps * k
+    hooks = [] if opts.use_tpu else [training_hooks.PretrainingLoggingHook(
+        every_n_steps=opts.log_every_n_steps, examples_per_step=opts.train_batch_size,
+        last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k,
+        heads_line=data.heads_line)]
+    if runtime.strategy == "multi_worker":
+        from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel
+        eval_fn = make_input_fn(data.eval_input, False) if opts.do_eval else train_input_fn
+        estimator_runtime.train_and_evaluate(trainer, train_input_fn, max_steps, hooks, eval_fn)
+    else:
+        trainer.train(input_fn=train_input_fn, max_steps=max_steps, hooks=hooks)
 
 
 def _plain(value):

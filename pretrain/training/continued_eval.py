@@ -11,8 +11,9 @@ run_pretraining --do_eval scores the trained checkpoint on --eval_input_file. He
 
 Every eval runs in a graph seeded with --random_seed, or EVAL_SEED when it is unset, so the
 random draws of an eval (XLNet's permutations, ELECTRA's generator samples) are the same for
-the start and the end. The start is scored by an Estimator over an empty folder: with no
-checkpoint to restore, Estimator initialises the variables, which loads --init_checkpoint.
+the start and the end. The start is scored by a trainer over an empty folder: with no
+checkpoint to restore, the trainer (either training loop) initialises the variables, which
+loads --init_checkpoint.
 
 `data_warnings` says when the eval records are the training records (or may share their
 documents); pretrain.training.learning_check.continuing_warnings reads the start-and-end
@@ -61,7 +62,7 @@ def eval_seed(random_seed):
 def evaluate_all(make_estimator, make_input_fn, eval_sets, init_checkpoint, steps,
                  scratch_parent):
     """{metric: value} of every eval: `eval_sets` = [(prefix, pattern)] ("" for the main
-    eval, "NAME/" for an extra one). make_estimator(model_dir) -> an Estimator seeded for
+    eval, "NAME/" for an extra one). make_estimator(model_dir) -> a trainer seeded for
     eval; its model_dir None = the training output. The start's evals run in a folder made
     under `scratch_parent` and removed after."""
     results = {}
