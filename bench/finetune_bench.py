@@ -3,9 +3,12 @@
     python bench/finetune_bench.py            # classification + NER, tiny + BERT-base shape
     python bench/finetune_bench.py --quick    # the tiny shape only, fewer steps (under a minute)
     python bench/finetune_bench.py --quick --shapes tiny,base --tasks ner
+    python bench/finetune_bench.py --training_loops session    # one loop only
 
-Each (task, shape, phase) is one line. The model is the task layer's own: the
-Estimator model_fn of `finetune.model_fn.model_fn_builder` (encoder + the task's
+Each (training loop, task, shape, phase) is one line; by default every training loop this
+TensorFlow has (pretrain.training.strategy.build_trainer: the Estimator and the session
+loop on 2.15, the session loop on 2.21), side by side in one run. The model is the task
+layer's own: the model function of `finetune.model_fn.model_fn_builder` (encoder + the task's
 head, AdamW with warmup and decay; `finetune.tasks.get_task("classification")`
 or `get_task("ner")`), fed by `finetune.features.input_fn_builder` from a
 TFRecord file of synthetic random records written with
@@ -13,10 +16,10 @@ TFRecord file of synthetic random records written with
 model starts from random initialisation (the step costs the same as from a
 checkpoint).
 
-Timing: `train` runs warm-up steps then timed steps in one `Estimator.train`
-call, and a hook stamps the end of every step, so the graph build, the variable
-initialisation and the warm-up stay out of the timed interval; `predict` does
-the same per batch of `Estimator.predict` (yield_single_examples=False).
+Timing: `train` runs warm-up steps then timed steps in one `train` call, and a hook
+stamps the end of every step, so the graph build, the variable initialisation and the
+warm-up stay out of the timed interval; `predict` does the same per batch of `predict`
+(yield_single_examples=False).
 Checkpoints and summaries are off, so no step pays for writing them (prediction
 therefore runs on freshly initialised weights, which costs the same).
 
@@ -43,6 +46,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from finetune import features as records  # noqa: E402
 from finetune import tasks  # noqa: E402
 from finetune.model_fn import model_fn_builder  # noqa: E402
+from pretrain.training import strategy as strategy_lib  # noqa: E402
 
 SHAPES = {  # name -> (encoder, max_seq_length, batch)
     "tiny": (dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
@@ -100,7 +104,7 @@ def write_records(path, task, seq, count, seed=1):
     return lengths
 
 
-class StepClock(tf.estimator.SessionRunHook):
+class StepClock(tf.train.SessionRunHook):
     """Stamps the end of every training step."""
 
     def __init__(self):
@@ -118,17 +122,22 @@ def seconds_per_step(stamps, warmup):
     return (stamps[-1] - stamps[warmup - 1]) / timed
 
 
-def make_estimator(task, config, model_dir, num_train_steps):
+def make_trainer(task, config, model_dir, num_train_steps, training_loop):
     model_fn = model_fn_builder(task, config, NUM_LABELS[task.name], init_checkpoint=None,
                                 learning_rate=5e-5, num_train_steps=num_train_steps,
                                 num_warmup_steps=max(1, num_train_steps // 10))
-    run_config = tf.estimator.RunConfig(
-        model_dir=model_dir, tf_random_seed=1, save_checkpoints_steps=None,
-        save_checkpoints_secs=None, save_summary_steps=None, log_step_count_steps=10 ** 9)
-    return tf.estimator.Estimator(model_fn, config=run_config)
+    settings = strategy_lib.make_run_config(
+        "cpu", model_dir, save_checkpoints_steps=None, save_summary_steps=None,
+        log_step_count_steps=None, tf_random_seed=1)
+    return strategy_lib.build_trainer("cpu", model_fn, settings, training_loop=training_loop)
 
 
-def measure(task_name, shape, phase, warmup, steps, work_dir):
+def available_loops():
+    return [loop for loop in strategy_lib.TRAINING_LOOPS[1:]
+            if loop != "estimator" or strategy_lib.estimator_available()]
+
+
+def measure(task_name, shape, phase, warmup, steps, work_dir, training_loop):
     """One JSON-able line: examples/s of `phase` ("train" or "predict")."""
     task = tasks.get_task(task_name)
     config = make_config(shape)
@@ -137,8 +146,8 @@ def measure(task_name, shape, phase, warmup, steps, work_dir):
     record_path = os.path.join(work_dir, f"{task_name}-{shape}-{phase}.tfrecord")
     # Training repeats the file; prediction reads it once, batch by batch.
     lengths = write_records(record_path, task, seq, batch * (total if phase == "predict" else 4))
-    model_dir = os.path.join(work_dir, f"model-{task_name}-{shape}-{phase}")
-    estimator = make_estimator(task, config, model_dir, num_train_steps=total)
+    model_dir = os.path.join(work_dir, f"model-{training_loop}-{task_name}-{shape}-{phase}")
+    estimator = make_trainer(task, config, model_dir, total, training_loop)
     started = time.perf_counter()
     if phase == "train":
         clock = StepClock()
@@ -153,7 +162,8 @@ def measure(task_name, shape, phase, warmup, steps, work_dir):
     seconds = seconds_per_step(stamps, warmup)
     if len(stamps) != total:
         raise RuntimeError(f"{task_name} {shape} {phase}: {len(stamps)} steps ran, not {total}")
-    return {"bench": "finetune", "task": task_name, "shape": shape, "phase": phase,
+    return {"bench": "finetune", "training_loop": training_loop, "tensorflow": tf.__version__,
+            "task": task_name, "shape": shape, "phase": phase,
             "model": f"bert L{config.num_hidden_layers} H{config.hidden_size}",
             "batch": batch, "seq": seq, "steps": steps, "warmup_steps": warmup,
             "examples_per_second": round(batch / seconds, 2),
@@ -170,6 +180,8 @@ def main(argv=None):
     parser.add_argument("--shapes", default=None,
                         help="comma-separated: tiny, base (default: both; with --quick: tiny)")
     parser.add_argument("--phases", default="train,predict")
+    parser.add_argument("--training_loops", default=",".join(available_loops()),
+                        help="comma-separated: estimator (TensorFlow <= 2.15), session")
     parser.add_argument("--quick", action="store_true",
                         help="far fewer steps, and the tiny shape only unless --shapes says")
     args = parser.parse_args(argv)
@@ -177,7 +189,8 @@ def main(argv=None):
         args.shapes = "tiny" if args.quick else "tiny,base"
     tf.get_logger().setLevel("ERROR")
     table = QUICK_STEPS if args.quick else STEPS
-    choices = {"tasks": NUM_LABELS, "shapes": SHAPES, "phases": ("train", "predict")}
+    choices = {"tasks": NUM_LABELS, "shapes": SHAPES, "phases": ("train", "predict"),
+               "training_loops": available_loops()}
     for name, known in choices.items():
         unknown = set(getattr(args, name).split(",")) - set(known)
         if unknown:
@@ -186,9 +199,10 @@ def main(argv=None):
         for shape in args.shapes.split(","):
             for task_name in args.tasks.split(","):
                 for phase in args.phases.split(","):
-                    warmup, steps = table[shape][phase]
-                    line = measure(task_name, shape, phase, warmup, steps, work_dir)
-                    print(json.dumps(line), flush=True)
+                    for loop in args.training_loops.split(","):  # side by side
+                        warmup, steps = table[shape][phase]
+                        line = measure(task_name, shape, phase, warmup, steps, work_dir, loop)
+                        print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":
