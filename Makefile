@@ -1,14 +1,15 @@
 # Entry points. Every target that runs code depends on `setup`, which builds the two
-# runtimes from setup.cfg on a fresh machine (README): .venv, TensorFlow 2.15.1 on Python 3.11
-# (tf.estimator, TPUEstimator), which every target below runs; and .venv-tf2.21, TensorFlow
-# 2.21.0 on the newest of Python 3.13/3.12 (numpy 2, Keras 3), built when such a Python is
-# on PATH or in pyenv's versions folder (scripts/find_python.py), which `make test` runs too.
+# runtimes from setup.cfg on a fresh machine (README), each where its Python is found on PATH
+# or in pyenv's versions folder (scripts/find_python.py): .venv, TensorFlow 2.15.1 on Python
+# 3.11 (tf.estimator, TPUEstimator), and .venv-tf2.21, TensorFlow 2.21.0 on the newest of
+# Python 3.13/3.12 (numpy 2, Keras 3). `make test` runs both; the other targets run .venv
+# (.venv-tf2.21 where it is the only one built).
 SHELL := /bin/bash
-PYTHON ?= $(shell python3 scripts/find_python.py 3.11)
+PYTHON ?= $(shell python3 scripts/find_python.py 3.11 2>/dev/null)
 PYTHON_TF221 ?= $(shell python3 scripts/find_python.py 3.13 3.12 2>/dev/null)
 VENV ?= .venv
 VENV_TF221 ?= .venv-tf2.21
-PY := $(VENV)/bin/python
+PY = $(shell [ -f $(VENV)/.installed ] || [ ! -f $(VENV_TF221)/.installed ] && echo $(VENV) || echo $(VENV_TF221))/bin/python
 EXTRAS := .[cpu,dev,plots,beam,spm,dask]
 SETUP_INPUTS := setup.cfg setup.py pyproject.toml $(wildcard data_gen/native/*.[ch])
 
@@ -22,10 +23,14 @@ SETUP_INPUTS := setup.cfg setup.py pyproject.toml $(wildcard data_gen/native/*.[
 .PHONY: setup test test-fast demo data pretrain finetune lcqmc-finetune bench bench-google clean
 
 setup: $(VENV)/.installed $(VENV_TF221)/.installed
+	@[ -f $(VENV)/.installed ] || [ -f $(VENV_TF221)/.installed ] \
+	  || { echo "setup: no environment built: install Python 3.11 or 3.13/3.12 (see above)"; exit 1; }
 
-# $(call build_venv,INTERPRETER,FOLDER): a venv of INTERPRETER with the package editable and
-# its extras; the stamp is written last, so an interrupted install is redone next time.
+# $(call build_venv,INTERPRETER,FOLDER,PYTHON VERSIONS): a venv of INTERPRETER (one of the
+# versions: setup.cfg's markers pick the runtime by Python) with the package editable and its
+# extras; the stamp is written last, so an interrupted install is redone next time.
 define build_venv
+	@$(1) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(v not in "$(3)".split() and "setup: $(1) is Python " + v + "; $(2) is built with one of Python $(3)")'
 	$(1) -m venv $(2)
 	$(2)/bin/python -m pip install --quiet --upgrade pip
 	$(2)/bin/python -m pip install --quiet -e '$(EXTRAS)'
@@ -33,13 +38,15 @@ define build_venv
 	@$(2)/bin/python -c 'import sys, numpy, tensorflow as tf; print("setup: built $(2): Python %s, TensorFlow %s, numpy %s" % (sys.version.split()[0], tf.__version__, numpy.__version__))' 2>/dev/null
 endef
 
-$(VENV)/.installed: $(SETUP_INPUTS)
-	@[ -n "$(PYTHON)" ] || { echo "setup: no Python 3.11 found for $(VENV) (TensorFlow 2.15): set PYTHON=/path/to/python3.11"; exit 1; }
-	$(call build_venv,$(PYTHON),$(VENV))
+# $(call skip_venv,FOLDER,WHAT,VERSIONS,VARIABLE): says why FOLDER is not built; its stamp stays
+# absent, so the next `make setup` looks for the interpreter again.
+skip_venv = @echo "setup: $(1) ($(2)) not built: no Python $(3) on PATH or in pyenv's versions folder; set $(4)=/path/to/python to build it"
 
-# Optional: without Python 3.13/3.12 it says so and builds nothing (the stamp stays absent).
+$(VENV)/.installed: $(SETUP_INPUTS)
+	$(if $(PYTHON),$(call build_venv,$(PYTHON),$(VENV),3.9 3.10 3.11),$(call skip_venv,$(VENV),TensorFlow 2.15 with tf.estimator,3.11,PYTHON))
+
 $(VENV_TF221)/.installed: $(SETUP_INPUTS)
-	$(if $(PYTHON_TF221),$(call build_venv,$(PYTHON_TF221),$(VENV_TF221)),@echo "setup: $(VENV_TF221) (TensorFlow 2.21) not built: no Python 3.13 or 3.12 on PATH or in pyenv's versions folder; set PYTHON_TF221=/path/to/python3.13 to build it")
+	$(if $(PYTHON_TF221),$(call build_venv,$(PYTHON_TF221),$(VENV_TF221),3.12 3.13),$(call skip_venv,$(VENV_TF221),TensorFlow 2.21,3.13 or 3.12,PYTHON_TF221))
 
 # $(call run_tests,PYTEST ARGUMENTS): pytest in each runtime that setup built, .venv first;
 # both run even when the first fails, and the exit status is the worse of the two.

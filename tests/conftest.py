@@ -116,82 +116,18 @@ SLOW_FILES = {
 # imported (its imports reach tf.estimator) and shows as one skipped test; "file::test" marks
 # one test (all its parametrized cases; "file::test[case]" one case). A test file may also set
 # `pytestmark = pytest.mark.needs_estimator`, or a test carry the marker, if the file imports
-# without the Estimator. Shrink it as tests move to the toolkit's own training loop.
+# without the Estimator. Shrink it as tests move to the toolkit's own training loop:
+# `pytest --run-needs-estimator` runs the listed tests anyway, to see which pass without it.
 NEEDS_ESTIMATOR = {
-    # fine-tuning: finetune.run_finetune (best_checkpoint's CheckpointSaverListener) and what
-    # imports it, compare and run_lcqmc included
-    "test_collapse.py",
-    "test_compare.py",
-    "test_conditional_finetune.py",
-    "test_continued_table.py",
-    "test_finetune.py",
-    "test_run_finetune.py",
-    "test_electra_finetune.py",
-    "test_hierarchical_position.py",
-    "test_xlnet_finetune.py",
-    "test_xlnet_spm_finetune.py",
-    "test_finetune_script.py",
-    "test_script_defaults.py",
-    "test_cli_help.py::test_help_lists_the_tools_flags_and_exits_0[zh-finetune]",
-    "test_cli_help.py::test_help_lists_the_tools_flags_and_exits_0[zh-compare]",
-    "test_cli_help.py::test_help_lists_the_tools_flags_and_exits_0[zh-run-lcqmc]",
-    "test_cli_help.py::test_help_lists_the_tools_flags_and_exits_0[zh-compare-lcqmc]",
-    "test_cli_help.py::test_help_lists_the_tools_flags_and_exits_0[python -m finetune.run_finetune]",
-    "test_cli_help.py::test_help_lists_the_tools_flags_and_exits_0[python -m finetune.compare]",
-    "test_cli_help.py::test_help_lists_the_tools_flags_and_exits_0[python -m finetune.run_lcqmc]",
-    "test_cli_help.py::test_the_readmes_commands_use_flags_their_tools_know",
-    "test_lcqmc_experiment_script.py::test_span_row_runs_end_to_end_and_lands_in_the_table",
-    # pretraining: run_pretraining's Estimator, TPUEstimator, strategy.make_run_config's RunConfig
-    "test_resume.py",
-    "test_xla.py",
-    "test_collectives.py::test_strategy_reaches_the_single_device_weights",
-    "test_collectives.py::test_non_finite_micro_batch_on_one_replica_skips_the_whole_update",
-    "test_collectives.py::test_traffic_counter_sees_a_copy_between_devices",
-    "test_collectives.py::test_one_gradient_sized_reduce_per_update_and_no_broadcast",
-    "test_collectives.py::test_family_update_is_one_reduce_and_reaches_the_single_device_weights",
-    "test_continued_eval.py::test_the_start_is_scored_on_the_same_batches_beside_the_end",
-    "test_continued_eval.py::test_eval_records_that_are_training_records_are_named",
-    "test_continued_eval.py::test_an_extra_eval_matching_no_file_or_without_do_eval_stops_before_training",
-    "test_continued_eval.py::test_electras_eval_draws_are_the_same_for_the_start_and_the_end",
-    "test_learning_check.py::test_pretraining_eval_reports_the_baseline_and_warns_only_before_learning",
-    "test_run_pretraining.py::test_overfits_fixed_batch_and_writes_summaries_and_eval",
-    "test_run_pretraining.py::test_evaluating_an_init_checkpoint_alone_scores_its_weights",
-    "test_run_pretraining.py::test_mixed_precision_and_accumulation_train",
-    "test_run_pretraining.py::test_roberta_data_turns_the_sentence_head_off",
-    "test_run_pretraining.py::test_resumes_from_checkpoint_with_old_slot_names",
-    "test_run_pretraining.py::test_ignore_invalid_weights_keeps_initial_values_of_mismatched_variables",
-    "test_run_pretraining.py::test_hierarchical_positions_train_past_max_position_embeddings",
-    "test_run_pretraining.py::test_vocab_and_config_are_written_beside_the_checkpoints",
-    "test_run_pretraining.py::test_without_a_usable_vocab_a_warning_says_why",
-    "test_strategies.py::test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16",
-    "test_strategies.py::test_mirrored_two_logical_cpus_matches_single_device",
-    "test_strategies.py::test_multi_worker_two_local_processes",
-    "test_strategies.py::test_graph_optimizer_switch_reaches_the_session_config",
-    "test_tpu_path.py::test_tpu_model_fn_scaffold_restores_checkpoint_and_trains_like_one_device",
-    "test_tpu_path.py::test_tpu_model_fn_builds_inside_tensorflows_tpu_shard",
+    # TPUEstimator: the TPU strategy's run config, model_fn plumbing and flag checks
     "test_tpu_path.py::test_cli_tpu_choice_builds_tpu_estimator_on_the_named_tpu",
-    "test_training_numerics.py::test_fp16_bert_logs_the_fp32_grad_norm",
-    # the model families' run_pretraining and TPU tests
-    "test_electra_run_pretraining.py::test_trains_and_reports_upstreams_metrics_under_upstreams_names",
-    "test_electra_run_pretraining.py::test_mixed_precision_and_accumulation_train_both_networks",
-    "test_electra_run_pretraining.py::test_continues_from_an_upstream_checkpoint_without_its_optimizer_state",
-    "test_electra_run_pretraining.py::test_resume_restores_both_networks_and_their_adam_slots",
-    "test_xlnet_run_pretraining.py::test_the_permutation_lm_trains_and_is_reported_beside_its_baseline",
-    "test_xlnet_run_pretraining.py::test_mixed_precision_accumulation_and_resume",
+    "test_tpu_path.py::test_cli_tpu_without_a_tpu_name_is_refused",
+    "test_tpu_path.py::test_tpu_names_that_do_not_resolve_are_refused_by_flag",
+    "test_strategies.py::test_tpu_refuses_local_paths",
+    "test_strategies.py::test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16",
     "test_xlnet_run_pretraining.py::test_tpu_estimator_plumbing_on_cpu_in_bf16",
-    "test_xlnet_run_pretraining.py::test_sentencepiece_data_leaves_its_model_beside_the_checkpoints",
-    "test_span_boundary.py::test_sbo_loss_falls_on_toy_corpus_and_is_reported",
-    "test_span_boundary.py::test_checkpoints_with_and_without_the_head_load_both_ways",
-    "test_span_boundary.py::test_export_hf_leaves_the_head_out_and_says_so",
-    "test_span_boundary.py::test_tpu_model_fn_builds_inside_tensorflows_tpu_shard",
-    "test_toy_family.py::test_a_toy_family_trains_evaluates_and_exports_through_the_same_commands",
-    "test_hf_electra.py::test_the_imported_pair_continues_pretraining_from_every_tensor",
-    "test_hf_interop.py::test_imported_checkpoint_initialises_pretraining_and_finetuning",
-    # the tools' error lines: one module fixture runs run_pretraining and run_lcqmc
-    "test_cli_failures.py::test_expected_failure_is_one_error_line",
-    "test_cli_failures.py::test_truncated_record_message_names_the_flag_and_the_skip_counts",
-    "test_cli_failures.py::test_full_disk_names_the_output_and_leaves_nothing",
-    "test_cli_failures.py::test_nan_stop_and_bad_inputs_write_no_data_output",
+    # multi_worker: train_and_evaluate's servers and cluster handling
+    "test_strategies.py::test_multi_worker_two_local_processes",
     # SavedModel exports compared with an Estimator's predictions
     "test_export_saved_model.py::test_bert_export_equals_estimator",
     "test_export_saved_model.py::test_google_albert_export_equals_estimator",
@@ -236,8 +172,17 @@ class NotImportedTests(pytest.Item):
         return self.path, 0, f"{self.path.name} (not imported: it needs tf.estimator)"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run-needs-estimator", action="store_true",
+                     help="run the NEEDS_ESTIMATOR tests even where TensorFlow has no tf.estimator")
+
+
+def _skipping_estimator_tests(config):
+    return not HAS_ESTIMATOR and not config.getoption("--run-needs-estimator")
+
+
 def pytest_pycollect_makemodule(module_path, parent):
-    if not HAS_ESTIMATOR and module_path.name in NEEDS_ESTIMATOR:
+    if _skipping_estimator_tests(parent.config) and module_path.name in NEEDS_ESTIMATOR:
         return EstimatorOnlyFile.from_parent(parent, path=module_path)
     return None
 
@@ -249,7 +194,7 @@ def pytest_configure(config):
                                        "skipped on the TensorFlow 2.21 runtime")
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
@@ -257,5 +202,5 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.live)
         if needs_estimator(item):
             item.add_marker(pytest.mark.needs_estimator)
-            if not HAS_ESTIMATOR:
+            if _skipping_estimator_tests(config):
                 item.add_marker(pytest.mark.skip(reason=ESTIMATOR_REASON))
