@@ -37,7 +37,10 @@ def _tf_feature(dtype, values):
 
 
 def serialize(features, lengths):
-    """One tf.train.Example's bytes from {name: list}, checked against {name: (dtype, length)}."""
+    """One tf.train.Example's bytes from {name: list}, checked against {name: (dtype, length)}.
+    Serialised deterministically (the feature map sorted by name): protobuf 6 (TensorFlow
+    2.21) orders a map differently in each process, so the default order would make the
+    feature cache's bytes differ from run to run and between runtimes."""
     if set(features) != set(lengths):
         raise ValueError(f"features {sorted(features)} do not match the schema {sorted(lengths)}")
     for name, values in features.items():
@@ -46,7 +49,7 @@ def serialize(features, lengths):
                              f"{lengths[name][1]}")
     return tf.train.Example(features=tf.train.Features(feature={
         name: _tf_feature(lengths[name][0], values) for name, values in features.items()
-    })).SerializeToString()
+    })).SerializeToString(deterministic=True)
 
 
 def cached_records(split, cache_dir, key, key_hash, lengths, make_features, log_fn=print):
