@@ -141,3 +141,25 @@ def run_main_in_process(module, args, cwd):
             if not (flags.FLAGS.find_module_defining_flag(name) or "").startswith("absl."):
                 delattr(flags.FLAGS, name)
     return code, out.getvalue(), err.getvalue(), 0.0
+
+
+# The two runtimes make setup builds (README): TensorFlow 2.15 on Python 3.11, 2.21 on 3.12/3.13.
+RUNTIMES = (".venv", ".venv-tf2.21")
+
+
+def _venv_python_version(venv):
+    """(major, minor) of a built venv's Python (from its pyvenv.cfg), or None."""
+    config = venv / "pyvenv.cfg"
+    if not (venv / ".installed").exists() or not config.exists():
+        return None
+    found = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", config.read_text(), re.M)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def other_runtime():
+    """The interpreter of the built runtime whose Python is not this one's, or None."""
+    for name in RUNTIMES:
+        version = _venv_python_version(REPO_ROOT / name)
+        if version is not None and version != sys.version_info[:2]:
+            return REPO_ROOT / name / "bin" / "python"
+    return None

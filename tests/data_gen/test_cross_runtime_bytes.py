@@ -12,15 +12,13 @@ builds it when its Python is found).
 import concurrent.futures
 import os
 import pathlib
-import re
 import subprocess
 import sys
 
 import pytest
 
-from cli_testutil import PARALLEL_RUNS, REPO_ROOT, TIMEOUT_SECONDS, tool_env
+from cli_testutil import PARALLEL_RUNS, REPO_ROOT, RUNTIMES, TIMEOUT_SECONDS, other_runtime, tool_env
 
-RUNTIMES = (".venv", ".venv-tf2.21")
 CORPUS_BYTES = 24000  # the head of the demo's corpus: ~90 documents
 COMMON = ["--max_seq_length=64", "--max_predictions_per_seq=10", "--random_seed=7"]
 # (case, module, flags, extra environment): each writes under out/ in its own folder
@@ -38,24 +36,6 @@ CASES = [
      ["--mode=roberta", "--num_output_shards=2", "--chunk_bytes=4096", "--dupe_factor=2",
       "--runner=DirectRunner"], {}),
 ]
-
-
-def _venv_python_version(venv):
-    """(major, minor) of a built venv's Python (from its pyvenv.cfg), or None."""
-    config = venv / "pyvenv.cfg"
-    if not (venv / ".installed").exists() or not config.exists():
-        return None
-    found = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", config.read_text(), re.M)
-    return (int(found[1]), int(found[2])) if found else None
-
-
-def other_runtime():
-    """The interpreter of the built runtime whose Python is not this one's, or None."""
-    for name in RUNTIMES:
-        version = _venv_python_version(REPO_ROOT / name)
-        if version is not None and version != sys.version_info[:2]:
-            return REPO_ROOT / name / "bin" / "python"
-    return None
 
 
 def _files(folder):
