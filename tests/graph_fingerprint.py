@@ -53,26 +53,44 @@ def _without_default_attributes(node):
     return node
 
 
-def fingerprint(config_dict, attention_mode="bidirectional", is_training=False, portable=False):
-    """sha256 over every node of the encoder graph (name, op, inputs, attributes; with
-    `portable`, only the attributes that differ from their op's default)."""
+def _encoder_nodes(config_dict, attention_mode, is_training):
+    """The nodes of the encoder graph of `config_dict`."""
     with tf.Graph().as_default() as graph:
         ids = tf.placeholder(tf.int32, [2, 8])
         mask = tf.placeholder(tf.int32, [2, 8])
         types = tf.placeholder(tf.int32, [2, 8])
         registry.create_encoder(modeling.BertConfig.from_dict(config_dict), is_training, ids,
                                 mask, types, attention_mode=attention_mode)
+    return graph.as_graph_def().node
+
+
+def _digest(nodes, portable):
     digest = hashlib.sha256()
-    for node in graph.as_graph_def().node:
+    for node in nodes:
         if portable:
             node = _without_default_attributes(node)
         digest.update(node.SerializeToString(deterministic=True))
     return digest.hexdigest()
 
 
+def fingerprint(config_dict, attention_mode="bidirectional", is_training=False, portable=False):
+    """sha256 over every node of the encoder graph (name, op, inputs, attributes; with
+    `portable`, only the attributes that differ from their op's default)."""
+    return _digest(_encoder_nodes(config_dict, attention_mode, is_training), portable)
+
+
 def all_fingerprints(portable=False):
-    return {case: fingerprint(LAYOUTS[layout], mode, training, portable)
-            for case, (layout, mode, training) in sorted(CASES.items())}
+    return fingerprint_sets(portable,)[0]
+
+
+def fingerprint_sets(*portable):
+    """One {case: fingerprint} set per entry of `portable`, each graph built once."""
+    sets = tuple({} for _ in portable)
+    for case, (layout, mode, training) in sorted(CASES.items()):
+        nodes = _encoder_nodes(LAYOUTS[layout], mode, training)
+        for found, strip in zip(sets, portable):
+            found[case] = _digest(nodes, strip)
+    return sets
 
 
 def runtime():
