@@ -132,11 +132,6 @@ def make_trainer(task, config, model_dir, num_train_steps, training_loop):
     return strategy_lib.build_trainer("cpu", model_fn, settings, training_loop=training_loop)
 
 
-def available_loops():
-    return [loop for loop in strategy_lib.TRAINING_LOOPS[1:]
-            if loop != "estimator" or strategy_lib.estimator_available()]
-
-
 def measure(task_name, shape, phase, warmup, steps, work_dir, training_loop):
     """One JSON-able line: examples/s of `phase` ("train" or "predict")."""
     task = tasks.get_task(task_name)
@@ -180,7 +175,8 @@ def main(argv=None):
     parser.add_argument("--shapes", default=None,
                         help="comma-separated: tiny, base (default: both; with --quick: tiny)")
     parser.add_argument("--phases", default="train,predict")
-    parser.add_argument("--training_loops", default=",".join(available_loops()),
+    loops = ",".join(strategy_lib.available_training_loops())
+    parser.add_argument("--training_loops", default=loops,
                         help="comma-separated: estimator (TensorFlow <= 2.15), session")
     parser.add_argument("--quick", action="store_true",
                         help="far fewer steps, and the tiny shape only unless --shapes says")
@@ -190,7 +186,7 @@ def main(argv=None):
     tf.get_logger().setLevel("ERROR")
     table = QUICK_STEPS if args.quick else STEPS
     choices = {"tasks": NUM_LABELS, "shapes": SHAPES, "phases": ("train", "predict"),
-               "training_loops": available_loops()}
+               "training_loops": strategy_lib.available_training_loops()}
     for name, known in choices.items():
         unknown = set(getattr(args, name).split(",")) - set(known)
         if unknown:

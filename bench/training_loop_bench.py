@@ -31,7 +31,7 @@ from pretrain import cpu_kernels  # noqa: E402
 from pretrain.training import pretraining_model_fn  # noqa: E402
 from pretrain.training import strategy as strategy_lib  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
-from finetune_bench import StepClock, available_loops, seconds_per_step  # noqa: E402
+from finetune_bench import StepClock, seconds_per_step  # noqa: E402
 from pretrain_bench import make_config, synthetic_batch  # noqa: E402
 
 SEQ, PREDS, BATCH = 128, 20, 32
@@ -66,16 +66,17 @@ def run_once(model, loop, warmup, steps, work_dir, seed=1):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="tiny")
-    parser.add_argument("--training_loops", default=",".join(available_loops()))
+    loops = ",".join(strategy_lib.available_training_loops())
+    parser.add_argument("--training_loops", default=loops)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     tf.get_logger().setLevel("ERROR")
     loops = args.training_loops.split(",")
-    unknown = set(loops) - set(available_loops())
+    unknown = set(loops) - set(strategy_lib.available_training_loops())
     if unknown:
         parser.error(f"--training_loops: {sorted(unknown)} not available here; choose from "
-                     f"{', '.join(available_loops())}")
+                     f"{', '.join(strategy_lib.available_training_loops())}")
     table = QUICK_STEPS if args.quick else STEPS
     with tempfile.TemporaryDirectory(prefix="training_loop_bench_") as work_dir:
         for model in args.models.split(","):

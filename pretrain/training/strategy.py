@@ -194,6 +194,11 @@ def estimator_available():
     return hasattr(tf, "estimator")
 
 
+def available_training_loops():
+    """The training loops this TensorFlow can run: session always, estimator up to 2.15."""
+    return [loop for loop in TRAINING_LOOPS[1:] if loop != "estimator" or estimator_available()]
+
+
 def resolve_training_loop(name, strategy_name):
     """`estimator` or `session` for --training_loop=name; UserError for a choice this
     TensorFlow or this strategy cannot run."""

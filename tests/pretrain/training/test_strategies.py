@@ -170,11 +170,7 @@ def _save_initial_weights(config_file, path):
             return tf.train.Saver().save(sess, path)
 
 
-LOOPS = [loop for loop in strategy_lib.TRAINING_LOOPS[1:]
-         if loop != "estimator" or strategy_lib.estimator_available()]
-
-
-@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("loop", strategy_lib.available_training_loops())
 def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path, loop):
     """3 steps mirrored vs on one device, in each training loop; then both resume for a 4th
     step, the mirrored run from its checkpoint with the slots renamed to the old names. One subprocess (the logical
