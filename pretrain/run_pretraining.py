@@ -400,7 +400,7 @@ def _record_reader_flags():
 
 def _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval_trainer,
                         data):
-    """trainer.train (or the Estimator's train_and_evaluate for multi_worker), then the evals
+    """trainer.train (the Estimator's train_and_evaluate for its multi_worker), then the evals
     of pretrain.training.continued_eval (the start's too, with --init_checkpoint); fills
     `result`. A corrupt input or a failed write stops with one line."""
     try:
@@ -436,7 +436,7 @@ def _train(opts, trainer, runtime, make_input_fn, data):
         every_n_steps=opts.log_every_n_steps, examples_per_step=opts.train_batch_size,
         last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k,
         heads_line=data.heads_line)]
-    if runtime.strategy == "multi_worker":
+    if runtime.strategy == "multi_worker" and runtime.loop == "estimator":
         from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel
         eval_fn = make_input_fn(data.eval_input, False) if opts.do_eval else train_input_fn
         estimator_runtime.train_and_evaluate(trainer, train_input_fn, max_steps, hooks, eval_fn)
@@ -454,11 +454,13 @@ def _plain(value):
 def write_eval_results(output_dir, results):
     """eval_results.txt: one `key = value` line per metric, sorted (Google's format)."""
     path = os.path.join(output_dir, "eval_results.txt")
-    with tf.io.gfile.GFile(path, "w") as writer:
+    partial = f"{path}.partial-{os.getpid()}"  # renamed when whole (each worker its own)
+    with tf.io.gfile.GFile(partial, "w") as writer:
         logging.info("***** Eval results (%s) *****", path)
         for key in sorted(results):
             logging.info("  %s = %s", key, results[key])
             writer.write(f"{key} = {results[key]}\n")
+    tf.io.gfile.rename(partial, path, overwrite=True)
     return path
 
 

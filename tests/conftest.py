@@ -126,8 +126,6 @@ NEEDS_ESTIMATOR = {
     "test_strategies.py::test_tpu_refuses_local_paths",
     "test_strategies.py::test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16",
     "test_xlnet_run_pretraining.py::test_tpu_estimator_plumbing_on_cpu_in_bf16",
-    # multi_worker: train_and_evaluate's servers and cluster handling
-    "test_strategies.py::test_multi_worker_two_local_processes",
     # SavedModel exports compared with an Estimator's predictions
     "test_export_saved_model.py::test_bert_export_equals_estimator",
     "test_export_saved_model.py::test_google_albert_export_equals_estimator",

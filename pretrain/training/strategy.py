@@ -180,7 +180,7 @@ TRAINING_LOOP_VARIABLE = "ZH_PRETRAIN_TRAINING_LOOP"
 TRAINING_LOOP_HELP = (
     "What runs the model functions: estimator (tf.estimator, TensorFlow <= 2.15 only; "
     "TPUEstimator for --strategy=tpu), session (the toolkit's own loop, "
-    "pretrain.training.training_loop: any TensorFlow 2.x; cpu, gpu and mirrored), or auto: "
+    "pretrain.training.training_loop: any TensorFlow 2.x; every strategy but tpu), or auto: "
     f"${TRAINING_LOOP_VARIABLE} when set, else the Estimator where TensorFlow has it, else "
     "the session loop.")
 
@@ -205,7 +205,7 @@ def resolve_training_loop(name, strategy_name):
     name = (name or "auto").lower()
     if name not in TRAINING_LOOPS:
         raise UserError(f"--training_loop={name!r} is not one of {', '.join(TRAINING_LOOPS)}")
-    needs_estimator = strategy_name in ("tpu", "multi_worker")
+    needs_estimator = strategy_name == "tpu"
     if name == "auto":
         name = os.environ.get(TRAINING_LOOP_VARIABLE, "").strip().lower()
         if name and name not in TRAINING_LOOPS[1:]:
@@ -219,11 +219,9 @@ def resolve_training_loop(name, strategy_name):
                         + (f", which does not run --strategy={strategy_name}: that needs the "
                            "TensorFlow 2.15 runtime (Python <= 3.11)" if needs_estimator else ""))
     if name == "session" and needs_estimator:
-        raise UserError(f"--strategy={strategy_name} runs on the Estimator only, which needs the "
-                        "TensorFlow 2.15 runtime (Python <= 3.11, tensorflow 2.15.1): "
-                        + ("TPUEstimator" if strategy_name == "tpu" else
-                           "train_and_evaluate's server and cluster handling")
-                        + " has no counterpart in the session loop yet")
+        raise UserError("--strategy=tpu runs on TPUEstimator only, which needs the TensorFlow 2.15 "
+                        "runtime (Python <= 3.11, tensorflow 2.15.1); the session loop has no "
+                        "TPU path")
     return name
 
 

@@ -21,6 +21,7 @@ function reports its share of the mean, as under the Estimator). Evaluation and 
 run on one device, from the latest checkpoint or a given one; with no checkpoint the
 variables are initialised, which loads an --init_checkpoint the model function names.
 """
+import collections
 import inspect
 import os
 import re
@@ -82,6 +83,23 @@ class _FinalValues(tf.train.SessionRunHook):
 
     def end(self, session):
         self.values = session.run(self._tensors)
+
+
+class _WorkerTask(collections.namedtuple("_WorkerTask", "master is_chief")):
+    """Where this process's session runs ("" in process) and whether it saves."""
+
+
+def _worker_task(distribution):
+    """The session target and chief role of this worker under a multi-worker collective
+    strategy (TF_CONFIG; the strategy started this task's server when it was made); a
+    single machine is its own chief."""
+    resolver = getattr(distribution, "cluster_resolver", None)
+    cluster = resolver.cluster_spec() if resolver is not None else None
+    if not cluster or not cluster.jobs:
+        return _WorkerTask("", True)
+    task_type, task_id = resolver.task_type, resolver.task_id
+    is_chief = task_type == "chief" or ("chief" not in cluster.jobs and task_id == 0)
+    return _WorkerTask("grpc://" + cluster.task_address(task_type, task_id), is_chief)
 
 
 class TrainingLoop:
@@ -198,12 +216,26 @@ class TrainingLoop:
                 chief_hooks.append(tf.train.CheckpointSaverHook(
                     self.model_dir, save_steps=self.config.save_checkpoints_steps,
                     scaffold=scaffold, listeners=list(saving_listeners)))
-            with tf.train.MonitoredTrainingSession(
-                    master="", is_chief=True, checkpoint_dir=self.model_dir, scaffold=scaffold,
-                    hooks=worker_hooks, chief_only_hooks=chief_hooks, save_checkpoint_secs=0,
-                    save_summaries_steps=self.config.save_summary_steps,
-                    config=self.config.session_config,
-                    log_step_count_steps=self.config.log_step_count_steps) as session:
+            task = _worker_task(self.config.distribution)
+            session_config = self.config.session_config
+            if task.master:
+                session_config = self.config.distribution.update_config_proto(session_config)
+            if task.is_chief:
+                session = tf.train.MonitoredTrainingSession(
+                    master=task.master, is_chief=True, checkpoint_dir=self.model_dir,
+                    scaffold=scaffold, hooks=worker_hooks, chief_only_hooks=chief_hooks,
+                    save_checkpoint_secs=0, save_summaries_steps=self.config.save_summary_steps,
+                    config=session_config, log_step_count_steps=self.config.log_step_count_steps)
+            else:
+                # Another worker of a collective all-reduce: it initialises its own copy of
+                # the variables (their initial values broadcast from the chief) or restores
+                # the chief's latest checkpoint from the shared model_dir, and writes nothing.
+                session = tf.train.MonitoredSession(
+                    tf.train.ChiefSessionCreator(scaffold=scaffold, master=task.master,
+                                                 config=session_config,
+                                                 checkpoint_dir=self.model_dir),
+                    hooks=worker_hooks)
+            with session:
                 while not session.should_stop():
                     session.run([train_op, loss])
         return self

@@ -1,22 +1,24 @@
-"""Communication and equivalence of `build_train_op` under `mirrored` and `multi_worker`.
+"""Communication and equivalence of training under `mirrored` and `multi_worker`.
 
 Three processes run concurrently: one with 2 logical CPUs (single-device
 reference and MirroredStrategy) and two loopback workers
 (MultiWorkerMirroredStrategy). Each trains the same small problem (a 8-256-1
 tanh net, 2817 parameters, global batch 8) for AdamW and LAMB, fp32 and fp16,
-k = 1 and k = 2, through the real `optimization.build_train_op`, and writes
-the final weights. Selected steps run with a full trace: the elements that
+k = 1 and k = 2, in the toolkit's own training loop (`TrainingLoop.train`: its
+per-replica input, replica step, loss reduction and sessions; the workers' server
+target and chief-only saving) with the real `optimization.build_train_op`, and
+records the final weights. Selected steps run with a full trace: the elements that
 went through collective all-reduces, collective broadcasts and cross-device
 copies are summed per micro-step, relative to the parameter count. The mirrored
 process also trains a tiny ELECTRA (generator, discriminator, the embeddings they
-share) through the same build_train_op, traced, and on one device.
+share) and XLNet with the pretraining model function in the same loop, traced, and on
+one device.
 """
 import itertools
 import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -85,19 +87,42 @@ def _initial_weights():
             "out/bias": np.array([0.05], np.float32)}
 
 
-def _build(tf, case):
-    """Replica fn: this replica's share of the global batch of the current step."""
-    from pretrain.training import mixed_precision, optimization  # pylint: disable=import-outside-toplevel
-    opt, prec, k, _, _ = case
-    x, y, factor = _data(case)
-    global_step = tf.train.get_or_create_global_step()
+def _replica_input_fn(arrays):
+    """input_fn of a global batch per step ({name: [steps, B, ...]}): each input pipeline
+    yields its replicas' rows of every step, in step order and, within a step, in replica
+    order (each local replica takes the next element)."""
 
-    def replica_fn():
-        ctx = tf.distribute.get_replica_context()
-        per_replica = GLOBAL_BATCH // ctx.num_replicas_in_sync
-        rows = tf.range(per_replica) + tf.cast(ctx.replica_id_in_sync_group, tf.int32) * per_replica
-        step = tf.cast(tf.identity(global_step), tf.int32)
-        xb, yb, fb = (tf.gather(tf.constant(a)[step], rows) for a in (x, y, factor))
+    def input_fn(params, input_context=None):
+        del params
+        import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
+        pipelines = input_context.num_input_pipelines if input_context else 1
+        replicas = input_context.num_replicas_in_sync if input_context else 1
+        local = replicas // pipelines
+        first = (input_context.input_pipeline_id if input_context else 0) * local
+        per_replica = GLOBAL_BATCH // replicas
+        rows = slice(first * per_replica, (first + local) * per_replica)
+
+        def split(a):  # [steps, B, ...] -> [steps * local, per_replica, ...]
+            a = a[:, rows]
+            return a.reshape((a.shape[0] * local, per_replica) + a.shape[2:])
+        return tf.data.Dataset.from_tensor_slices({n: split(a) for n, a in arrays.items()})
+    return input_fn
+
+
+def _toy_input_fn(case):
+    x, y, factor = _data(case)
+    return _replica_input_fn({"x": x, "y": y, "factor": factor})
+
+
+def _toy_model_fn(tf, case, recorded):
+    """The model function of the 8-256-1 net: its loss through the real build_train_op;
+    appends (update applied, loss scale, logged loss) of each replica to `recorded`."""
+    from pretrain.training import mixed_precision, optimization  # pylint: disable=import-outside-toplevel
+    from pretrain.training.model_spec import ModelSpec  # pylint: disable=import-outside-toplevel
+    _, prec, k, _, _ = case
+
+    def model_fn(features, labels, mode, params, config=None):
+        del labels, params, config
         dtype = mixed_precision.compute_dtype(prec)
         w = {}
         for name, value in _initial_weights().items():
@@ -105,19 +130,23 @@ def _build(tf, case):
             with tf.variable_scope(scope, reuse=tf.AUTO_REUSE):
                 w[name] = tf.get_variable(short, initializer=value)
         c = {name: tf.cast(v, dtype) for name, v in w.items()}
-        hidden = tf.tanh(tf.matmul(tf.cast(xb, dtype), c["dense/kernel"]) + c["dense/bias"])
+        hidden = tf.tanh(tf.matmul(tf.cast(features["x"], dtype), c["dense/kernel"])
+                         + c["dense/bias"])
         pred = tf.matmul(hidden * c["LayerNorm/gamma"], c["out/kernel"])[:, 0] + c["out/bias"]
-        loss = tf.reduce_mean(fb * tf.square(tf.cast(pred, tf.float32) - yb))
+        squared = tf.square(tf.cast(pred, tf.float32) - features["y"])
+        loss = tf.reduce_mean(features["factor"] * squared)
         scaler = None
         if mixed_precision.needs_loss_scaling(prec):
             scaler = mixed_precision.DynamicLossScale(initial_scale=INITIAL_LOSS_SCALE,
                                                       growth_interval=1000)
-        out = optimization.build_train_op(loss, LEARNING_RATE, 100, 0, optimizer=opt,
+        out = optimization.build_train_op(loss, LEARNING_RATE, 100, 0, optimizer=case[0],
                                           gradient_accumulation_steps=k, loss_scaler=scaler,
                                           log_scalars={"loss": loss})
-        return out.train_op, out.update_applied, out.loss_scale, out.logged["loss"]
-
-    return replica_fn, global_step
+        recorded.append([out.update_applied, out.loss_scale, out.logged["loss"]])
+        # The loop stops on a NaN in the loss it is given (NanTensorHook): it gets the loss
+        # without the poison, the gradients come from the poisoned one.
+        return ModelSpec(mode, loss=tf.reduce_mean(squared), train_op=out.train_op)
+    return model_fn
 
 
 def _traffic(tf, run_metadata):
@@ -153,38 +182,59 @@ def _traffic(tf, run_metadata):
             "copy": max(copies.values(), default=0)}
 
 
-def _train(tf, strategy, case, session_factory, trace=False):
-    """Trains `case`; returns final weights, per step [update applied, loss scale,
-    logged loss] and, when traced, per step `_traffic`."""
-    with tf.Graph().as_default():
-        scope = strategy.scope() if strategy is not None else _nullcontext()
-        with scope:
-            replica_fn, global_step = _build(tf, case)
-            if strategy is not None:
-                outs = strategy.extended.call_for_each_replica(
-                    tf.autograph.experimental.do_not_convert(replica_fn))
-                train_op = strategy.group(outs[0])
-                fetch = [strategy.experimental_local_results(t)[0] for t in outs[1:]]
-            else:
-                outs = replica_fn()
-                train_op, fetch = outs[0], list(outs[1:])
-            weights = {v.op.name: v for v in tf.trainable_variables()}
-            init = [tf.global_variables_initializer(), tf.local_variables_initializer()]
-        with session_factory() as sess:
-            sess.run(init)
-            steps, traffic = [], []
-            for _ in range(case[2] * case[3]):
-                options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
-                                        output_partition_graphs=True) if trace else None
-                metadata = tf.RunMetadata()
-                _, *values = sess.run([train_op] + fetch, options=options,
-                                      run_metadata=metadata)
-                steps.append([bool(values[0]), float(values[1]), float(values[2])])
-                if trace:
-                    traffic.append(_traffic(tf, metadata))
-            final = sess.run(weights)
-            assert sess.run(global_step) == case[2] * case[3]
-    return final, steps, traffic
+def _recorder(tf, fetches, trace):
+    """A SessionRunHook of the training loop's session: fetches `fetches()` (a list, made when
+    the graph is) with each step and, when `trace`, traces the step (`_traffic`); keeps the
+    trainable weights after the session is made (`initial`) and at its end (`final`)."""
+
+    class Recorder(tf.train.SessionRunHook):
+        def __init__(self):
+            self.steps, self.traffic, self.initial, self.final = [], [], None, None
+
+        def begin(self):
+            self._weights = {v.op.name: v for v in tf.trainable_variables()}
+            self._fetches = fetches()
+
+        def after_create_session(self, session, coord):
+            self.initial = session.run(self._weights)
+
+        def before_run(self, run_context):
+            options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
+                                    output_partition_graphs=True) if trace else None
+            return tf.train.SessionRunArgs(self._fetches, options=options)
+
+        def after_run(self, run_context, run_values):
+            self.steps.append(run_values.results)
+            if trace:
+                self.traffic.append(_traffic(tf, run_values.run_metadata))
+
+        def end(self, session):
+            self.final = session.run(self._weights)
+    return Recorder()
+
+
+def _loop(setup, model_fn, model_dir):
+    """The toolkit's TrainingLoop of setup (strategy name, tf.distribute strategy or None,
+    session config); no logging."""
+    strategy_name, distribution, session_config = setup
+    from pretrain.training import strategy as strategy_lib  # pylint: disable=import-outside-toplevel
+    settings = strategy_lib.make_run_config(
+        strategy_name, model_dir, save_checkpoints_steps=1000, log_step_count_steps=0,
+        save_summary_steps=0, distribution=distribution, session_config=session_config)
+    return strategy_lib.build_trainer(strategy_name, model_fn, settings,
+                                      train_batch_size=GLOBAL_BATCH, training_loop="session")
+
+
+def _train(tf, setup, case, model_dir, trace=False):
+    """Trains `case` in the training loop; returns final weights, per step [update applied,
+    loss scale, logged loss] and, when traced, per step `_traffic`."""
+    recorded = []
+    loop = _loop(setup, _toy_model_fn(tf, case, recorded), model_dir)
+    recorder = _recorder(tf, lambda: recorded[0], trace)
+    loop.train(_toy_input_fn(case), max_steps=case[2] * case[3], hooks=[recorder])
+    steps = [[bool(a), float(s), float(l)] for a, s, l in recorder.steps]
+    assert len(steps) == case[2] * case[3]
+    return recorder.final, steps, recorder.traffic
 
 
 def _family_batch(family):
@@ -218,65 +268,47 @@ def _family_batch(family):
     return XLNET_CONFIG, data
 
 
-def _train_family(tf, strategy, session_factory, family, trace=False):
-    """ELECTRA_UPDATES updates of `family` ("electra": ELECTRA_CONFIG, "xlnet": XLNET_CONFIG)
-    on a fixed batch; returns (final weights, {"num_params", "traffic": per update, when
-    traced}). strategy None: one device."""
+def _family_start(tf, config, data, path):
+    """Writes the trainable weights both setups start from to checkpoint `path` (drawn in
+    name order: their own initialisers would draw differently); returns the parameter count."""
     from pretrain.models import registry  # pylint: disable=import-outside-toplevel
-    from pretrain.training import optimization  # pylint: disable=import-outside-toplevel
+    with tf.Graph().as_default():
+        features = {name: tf.constant(value[:1], tf.int32 if value.dtype.kind == "i"
+                                      else tf.float32) for name, value in data.items()}
+        registry.family_of(config).pretraining_losses(config, features, True)
+        weights = {v.op.name: v for v in tf.trainable_variables()}
+        rng = np.random.RandomState(11)
+        start = [weights[name].assign(
+            (rng.normal(0.0, 0.05, weights[name].shape.as_list())
+             + name.endswith("/gamma")).astype(np.float32)) for name in sorted(weights)]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(start)
+            tf.train.Saver(weights).save(sess, path, write_meta_graph=False)
+    return int(sum(np.prod(v.shape.as_list()) for v in weights.values()))
+
+
+def _train_family(tf, setup, family, model_dir, trace=False):
+    """ELECTRA_UPDATES updates of `family` ("electra": ELECTRA_CONFIG, "xlnet": XLNET_CONFIG)
+    on a fixed batch, by the pretraining model function in the training loop from the
+    weights of `_family_start`; returns (weights {name, "initial/" + name}, {"num_params",
+    "traffic": per update, when traced})."""
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+    from pretrain.training import pretraining_model_fn  # pylint: disable=import-outside-toplevel
     config_dict, data = _family_batch(family)
     config = registry.config_from_dict(dict(config_dict))
-
-    def replica_fn():
-        ctx = tf.distribute.get_replica_context()
-        per_replica = GLOBAL_BATCH // ctx.num_replicas_in_sync
-        rows = tf.range(per_replica) + tf.cast(ctx.replica_id_in_sync_group, tf.int32) * per_replica
-        features = {name: tf.gather(tf.constant(value, tf.int32 if value.dtype.kind == "i"
-                                                 else tf.float32), rows)
-                    for name, value in data.items()}
-        loss = registry.family_of(config).pretraining_losses(config, features, True)["loss"]
-        return optimization.build_train_op(loss, LEARNING_RATE, 100, 0,
-                                           log_scalars={"loss": loss}).train_op
-
-    with tf.Graph().as_default():
-        scope = strategy.scope() if strategy is not None else _nullcontext()
-        with scope:
-            if strategy is not None:
-                train_op = strategy.group(strategy.extended.call_for_each_replica(
-                    tf.autograph.experimental.do_not_convert(replica_fn)))
-            else:
-                train_op = replica_fn()
-            weights = {v.op.name: v for v in tf.trainable_variables()}
-            num_params = int(sum(np.prod(v.shape.as_list()) for v in weights.values()))
-            init = [tf.global_variables_initializer(), tf.local_variables_initializer()]
-            # The same starting weights on both setups (their initialisers draw differently).
-            rng = np.random.RandomState(11)
-            start = [weights[name].assign(
-                (rng.normal(0.0, 0.05, weights[name].shape.as_list())
-                 + name.endswith("/gamma")).astype(np.float32)) for name in sorted(weights)]
-        with session_factory() as sess:
-            sess.run(init)
-            sess.run(start)
-            initial = sess.run(weights)
-            traffic = []
-            for _ in range(ELECTRA_UPDATES):
-                options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
-                                        output_partition_graphs=True) if trace else None
-                metadata = tf.RunMetadata()
-                sess.run(train_op, options=options, run_metadata=metadata)
-                if trace:
-                    traffic.append(_traffic(tf, metadata))
-            final = sess.run(weights)
-    return ({**final, **{"initial/" + n: v for n, v in initial.items()}},
-            {"num_params": num_params, "traffic": traffic})
-
-
-class _nullcontext:  # pylint: disable=invalid-name
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    os.makedirs(os.path.join(model_dir, "start"))
+    start = os.path.join(model_dir, "start", "start.ckpt")
+    num_params = _family_start(tf, config, data, start)
+    model_fn = pretraining_model_fn.model_fn_builder(
+        config, init_checkpoint=start, learning_rate=LEARNING_RATE, num_train_steps=100,
+        num_warmup_steps=0, use_sentence_head=False)
+    recorder = _recorder(tf, list, trace)
+    steps = {name: np.stack([value] * ELECTRA_UPDATES) for name, value in data.items()}
+    _loop(setup, model_fn, model_dir).train(_replica_input_fn(steps), ELECTRA_UPDATES,
+                                            hooks=[recorder])
+    return ({**recorder.final, **{"initial/" + n: v for n, v in recorder.initial.items()}},
+            {"num_params": num_params, "traffic": recorder.traffic})
 
 
 def worker_main(mode, out_dir):
@@ -290,17 +322,12 @@ def worker_main(mode, out_dir):
     import tensorflow.compat.v1 as tf  # pylint: disable=import-outside-toplevel
     from pretrain.training import strategy as strategy_lib  # pylint: disable=import-outside-toplevel
     strategy = strategy_lib.make_distribution_strategy(mode)
-    config = strategy_lib.make_run_config(mode, os.path.join(out_dir, "unused"),
-                                          distribution=strategy).session_config
-    if mode == "multi_worker":
-        task = json.loads(os.environ["TF_CONFIG"])
-        address = task["cluster"]["worker"][task["task"]["index"]]
-        config = strategy.extended._update_config_proto(config)  # pylint: disable=protected-access
-        tag = f"multi_worker{task['task']['index']}"
-        factory = lambda: tf.Session("grpc://" + address, config=config)  # noqa: E731
-    else:
-        tag = "mirrored"
-        factory = lambda: tf.Session(config=config)  # noqa: E731
+    config = strategy_lib.make_session_config(distribution=strategy)
+    tag = (f"multi_worker{json.loads(os.environ['TF_CONFIG'])['task']['index']}"
+           if mode == "multi_worker" else "mirrored")
+    # Workers of one cluster share their model_dir (the chief saves, the others restore).
+    models = os.path.join(out_dir, "models-" + ("multi_worker" if mode == "multi_worker"
+                                                 else tag))
     if mode == "mirrored":  # the counter itself: a parameter-sized copy between devices
         with tf.Graph().as_default():
             with tf.device("/cpu:0"):
@@ -314,20 +341,22 @@ def worker_main(mode, out_dir):
                          run_metadata=metadata)
         with open(os.path.join(out_dir, "calibration.json"), "w") as f:
             json.dump(_traffic(tf, metadata), f)
+    setups = [(tag, (mode, strategy, config))]
+    if mode == "mirrored":
+        setups.append(("single", ("cpu", None, config)))
         for family in ("electra", "xlnet"):
-            for setup, dist in (("mirrored", strategy), ("single", None)):
-                final, record = _train_family(tf, dist, factory, family,
-                                              trace=dist is not None)
+            for setup, loop_setup in setups:
+                final, record = _train_family(
+                    tf, loop_setup, family, os.path.join(models, setup, family),
+                    trace=loop_setup[1] is not None)
                 np.savez(os.path.join(out_dir, f"{setup}-{family}.npz"), **final)
                 with open(os.path.join(out_dir, f"{setup}-{family}.json"), "w") as f:
                     json.dump(record, f)
-    setups = [(tag, strategy, factory)]
-    if mode == "mirrored":
-        setups.append(("single", None, lambda: tf.Session(config=config)))
-    for setup, dist, session_factory in setups:
+    for setup, loop_setup in setups:
         for case in CASES + [POISONED]:
-            traced = dist is not None and case in TRACED.values()
-            final, steps, step_traffic = _train(tf, dist, case, session_factory, trace=traced)
+            traced = loop_setup[1] is not None and case in TRACED.values()
+            final, steps, step_traffic = _train(
+                tf, loop_setup, case, os.path.join(models, setup, case_name(case)), trace=traced)
             np.savez(os.path.join(out_dir, f"{setup}-{case_name(case)}.npz"), **final)
             with open(os.path.join(out_dir, f"{setup}-{case_name(case)}.json"), "w") as f:
                 json.dump({"steps": steps, "traffic": step_traffic}, f)

@@ -252,17 +252,35 @@ print("RESULT " + json.dumps(run_pretraining.run(opts)), flush=True)
 """
 
 
-def test_multi_worker_two_local_processes(data, tmp_path):
-    ports = free_ports(2)
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    opts = _opts(data, tmp_path / "mw", input_file=f"{data['a']},{data['b']}",
-                 strategy="multi_worker", num_train_steps=3)
+def _multi_worker_run(opts, cluster):
     procs = [_run_python(WORKER_SCRIPT.format(OPTS=repr(opts)), env_extra={"TF_CONFIG": json.dumps(
         {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
-    results = [_result(p) for p in procs]
+    return [_result(p) for p in procs]
+
+
+@pytest.mark.parametrize("loop", strategy_lib.available_training_loops())
+def test_multi_worker_two_local_processes(data, tmp_path, loop):
+    """Two workers on loopback train 3 steps in step; only the chief (worker 0) saves. The
+    session loop also resumes both workers from the chief's checkpoint to step 5."""
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
+    out = tmp_path / "mw"
+    opts = _opts(data, out, input_file=f"{data['a']},{data['b']}", strategy="multi_worker",
+                 num_train_steps=3, training_loop=loop, save_checkpoints_steps=3)
+    results = _multi_worker_run(opts, cluster)
     assert [r["strategy"] for r in results] == ["multi_worker", "multi_worker"]
     assert [r["global_step"] for r in results] == [3, 3]
-    assert tf.train.latest_checkpoint(str(tmp_path / "mw")).endswith("model.ckpt-3")
+    assert tf.train.latest_checkpoint(str(out)).endswith("model.ckpt-3")
+    if loop == "estimator":
+        return
+    saved = sorted(tf.train.get_checkpoint_state(str(out)).all_model_checkpoint_paths)
+    assert [os.path.basename(p) for p in saved] == ["model.ckpt-0", "model.ckpt-3"]
+    at_3 = tf.train.load_variable(str(out), "bert/embeddings/word_embeddings")
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
+    results = _multi_worker_run(dict(opts, num_train_steps=5), cluster)
+    assert [r["global_step"] for r in results] == [5, 5]
+    assert tf.train.latest_checkpoint(str(out)).endswith("model.ckpt-5")
+    at_5 = tf.train.load_variable(str(out), "bert/embeddings/word_embeddings")
+    assert np.abs(at_5 - at_3).max() > 1e-4  # resumed and trained on
 
 
 def test_graph_optimizer_switch_reaches_the_session_config(tmp_path, monkeypatch):
