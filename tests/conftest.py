@@ -126,10 +126,6 @@ NEEDS_ESTIMATOR = {
     "test_strategies.py::test_tpu_refuses_local_paths",
     "test_strategies.py::test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16",
     "test_xlnet_run_pretraining.py::test_tpu_estimator_plumbing_on_cpu_in_bf16",
-    # SavedModel exports compared with an Estimator's predictions
-    "test_export_saved_model.py::test_bert_export_equals_estimator",
-    "test_export_saved_model.py::test_google_albert_export_equals_estimator",
-    "test_export_saved_model.py::test_classifier_export_returns_the_estimators_probabilities",
 }
 ESTIMATOR_REASON = ("tf.estimator is not in TensorFlow >= 2.16; this test runs on the TensorFlow "
                     "2.15 runtime (.venv, Python 3.11) until it moves off the Estimator")

@@ -1,8 +1,8 @@
-"""pretrain.interop.export_saved_model: the SavedModel computes what the Estimator computes.
+"""pretrain.interop.export_saved_model: the SavedModel computes what the training loop predicts.
 
 Checkpoints are written here with random weights (scaled up so the outputs
 vary), plus the training state a real run leaves (global_step, Adam slots, an
-MLM head), which the export must leave out. The export and the Estimators build
+MLM head), which the export must leave out. The export and the training loop build
 their own graphs (`tf.Graph().as_default()`); the SavedModel is loaded back
 with TF2's eager `tf.saved_model.load` in the (eager) test process.
 """
@@ -21,6 +21,9 @@ from pretrain.models import registry, task_heads
 from pretrain.models.bert.config import BertConfig
 from common.cli_options import UserError
 from pretrain.interop.export_saved_model import export_saved_model
+from pretrain.training.model_spec import ModelSpec
+from pretrain.training.strategy import RunSettings
+from pretrain.training.training_loop import TrainingLoop
 
 from hf_testutil import bert_chain, dense_scale, interop_ulps, worst_case_ulps
 from tests.conftest import REPO_ROOT
@@ -69,39 +72,38 @@ def make_inputs(batch, length, seed=1):
     return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
 
 
-def estimator_predict(model_fn, model_dir, inputs):
-    """{output: [B, ...]} from an Estimator's PREDICT mode."""
-    with tf.Graph().as_default():
-        estimator = tf.estimator.Estimator(model_fn, model_dir=str(model_dir))
-        rows = list(estimator.predict(
-            lambda: tf.data.Dataset.from_tensor_slices(inputs).batch(2),
-            yield_single_examples=True))
+def loop_predict(model_fn, model_dir, inputs):
+    """{output: [B, ...]} from the training loop's PREDICT mode (pretrain.training), in
+    batches of 2, on an empty model_dir: the model function's init_from_checkpoint loads."""
+    loop = TrainingLoop(model_fn, RunSettings(model_dir=str(model_dir)))
+    rows = list(loop.predict(lambda: tf.data.Dataset.from_tensor_slices(inputs).batch(2)))
     return {key: np.stack([row[key] for row in rows]) for key in rows[0]}
 
 
-def encoder_model_fn(config, checkpoint):
-    def model_fn(features, labels, mode):  # pylint: disable=unused-argument
-        model = registry.create_encoder(config, False, features["input_ids"],
+def encoder_model_fn(encoder_config, checkpoint):
+    def model_fn(features, labels, mode, params, config=None):  # pylint: disable=unused-argument
+        model = registry.create_encoder(encoder_config, False, features["input_ids"],
                                         input_mask=features["input_mask"],
                                         token_type_ids=features["segment_ids"])
         tf.train.init_from_checkpoint(checkpoint, {"bert/": "bert/"})
-        return tf.estimator.EstimatorSpec(mode, predictions={
+        return ModelSpec(mode, predictions={
             "pooled_output": model.get_pooled_output(),
             "sequence_output": model.get_sequence_output()})
     return model_fn
 
 
-def classifier_model_fn(config, checkpoint, num_labels):
+def classifier_model_fn(encoder_config, checkpoint, num_labels):
     """PREDICT of the fine-tuned classifier (encoder + pretrain.models.task_heads) from
     `checkpoint`."""
-    def model_fn(features, labels, mode):  # pylint: disable=unused-argument
-        model = registry.create_encoder(config, False, features["input_ids"],
+    def model_fn(features, labels, mode, params, config=None):  # pylint: disable=unused-argument
+        model = registry.create_encoder(encoder_config, False, features["input_ids"],
                                         input_mask=features["input_mask"],
                                         token_type_ids=features["segment_ids"])
-        _, probabilities = task_heads.get_classifier_output(config, model.get_pooled_output(),
+        _, probabilities = task_heads.get_classifier_output(encoder_config,
+                                                            model.get_pooled_output(),
                                                             num_labels, is_training=False)
         tf.train.init_from_checkpoint(checkpoint, {"bert/": "bert/", "classifier/": "classifier/"})
-        return tf.estimator.EstimatorSpec(mode, predictions={"probabilities": probabilities})
+        return ModelSpec(mode, predictions={"probabilities": probabilities})
     return model_fn
 
 
@@ -138,10 +140,11 @@ def output_bounds(config_file, checkpoint, length, served):
 
 def assert_same_outputs(export_dir, model_fn, model_dir, batch, length, config_file,
                         checkpoint):
-    """The SavedModel on one batch of [batch, length] against the Estimator, which predicts
-    in batches of 2: kernel-path sensitive, as other batch shapes take other blockings."""
+    """The SavedModel on one batch of [batch, length] against the training loop, which
+    predicts in batches of 2: kernel-path sensitive, as other batch shapes take other
+    blockings."""
     inputs = make_inputs(batch, length)
-    expected = estimator_predict(model_fn, model_dir, inputs)
+    expected = loop_predict(model_fn, model_dir, inputs)
     served = serve(export_dir, inputs)
     bounds = output_bounds(config_file, checkpoint, length, served)
     for name, value in expected.items():
@@ -192,26 +195,26 @@ def test_saved_model_cli_lists_the_serving_signature(classifier_export):
                 or name == "global_step"]
 
 
-def test_bert_export_equals_estimator(bert_export, tmp_path):
-    """Kernel-path sensitive: the Estimator predicts in batches of 2 (assert_same_outputs)."""
+def test_bert_export_equals_the_training_loops_predictions(bert_export, tmp_path):
+    """Kernel-path sensitive: the loop predicts in batches of 2 (assert_same_outputs)."""
     prefix, export_dir = bert_export
     model_fn = encoder_model_fn(BertConfig.from_json_file(TINY_BERT), prefix)
-    served = assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, SEQ_LENGTH,
+    served = assert_same_outputs(export_dir, model_fn, tmp_path / "loop", 3, SEQ_LENGTH,
                                  TINY_BERT, prefix)
     assert sorted(served) == sorted(ENCODER_OUTPUTS)
     assert served["sequence_output"].std() > 0.1  # the random weights were loaded
     # A shorter sequence and a single example, through the same signature.
-    assert_same_outputs(export_dir, model_fn, tmp_path / "est_short", 1, 5, TINY_BERT, prefix)
+    assert_same_outputs(export_dir, model_fn, tmp_path / "loop_short", 1, 5, TINY_BERT, prefix)
 
 
-def test_google_albert_export_equals_estimator(tmp_path):
-    """Kernel-path sensitive: the Estimator predicts in batches of 2 (assert_same_outputs)."""
+def test_google_albert_export_equals_the_training_loops_predictions(tmp_path):
+    """Kernel-path sensitive: the loop predicts in batches of 2 (assert_same_outputs)."""
     prefix = write_checkpoint(tmp_path, TINY_ALBERT, seed=3)
     export_dir = export_saved_model(prefix, str(TINY_ALBERT), str(tmp_path / "export"))
     saved = dict(tf.train.list_variables(os.path.join(export_dir, "variables", "variables")))
     assert saved["bert/encoder/embedding_hidden_mapping_in/kernel"] == [16, 32]
     model_fn = encoder_model_fn(BertConfig.from_json_file(TINY_ALBERT), prefix)
-    assert_same_outputs(export_dir, model_fn, tmp_path / "est", 3, 7, TINY_ALBERT, prefix)
+    assert_same_outputs(export_dir, model_fn, tmp_path / "loop", 3, 7, TINY_ALBERT, prefix)
 
 
 def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_path, capsys):
@@ -239,13 +242,14 @@ def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_pat
     assert imported.config.hidden_act == "gelu_exact"
 
 
-def test_classifier_export_returns_the_estimators_probabilities(classifier_export, tmp_path):
-    """Kernel-path sensitive: the Estimator predicts in batches of 2 (assert_same_outputs)."""
+def test_classifier_export_returns_the_training_loops_probabilities(classifier_export,
+                                                                    tmp_path):
+    """Kernel-path sensitive: the loop predicts in batches of 2 (assert_same_outputs)."""
     prefix, export_dir = classifier_export
     model_fn = classifier_model_fn(BertConfig.from_json_file(TINY_BERT), prefix, 3)
     for batch, length in ((3, SEQ_LENGTH), (1, 6)):
         inputs = make_inputs(batch, length, seed=batch)
-        expected = estimator_predict(model_fn, tmp_path / ("est%d" % batch), inputs)
+        expected = loop_predict(model_fn, tmp_path / ("loop%d" % batch), inputs)
         served = serve(export_dir, inputs)
         assert sorted(served) == sorted(ENCODER_OUTPUTS + ("probabilities",))
         assert served["probabilities"].shape == (batch, 3)
