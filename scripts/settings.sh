@@ -23,15 +23,19 @@ apply_deprecated_settings() {
   done
 }
 
-# The interpreter: $PYTHON, else the project's .venv, else python3 (REPO_ROOT set by the
-# caller); exports PYTHONPATH and TF's log level for every tool the script runs.
+# The interpreter: $PYTHON, else the project's .venv (TensorFlow 2.15), else .venv-tf2.21,
+# else python3 (REPO_ROOT set by the caller); exports PYTHONPATH and TF's log level for
+# every tool the script runs.
 choose_python() {
   if [[ -z "${PYTHON:-}" ]]; then
     if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"
+    elif [[ -x "${REPO_ROOT}/.venv-tf2.21/bin/python" ]]; then
+      PYTHON="${REPO_ROOT}/.venv-tf2.21/bin/python"
     else PYTHON="$(command -v python3 || true)"; fi
   fi
   [[ -n "${PYTHON}" ]] || { echo "${SCRIPT_NAME}: error: no Python found; run 'make setup' or \
-set PYTHON=/path/to/python3.11" >&2; exit 2; }
+set PYTHON to a Python with the toolkit installed (3.9-3.11: TensorFlow 2.15; 3.12/3.13: 2.21)" \
+>&2; exit 2; }
   export PYTHONPATH="${REPO_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
   export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 }
