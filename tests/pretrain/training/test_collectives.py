@@ -215,11 +215,11 @@ def _recorder(tf, fetches, trace):
 
 def _loop(setup, model_fn, model_dir):
     """The toolkit's TrainingLoop of setup (strategy name, tf.distribute strategy or None,
-    session config); no logging."""
+    session config); no logging, no checkpoints (the recorder reads the weights)."""
     strategy_name, distribution, session_config = setup
     from pretrain.training import strategy as strategy_lib  # pylint: disable=import-outside-toplevel
     settings = strategy_lib.make_run_config(
-        strategy_name, model_dir, save_checkpoints_steps=1000, log_step_count_steps=0,
+        strategy_name, model_dir, save_checkpoints_steps=None, log_step_count_steps=0,
         save_summary_steps=0, distribution=distribution, session_config=session_config)
     return strategy_lib.build_trainer(strategy_name, model_fn, settings,
                                       train_batch_size=GLOBAL_BATCH, training_loop="session")
