@@ -67,6 +67,12 @@ class CheckpointAssets:
         """task.json's labels, or None."""
         return list(self.task["labels"]) if self.task else None
 
+    def tokenizer_length_limit(self, model_limit):
+        """The input length an exported tokenizer truncates to (its model_max_length): a
+        fine-tuned model's task.json max_seq_length, the length it was trained and scores
+        at; else `model_limit` (a pretrained model's position limit)."""
+        return (self.task or {}).get("max_seq_length") or model_limit
+
 
 # ---- small file helpers (local paths, or gs:// through tf.io.gfile) --------------------------
 
@@ -254,6 +260,10 @@ def check_task(task, source):
         refuse("labels %s name a class twice" % labels)
     if task.get("tag_scheme") not in TAG_SCHEMES:
         refuse("tag_scheme %r is not one of null, BIO, BIOES, BMES" % task.get("tag_scheme"))
+    length = task.get("max_seq_length")
+    if length is not None and (not isinstance(length, int) or isinstance(length, bool)
+                               or length < 2):
+        refuse("max_seq_length %r is not an integer of at least 2" % (length,))
     return task
 
 

@@ -65,8 +65,9 @@ class HFConverter:
         """Writes the tokenizer files and sets hf's special token ids; returns a line for the
         log, or None."""
         del lower_case_flag
-        vocab = hf_files.write_tokenizer_files(directory, assets.vocab_file, do_lower_case,
-                                               config.max_position_embeddings)
+        vocab = hf_files.write_tokenizer_files(
+            directory, assets.vocab_file, do_lower_case,
+            assets.tokenizer_length_limit(config.max_position_embeddings))
         if len(vocab) > config.vocab_size:
             raise UserError("vocab %s has %d tokens but the config %s has vocab_size=%d"
                             % (assets.vocab_file, len(vocab), assets.config_file,

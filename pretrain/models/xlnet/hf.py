@@ -390,7 +390,7 @@ def write_tokenizer_files(directory, assets, do_lower_case, hf):
         do_lower_case = (assets.task or {}).get("do_lower_case", not use_spm)
     if not use_spm:
         vocab = hf_files.write_tokenizer_files(directory, assets.vocab_file, do_lower_case,
-                                               VERY_LARGE_INTEGER)
+                                               assets.tokenizer_length_limit(VERY_LARGE_INTEGER))
         _check_size(vocab, assets.vocab_file, hf)
         hf.update(pad_token_id=vocab["[PAD]"], bos_token_id=vocab["[CLS]"],
                   eos_token_id=vocab["[SEP]"])
@@ -407,7 +407,7 @@ def write_tokenizer_files(directory, assets, do_lower_case, hf):
     hf_files.write_json(os.path.join(directory, hf_files.TOKENIZER_CONFIG), dict(
         special, tokenizer_class="XLNetTokenizer", do_lower_case=bool(do_lower_case),
         remove_space=True, keep_accents=False, padding_side="left",
-        model_max_length=VERY_LARGE_INTEGER))
+        model_max_length=assets.tokenizer_length_limit(VERY_LARGE_INTEGER)))
     hf_files.write_json(os.path.join(directory, hf_files.SPECIAL_TOKENS_MAP), special)
     hf.update(pad_token_id=pieces["<pad>"], bos_token_id=pieces["<s>"],
               eos_token_id=pieces["</s>"])

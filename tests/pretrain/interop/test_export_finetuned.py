@@ -43,9 +43,12 @@ TINY = dict(vocab_size=115, num_attention_heads=4, intermediate_size=37, initial
 TEXT = "我是中国人，他说OK！bert10好的。这里没有书"
 
 
+MAX_SEQ_LENGTH = 12  # the tasks' length, below the models' 32 positions
+
+
 def _task(task, labels, tag_scheme=None, do_lower_case=True):
     return {"format_version": 1, "task": task, "labels": labels, "tag_scheme": tag_scheme,
-            "max_seq_length": 32, "do_lower_case": do_lower_case}
+            "max_seq_length": MAX_SEQ_LENGTH, "do_lower_case": do_lower_case}
 
 
 KINDS = {  # kind: (config fields, task.json, transformers architecture)
@@ -184,6 +187,9 @@ def test_hf_export_has_the_labels_and_the_best_checkpoints_head(finetuned, kind)
     assert ("problem_type" in hf) == (model.head == "classifier")
     tokenizer = json.loads((model.hf / "tokenizer_config.json").read_text())
     assert tokenizer["do_lower_case"] is task["do_lower_case"]
+    # transformers truncates where fine-tuning did, not at the 32 positions of the config
+    assert tokenizer["model_max_length"] == MAX_SEQ_LENGTH
+    assert hf["max_position_embeddings"] == 32
     assert (model.hf / "vocab.txt").read_bytes() == VOCAB.read_bytes()
 
     prefix = "albert." if "albert" in kind else "bert."
@@ -347,6 +353,40 @@ def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
         "3 outputs; pass the checkpoint fine-tuning wrote beside this task.json"
         % (wrong / "best" / "task.json", wrong / "best" / "model.ckpt-10"))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_task_json_with_an_unusable_max_seq_length_is_refused(finetuned, tmp_path):
+    model = finetuned("classification")
+    wrong = tmp_path / "wrong"
+    shutil.copytree(model.dir, wrong)
+    (wrong / "best" / "task.json").write_text(json.dumps(dict(model.task, max_seq_length="64")))
+    assert _error_line("pretrain.export_hf", "--init_checkpoint=%s" % wrong,
+                       "--output_dir=%s" % (tmp_path / "out")) == (
+        "error: %s: max_seq_length '64' is not an integer of at least 2; it is written by "
+        "fine-tuning (fix or delete it)" % (wrong / "best" / "task.json"))
+
+
+# ---- live: transformers' tokenizer (no torch needed) -----------------------------------------
+
+@pytest.mark.parametrize("kind, texts", [("classification", [TEXT * 2]),
+                                         ("pair_albert", [TEXT, TEXT[::-1]])])
+def test_live_default_tokenisation_truncates_where_fine_tuning_did(finetuned, kind, texts):
+    """transformers' AutoTokenizer at its defaults (truncation=True) on inputs longer than
+    the task's max_seq_length gives the ids fine-tuning computed from the same text
+    (finetune.tasks.classification.encode_texts: Google's longest-first pair truncation)."""
+    os.environ.setdefault("USE_TF", "0")
+    os.environ.setdefault("USE_TORCH", "0")
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers is not importable: the live tokenizer test needs it")
+    from finetune.tasks.classification import encode_texts
+    model = finetuned(kind)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(model.hf))
+    assert tokenizer.model_max_length == MAX_SEQ_LENGTH
+    theirs = tokenizer(*texts, truncation=True)
+    ours = FullTokenizer(str(VOCAB), do_lower_case=model.task["do_lower_case"])
+    ids, mask, segments, truncated = encode_texts(texts, ours, MAX_SEQ_LENGTH)
+    assert truncated and len(theirs["input_ids"]) == MAX_SEQ_LENGTH == sum(mask)
+    assert theirs["input_ids"] == ids and theirs["token_type_ids"] == segments
 
 
 # ---- live: transformers' own models and pipelines --------------------------------------------
