@@ -258,10 +258,12 @@ def _multi_worker_run(opts, cluster):
     return [_result(p) for p in procs]
 
 
-@pytest.mark.parametrize("loop", strategy_lib.available_training_loops())
-def test_multi_worker_two_local_processes(data, tmp_path, loop):
-    """Two workers on loopback train 3 steps in step; only the chief (worker 0) saves. The
-    session loop also resumes both workers from the chief's checkpoint to step 5."""
+def test_multi_worker_two_local_processes(data, tmp_path):
+    """Two workers on loopback train 3 steps in step, in the runtime's default loop (the
+    Estimator's train_and_evaluate on 2.15, the session loop elsewhere; the session loop's
+    multi-worker training on 2.15: test_collectives.py); only the chief (worker 0) saves.
+    The session loop also resumes both workers from the chief's checkpoint to step 5."""
+    loop = strategy_lib.resolve_training_loop("auto", "multi_worker")
     cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
     out = tmp_path / "mw"
     opts = _opts(data, out, input_file=f"{data['a']},{data['b']}", strategy="multi_worker",
