@@ -21,7 +21,7 @@ from pretrain.training import input_pipeline, pretraining_model_fn
 from pretrain.training import estimator_runtime
 from pretrain.training import strategy as strategy_lib
 from pretrain_testdata import (ARGMAX_ELECTRA, assert_trained_alike, encoder_gradient_ulps,
-                               make_examples, moment_ulps, rename_slots_to_legacy, tiny_config,
+                               make_examples, moment_ulps, tiny_config,
                                weight_drift, write_records)
 from conftest import REPO_ROOT
 
