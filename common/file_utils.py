@@ -165,7 +165,23 @@ def atomic_output(path):
 
 
 def write_text_atomically(path, lines):
-    """Writes an iterable of lines (each without its newline), UTF-8, "\\n" line ends."""
+    """Writes an iterable of lines (each without its newline), UTF-8, "\\n" line ends. A
+    SCHEME:// path (gs://) is written under a hidden sibling name through tf.io.gfile and
+    renamed when whole."""
+    if is_remote(path):
+        directory, name = posixpath.split(path)
+        temporary = posixpath.join(directory, f".{name}.incomplete-{os.getpid()}")
+        gfile = _gfile()
+        try:
+            with gfile.GFile(temporary, "w") as writer:
+                for line in lines:
+                    writer.write(line + "\n")
+            gfile.rename(temporary, path, overwrite=True)
+        except BaseException:
+            if gfile.exists(temporary):
+                gfile.remove(temporary)
+            raise
+        return
     with AtomicFile(path, make_dirs=True) as atomic:
         for line in lines:
             atomic.handle.write((line + "\n").encode("utf-8"))

@@ -25,7 +25,7 @@ from absl import logging
 
 from common import cli_options
 from common.cli_options import UserError, option
-from common.file_utils import input_exists
+from common.file_utils import input_exists, write_text_atomically
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading, vocab_choice
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
@@ -454,13 +454,11 @@ def _plain(value):
 def write_eval_results(output_dir, results):
     """eval_results.txt: one `key = value` line per metric, sorted (Google's format)."""
     path = os.path.join(output_dir, "eval_results.txt")
-    partial = f"{path}.partial-{os.getpid()}"  # renamed when whole (each worker its own)
-    with tf.io.gfile.GFile(partial, "w") as writer:
-        logging.info("***** Eval results (%s) *****", path)
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
-            writer.write(f"{key} = {results[key]}\n")
-    tf.io.gfile.rename(partial, path, overwrite=True)
+    logging.info("***** Eval results (%s) *****", path)
+    for key in sorted(results):
+        logging.info("  %s = %s", key, results[key])
+    # whole or absent under its name (a kill; two workers each write their own temporary)
+    write_text_atomically(path, [f"{key} = {results[key]}" for key in sorted(results)])
     return path
 
 

@@ -52,3 +52,28 @@ def test_a_failed_run_leaves_nothing_under_the_final_name(tmp_path, module):
     assert code == 2 and "error: " in err
     assert not out.exists()
     assert not out.parent.exists() or os.listdir(out.parent) == []
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_text_written_atomically_is_whole_or_absent(tmp_path, remote):
+    """common.file_utils.write_text_atomically (eval_results.txt, results.md, ...): the lines
+    appear under the final name only when all are written, on local disk and on a SCHEME://
+    file system (TensorFlow's ram://, standing in for gs://); the temporary is gone."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from common.file_utils import write_text_atomically  # pylint: disable=import-outside-toplevel
+    folder = f"ram://atomic_text_{os.getpid()}" if remote else str(tmp_path)
+    tf.io.gfile.makedirs(folder)
+    path = f"{folder}/eval_results.txt"
+
+    def lines():
+        yield "a = 1"
+        assert not tf.io.gfile.exists(path)  # nothing under the final name while writing
+        yield "b = 2"
+        raise KeyboardInterrupt  # killed mid-way
+    with pytest.raises(KeyboardInterrupt):
+        write_text_atomically(path, lines())
+    assert not tf.io.gfile.exists(path)
+    write_text_atomically(path, ["a = 1", "b = 2"])
+    with tf.io.gfile.GFile(path) as reader:
+        assert reader.read() == "a = 1\nb = 2\n"
+    assert tf.io.gfile.listdir(folder) == ["eval_results.txt"]
