@@ -15,11 +15,11 @@ through an initializable iterator, the model function, a `loss` summary, a shard
 (unless the model function put one in the SAVERS collection), then a
 MonitoredTrainingSession with the caller's hooks, a NanTensorHook, a StopAtStepHook and a
 CheckpointSaverHook carrying the saving listeners (step 0 is saved too). Under a
-tf.distribute strategy (mirrored, multi_worker) the input is made per replica (`input_context`), the
-model function runs once per replica, and the replicas' losses are summed (the model
-function reports its share of the mean, as under the Estimator); a multi-worker run's
-session runs against this worker's server and only the chief saves (`_worker_task`). Evaluation and prediction
-run on one device, from the latest checkpoint or a given one; with no checkpoint the
+tf.distribute strategy (mirrored, multi_worker) the input is made per replica
+(`input_context`), the model function runs once per replica, and the replicas' losses are
+summed (the model function reports its share of the mean, as under the Estimator); a
+multi-worker run's session runs against this worker's server and only the chief saves
+(`_worker_task`). Evaluation and prediction run on one device, from the latest checkpoint or a given one; with no checkpoint the
 variables are initialised, which loads an --init_checkpoint the model function names.
 """
 import collections
