@@ -95,13 +95,18 @@ def synthetic_record(task, seq, rng):
     return record
 
 
+# Every batch padded to the shape's length: the lines are the step cost of that shape
+# (bench/finetune_vs_trainer.py measures batches padded to what they hold).
+AT_SHAPE = records.Batching(pad_to_max_length=True)
+
+
 def write_records(path, task, seq, count, seed=1):
-    lengths = records.record_lengths(task.record_kind, seq)
+    spec = records.record_spec(task.record_kind, seq)
     rng = np.random.RandomState(seed)
     with tf.io.TFRecordWriter(path) as writer:
         for _ in range(count):
-            writer.write(records.serialize(synthetic_record(task, seq, rng), lengths))
-    return lengths
+            writer.write(records.serialize(synthetic_record(task, seq, rng), spec))
+    return spec
 
 
 class StepClock(tf.train.SessionRunHook):
@@ -140,17 +145,19 @@ def measure(task_name, shape, phase, warmup, steps, work_dir, training_loop):
     total = warmup + steps
     record_path = os.path.join(work_dir, f"{task_name}-{shape}-{phase}.tfrecord")
     # Training repeats the file; prediction reads it once, batch by batch.
-    lengths = write_records(record_path, task, seq, batch * (total if phase == "predict" else 4))
+    spec = write_records(record_path, task, seq, batch * (total if phase == "predict" else 4))
     model_dir = os.path.join(work_dir, f"model-{training_loop}-{task_name}-{shape}-{phase}")
     estimator = make_trainer(task, config, model_dir, total, training_loop)
     started = time.perf_counter()
     if phase == "train":
         clock = StepClock()
-        input_fn = records.input_fn_builder(record_path, lengths, batch, is_training=True, seed=1)
+        input_fn = records.input_fn_builder(record_path, spec, batch, is_training=True, seed=1,
+                                            batching=AT_SHAPE)
         estimator.train(input_fn, max_steps=total, hooks=[clock])
         stamps = clock.stamps
     else:
-        input_fn = records.input_fn_builder(record_path, lengths, batch, is_training=False)
+        input_fn = records.input_fn_builder(record_path, spec, batch, is_training=False,
+                                            batching=AT_SHAPE)
         stamps = []
         for _ in estimator.predict(input_fn, yield_single_examples=False):
             stamps.append(time.perf_counter())

@@ -263,13 +263,16 @@ def replay_training_batches(task, results, seed):
     settings = results["settings"]
     pattern = os.path.join(settings["cache_dir"], "train.*.tfrecord")
     path, = glob.glob(pattern)
-    lengths = records.record_lengths(task.record_kind, settings["max_seq_length"])
+    spec = records.record_spec(task.record_kind, settings["max_seq_length"])
+    # the run's order (grouped by length or not), every batch padded to max_seq_length to stack
+    batching = records.Batching(pad_to_max_length=True, group_by_length=results.get(
+        "batching", {}).get("group_by_length", False))
     steps = results["num_train_steps"]
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)  # the Estimator's graph seed (RunConfig tf_random_seed)
-        input_fn = records.input_fn_builder(path, lengths, settings["train_batch_size"],
-                                            is_training=True, seed=seed)
+        input_fn = records.input_fn_builder(path, spec, settings["train_batch_size"],
+                                            is_training=True, seed=seed, batching=batching)
         batch = tf.data.make_one_shot_iterator(input_fn()).get_next()
         with tf.Session() as session:
             drawn = [session.run(batch) for _ in range(steps)]

@@ -72,7 +72,8 @@ class DevEvaluationListener(tf.train.CheckpointSaverListener):
     Attributes after training:
       curve: [{"step", <metrics>, "loss"}] in step order.
       best: {"step", <metrics>, "loss", "checkpoint"} or None.
-      eval_seconds: total time spent evaluating.
+      eval_seconds: total time spent evaluating; scoring_seconds: [seconds] per scoring.
+      copy_seconds: total time spent copying to best/.
     """
 
     def __init__(self, trainer, evaluate_fn, model_dir, selection_metric="accuracy",
@@ -85,7 +86,8 @@ class DevEvaluationListener(tf.train.CheckpointSaverListener):
         self._extra_best_files = tuple(extra_best_files)
         self.curve = []
         self.best = None
-        self.eval_seconds = 0.0
+        self.eval_seconds = self.copy_seconds = 0.0
+        self.scoring_seconds = []
 
     def after_save(self, session, global_step_value):
         step = int(global_step_value)
@@ -94,12 +96,14 @@ class DevEvaluationListener(tf.train.CheckpointSaverListener):
         checkpoint = os.path.join(self._trainer.model_dir, f"model.ckpt-{step}")
         started = time.time()
         scores = self._evaluate_fn(checkpoint)
-        self.eval_seconds += time.time() - started
+        self.scoring_seconds.append(time.time() - started)
+        self.eval_seconds += self.scoring_seconds[-1]
         point = {"step": step, **{name: value for name, value in scores.items()
                                   if isinstance(value, float) or value is None}}
         self.curve.append(point)
         improved = step > 0 and (self.best is None or point[self._metric] > self.best[self._metric])
         if improved:
+            started = time.time()
             best_prefix = copy_weights(checkpoint, self._best_dir)
             for path in self._extra_best_files:
                 if os.path.isfile(path):
@@ -107,6 +111,7 @@ class DevEvaluationListener(tf.train.CheckpointSaverListener):
             self.best = dict(point, checkpoint=best_prefix)
             with open(os.path.join(self._best_dir, "best.json"), "w", encoding="utf-8") as f:
                 json.dump(self.best, f, indent=1)
+            self.copy_seconds += time.time() - started
         shown = ", ".join(f"{name} {value:.4f}" for name, value in point.items()
                           if name != "step" and value is not None)
         if improved:

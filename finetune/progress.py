@@ -1,4 +1,5 @@
-"""A compact training progress line for fine-tuning (instead of TF's INFO log).
+"""A compact training progress line for fine-tuning (instead of TF's INFO log), and the
+clock of where a training call's seconds went (TrainingClock).
 
 Every `every_n_steps` steps: `train step 400/1500: loss 0.41234 (mean of the
 last 100), 12.3 steps/s, ETA 1m29s` through `log_fn`.
@@ -50,3 +51,62 @@ class ProgressHook(tf.train.SessionRunHook):
                      f"last {len(self._losses)}), {rate:.1f} steps/s, ETA {format_duration(eta)}")
         self._losses = []
         self._window_start = (now, step)
+
+
+class TrainingClock:
+    """Where the seconds of a `train` call went: `graph` (from `start()` to the session's
+    creation: the training graph, the session, the initial weights), `checkpoints` (the
+    saves themselves) and `steps` (the rest, less what the other saving listeners spent:
+    dev scoring, the copies to best/). `hook()` and `listener()` report to it; give the
+    listener before the others, so that its after_save runs first."""
+
+    def __init__(self):
+        self.seconds = {"graph": 0.0, "checkpoints": 0.0}
+        self._started = self._save_started = None
+
+    def start(self):
+        self._started = time.time()
+
+    def session_created(self):
+        self.seconds["graph"] += time.time() - self._started
+
+    def save_started(self):
+        self._save_started = time.time()
+
+    def save_ended(self):
+        self.seconds["checkpoints"] += time.time() - self._save_started
+
+    def hook(self):
+        return _SessionCreatedHook(self)
+
+    def listener(self):
+        return _SaveListener(self)
+
+    def finish(self, other_seconds=0.0):
+        """{graph, checkpoints, steps} seconds since start(); other_seconds: what the other
+        listeners spent inside the call."""
+        total = time.time() - self._started
+        steps = total - self.seconds["graph"] - self.seconds["checkpoints"] - other_seconds
+        return dict(self.seconds, steps=max(steps, 0.0))
+
+
+class _SessionCreatedHook(tf.train.SessionRunHook):
+    def __init__(self, clock):
+        self._clock = clock
+
+    def after_create_session(self, session, coord):
+        del session, coord
+        self._clock.session_created()
+
+
+class _SaveListener(tf.train.CheckpointSaverListener):
+    def __init__(self, clock):
+        self._clock = clock
+
+    def before_save(self, session, global_step_value):
+        del session, global_step_value
+        self._clock.save_started()
+
+    def after_save(self, session, global_step_value):
+        del session, global_step_value
+        self._clock.save_ended()

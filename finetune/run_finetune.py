@@ -37,11 +37,12 @@ from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
 from data_gen.tools import lcqmc_format
 from finetune import features as records
+from finetune import splits as splits_lib
 from finetune import tasks, vocab_files
 from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
                                       remove_training_checkpoints)
 from finetune.model_fn import model_fn_builder
-from finetune.progress import ProgressHook
+from finetune.progress import ProgressHook, TrainingClock
 from finetune.tasks import layout as layout_lib
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading, vocab_choice
 from pretrain.models import registry
@@ -96,6 +97,16 @@ class FinetuneSettings:
     do_lower_case: bool = option(True, "Lower-case input (match the pretraining data).")
     max_seq_length: int = option(128, "Tokens per record incl. [CLS]/[SEP]; longer NER "
                                       "sentences are split into windows.")
+    pad_to_max_length: bool = option(False, "Pad every batch to --max_seq_length; by default "
+                                            "each is padded to its longest record (the "
+                                            "results are the same, the work is not).")
+    pad_to_multiple_of: int = option(1, "Round each batch's padded length up to a multiple "
+                                        "of N (fewer distinct shapes; 1 = not rounded).")
+    group_by_length: bool = option(False, "Training: sort each group of "
+                                         f"{records.GROUP_BATCHES} batches by length, so that "
+                                         "a batch holds similar lengths (transformers' "
+                                         "group_by_length); dev and test are always scored "
+                                         "longest first.")
     train_batch_size: int = option(32, "Global training batch size.")
     eval_batch_size: int = option(128, "Batch size for dev/test.")
     learning_rate: float = option(5e-5, "Peak AdamW learning rate.")
@@ -228,8 +239,13 @@ def prepare_output_dir(settings):
 
 def build_trainer(model_fn, settings, save_checkpoints_steps):
     """The trainer for --strategy and --training_loop, through pretraining's strategy module
-    (TPU not supported here)."""
+    (TPU not supported here). Fine-tuning's `auto` is the session loop (unless
+    $ZH_PRETRAIN_TRAINING_LOOP says otherwise), on every TensorFlow: it builds dev's predict graph
+    once and reuses it at every save, where the Estimator builds one per scoring."""
     name = strategies.resolve_strategy(settings["strategy"])
+    loop = settings["training_loop"]
+    if loop == "auto" and not os.environ.get(strategies.TRAINING_LOOP_VARIABLE, "").strip():
+        loop = "session"
     run_config = strategies.make_run_config(
         name, settings["output_dir"], save_checkpoints_steps=save_checkpoints_steps,
         keep_checkpoint_max=settings["keep_checkpoint_max"],
@@ -238,79 +254,7 @@ def build_trainer(model_fn, settings, save_checkpoints_steps):
     return strategies.build_trainer(name, model_fn, run_config,
                                     train_batch_size=settings["train_batch_size"],
                                     eval_batch_size=settings["eval_batch_size"],
-                                    training_loop=settings["training_loop"])
-
-
-class _Split:
-    """One data file's examples, account, records and the plan to map predictions back."""
-
-    def __init__(self, name, path, examples, account):
-        self.name, self.path, self.examples, self.account = name, path, examples, account
-        self.record_path = self.plan = None
-        self.counts = {}
-
-
-def _load_splits(task, files, settings, log_fn):
-    splits = {}
-    limits = {"train": settings["max_train_examples"], "dev": settings["max_dev_examples"]}
-    for name, path in files.items():
-        if not path:
-            continue
-        examples, account = task.read(path, settings, require_labels=name != "test",
-                                      log_fn=log_fn)
-        account = account.as_dict()
-        if limits.get(name):
-            examples = examples[:limits[name]]
-            account["limited_to"] = len(examples)
-        splits[name] = _Split(name, path, examples, account)
-    return splits
-
-
-def _build_records(task, split, labels, tokenizer, settings, condition_size, cache_dir, log_fn,
-                   layout=layout_lib.BERT_LAYOUT):
-    """Writes (or reuses) the split's records. Dev and test are featurised every time, as
-    their plan maps predictions back to examples; training records come from the cache.
-    layout: where the model family wants its special tokens (finetune.tasks.layout)."""
-    lengths = records.record_lengths(task.record_kind, settings["max_seq_length"],
-                                     condition_size)
-
-    def featurize():
-        features, plan, counts = task.featurize(split.examples, tokenizer,
-                                                settings["max_seq_length"], labels,
-                                                condition_size=condition_size, path=split.path,
-                                                layout=layout)
-        split.plan = plan
-        return features, counts
-
-    made = featurize() if split.name != "train" else None
-    key, key_hash = records.cache_key(
-        split.path, tokenizer.vocab_file, task=task.name, labels=labels,
-        max_seq_length=settings["max_seq_length"], do_lower_case=settings["do_lower_case"],
-        examples=len(split.examples), condition_size=condition_size,
-        layout=None if layout.name == layout_lib.BERT_LAYOUT.name else layout.name,
-        input_format=settings["input_format"] or None, text_fields=settings["text_fields"] or None,
-        label_field=settings["label_field"] or None)
-    split.record_path, info = records.cached_records(
-        split.name, cache_dir, key, key_hash, lengths, (lambda: made) if made else featurize,
-        log_fn=log_fn)
-    split.counts = {name: value for name, value in info.items() if name != "key"}
-    return lengths
-
-
-def _predict(trainer, task, split, lengths, labels, settings, checkpoint, predictors=None):
-    """The task's collected predictions of `split` with `checkpoint`'s weights. With the
-    session loop, `predictors` {split name: Predictor} keeps each split's predict graph
-    for the next checkpoint (dev after every save); the Estimator builds one per call."""
-    input_fn = records.input_fn_builder(split.record_path, lengths, settings["eval_batch_size"],
-                                        is_training=False)
-    if predictors is not None and hasattr(trainer, "predictor"):
-        if split.name not in predictors:
-            predictors[split.name] = trainer.predictor(input_fn)
-        predictions = predictors[split.name].run(checkpoint)
-    else:
-        predictions = list(trainer.predict(input_fn, checkpoint_path=checkpoint,
-                                           yield_single_examples=True))
-    return task.collect(split.examples, split.plan, predictions, labels)
+                                    training_loop=loop)
 
 
 def _scalar_metrics(scores):
@@ -341,7 +285,9 @@ def run(settings, log_fn=print):
         raise SettingsError(str(error)) from None
     check_settings(settings, bert_config, tokenizer, assets)
     selection_metric = settings["selection_metric"] or task.metrics[0]
-    splits = _load_splits(task, files, settings, log_fn)
+    seconds = {"setup": time.time() - started}  # phase -> wall seconds: where the time went
+    phase_started = time.time()
+    splits = splits_lib.load(task, files, settings, log_fn)
     labels = task.label_list(splits["train"].examples, settings, splits["train"].path)
     if len(labels) < 2 and task.metric_kind == "classification":
         raise SettingsError(f"{files['train']}: only one label ({labels}) in the training data: "
@@ -363,10 +309,14 @@ def run(settings, log_fn=print):
         spm_model_file=assets.spm_model_file, task=description)
     cache_dir = settings["cache_dir"] or os.path.join(output_dir, "feature_cache")
     condition_size = bert_config.layer_norm_cond_size if task.record_kind == "sequence" else None
-    lengths = None
+    spec = records.record_spec(task.record_kind, settings["max_seq_length"], condition_size,
+                               layout_lib.pad_id(tokenizer))
+    batching = records.Batching(settings["pad_to_max_length"], settings["pad_to_multiple_of"],
+                                settings["group_by_length"])
     for split in splits.values():
-        lengths = _build_records(task, split, labels, tokenizer, settings, condition_size,
-                                 cache_dir, log_fn, registry.family_of(bert_config).input_layout)
+        splits_lib.build_records(task, split, labels, tokenizer, settings, spec, cache_dir,
+                                 log_fn, registry.family_of(bert_config).input_layout)
+    seconds["reading_and_features"] = time.time() - phase_started
 
     num_train = splits["train"].counts["records"]
     num_train_steps = max(1, math.ceil(num_train * settings["num_train_epochs"]
@@ -378,12 +328,13 @@ def run(settings, log_fn=print):
            f"steps by {selection_metric}, init: {assets.checkpoint or 'random'}")
 
     init_summary = {}
+    clock = TrainingClock()
     model_fn = model_fn_builder(task, bert_config, len(labels), assets.checkpoint,
                                 settings["learning_rate"], num_train_steps, num_warmup_steps,
                                 log_fn=log_fn, init_summary=init_summary,
                                 ignore_invalid_weights=settings["ignore_invalid_weights"],
                                 bias_correction=settings["adam_bias_correction"],
-                                training_hooks_fn=lambda loss: [ProgressHook(
+                                training_hooks_fn=lambda loss: [clock.hook(), ProgressHook(
                                     loss, num_train_steps, settings["log_every_n_steps"], log_fn)])
     trainer = build_trainer(model_fn, settings, save_checkpoints_steps=eval_every)
     dev = splits["dev"]
@@ -392,20 +343,26 @@ def run(settings, log_fn=print):
     predictors = {}  # the session loop's predict graphs, built once per split
 
     def evaluate_dev(checkpoint):
-        collected = _predict(trainer, task, dev, lengths, labels, settings, checkpoint,
-                             predictors)
+        collected = splits_lib.predict(trainer, task, dev, spec, labels, settings, checkpoint,
+                                       batching, predictors, seconds)
         dev_predictions[int(checkpoint.rsplit("-", 1)[1])] = collected
         return _scalar_metrics(task.score(dev.examples, collected, labels))
 
     listener = DevEvaluationListener(
         trainer, evaluate_dev, output_dir, selection_metric=selection_metric, log_fn=log_fn,
         extra_best_files=model_files)
-    train_input_fn = records.input_fn_builder(splits["train"].record_path, lengths,
+    train_input_fn = records.input_fn_builder(splits["train"].record_path, spec,
                                               settings["train_batch_size"], is_training=True,
-                                              seed=settings["random_seed"])
-    trainer.train(train_input_fn, max_steps=num_train_steps, saving_listeners=[listener])
+                                              seed=settings["random_seed"], batching=batching)
+    clock.start()
+    trainer.train(train_input_fn, max_steps=num_train_steps,
+                  saving_listeners=[clock.listener(), listener])
     for predictor in predictors.values():
         predictor.close()
+    training = clock.finish(listener.eval_seconds + listener.copy_seconds)
+    seconds.update(training_graph=training["graph"], training_steps=training["steps"],
+                   checkpoints=training["checkpoints"], copies_to_best=listener.copy_seconds,
+                   dev_scoring=listener.eval_seconds - seconds.get("predict_graphs", 0.0))
     if listener.best is None:
         raise RuntimeError("training finished without any dev evaluation; no checkpoint was saved")
 
@@ -417,7 +374,10 @@ def run(settings, log_fn=print):
     test_scores = None
     if "test" in splits:
         test = splits["test"]
-        test_collected = _predict(trainer, task, test, lengths, labels, settings, best)
+        phase_started = time.time()
+        test_collected = splits_lib.predict(trainer, task, test, spec, labels, settings, best,
+                                            batching)
+        seconds["test_scoring"] = time.time() - phase_started
         test_scores = task.score(test.examples, test_collected, labels)
         _write_predictions(task, test, test_collected, labels, output_dir)
     results = {
@@ -432,7 +392,10 @@ def run(settings, log_fn=print):
                               "ill_formed_tag_transitions": ill_formed.get(split.path)}
                  for split in splits.values()},
         "wall_time_seconds": round(time.time() - started, 2),
+        "seconds": time_account(seconds, time.time() - started),
         "dev_eval_seconds": round(listener.eval_seconds, 2),
+        "dev_scoring_seconds": [round(value, 3) for value in listener.scoring_seconds],
+        "batching": dataclasses.asdict(batching),
         "bert_config_file": os.path.abspath(assets.config_file),
         "vocab_file": assets.vocab_file and os.path.abspath(assets.vocab_file),
         "spm_model_file": assets.spm_model_file and os.path.abspath(assets.spm_model_file),
@@ -453,6 +416,8 @@ def run(settings, log_fn=print):
     write_text_atomically(os.path.join(output_dir, "eval_results.txt"),
                           eval_results_lines(results))
     write_json_atomically(os.path.join(output_dir, "results.json"), results)
+    log_fn("time: " + ", ".join(f"{phase} {value:.1f} s" for phase, value in
+                                results["seconds"].items()))
     shown = f"test {selection_metric} {test_scores[selection_metric]:.4f}" if test_scores else (
         "no test set")
     log_fn(f"best dev {selection_metric} {listener.best[selection_metric]:.4f} at step "
@@ -464,6 +429,14 @@ def run(settings, log_fn=print):
            + (f", {freed / 1e6:.1f} MB of training checkpoints removed: --keep_checkpoints "
               "keeps them)" if freed else ")"))
     return results
+
+
+def time_account(seconds, wall):
+    """{phase: seconds} rounded, with `other` (what no phase timed) and `total` = wall."""
+    account = {phase: round(value, 2) for phase, value in seconds.items()}
+    account["other"] = round(max(wall - sum(seconds.values()), 0.0), 2)
+    account["total"] = round(wall, 2)
+    return account
 
 
 def _collapse(task, dev, collected, log_fn):

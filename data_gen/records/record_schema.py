@@ -63,10 +63,12 @@ SENTENCE_LABEL_MEANINGS = {
 
 
 # Fine-tuning records (finetune.features writes and reads them; feature caches of
-# finetune.run_finetune). CONDITION is the model config's layer_norm_cond_size.
+# finetune.run_finetune). CONDITION is the model config's layer_norm_cond_size. The SEQ
+# features are written at the record's true length (at most max_seq_length, no padding):
+# the reader pads each batch (finetune.features.Batching).
 CONDITION = "layer_norm_cond_size"
 SEQUENCE_CLASSIFICATION_FEATURES = (
-    Feature("input_ids", "int64", SEQ, "[CLS] a [SEP] (b [SEP]) token ids, 0-padded"),
+    Feature("input_ids", "int64", SEQ, "[CLS] a [SEP] (b [SEP]) token ids"),
     Feature("input_mask", "int64", SEQ, "1 for real tokens, 0 for padding"),
     Feature("segment_ids", "int64", SEQ, "0 for [CLS] a [SEP], 1 for b [SEP]"),
     Feature("label_ids", "int64", 1, "the label's index in the task's label list"),
@@ -74,7 +76,7 @@ SEQUENCE_CLASSIFICATION_FEATURES = (
             "LayerNorm model", optional=True),
 )
 TOKEN_CLASSIFICATION_FEATURES = (
-    Feature("input_ids", "int64", SEQ, "[CLS] window of one sentence [SEP], 0-padded"),
+    Feature("input_ids", "int64", SEQ, "[CLS] window of one sentence [SEP]"),
     Feature("input_mask", "int64", SEQ, "1 for real tokens, 0 for padding"),
     Feature("segment_ids", "int64", SEQ, "all 0"),
     Feature("label_ids", "int64", SEQ, "tag index at the first piece of each input "
@@ -93,6 +95,11 @@ def fine_tuning_feature_lengths(kind, max_seq_length, condition_size=None):
     return {feature.name: (feature.dtype, sizes[feature.length])
             for feature in FINE_TUNING_FEATURES[kind]
             if not feature.optional or condition_size is not None}
+
+
+def fine_tuning_token_features(kind):
+    """The names of a fine-tuning record's per-token (SEQ) features, in the table's order."""
+    return tuple(feature.name for feature in FINE_TUNING_FEATURES[kind] if feature.length == SEQ)
 
 
 def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False):

@@ -93,7 +93,7 @@ def test_classification_featurize_maps_labels_and_counts_truncation(tokenizer):
     assert records[0]["input_ids"] == ids(tokenizer, ["[CLS]", "我", "想", "[SEP]", "买", "手",
                                                       "机", "[SEP]"])
     assert all("condition" not in r for r in records)
-    assert set(records[0]) == set(features.record_lengths("sequence", 8))
+    assert set(records[0]) == set(features.record_spec("sequence", 8).lengths)
 
 
 def test_parse_conditions_of_tsv_and_json_sources(tmp_path):
@@ -147,7 +147,7 @@ def test_ner_windows_keep_every_token_and_tag_first_pieces(tokenizer):
     assert second["input_mask"] == [1] * 5 + [0]
     assert third["input_ids"] == ids(tokenizer, ["[CLS]", "[SEP]"]) + [0] * 4
     assert third["label_weights"] == [0.0] * 6
-    assert all(set(r) == set(features.record_lengths("token", 6)) for r in records)
+    assert all(set(r) == set(features.record_spec("token", 6).lengths) for r in records)
 
     # Predictions of the windows map back to every token; the space is "O".
     def one_hot(rows):
@@ -204,9 +204,10 @@ def test_cache_key_covers_files_and_settings(tmp_path, vocab_file):
     assert len(hashes) == 7
 
 
-def read_all(record_path, lengths, batch_size=100):
+def read_all(record_path, spec, batch_size=100, batching=features.Batching()):
     with tf.Graph().as_default():
-        fn = features.input_fn_builder(record_path, lengths, batch_size, is_training=False)
+        fn = features.input_fn_builder(record_path, spec, batch_size, is_training=False,
+                                       batching=batching)
         batch = tf.data.make_one_shot_iterator(fn()).get_next()
         with tf.Session() as session:
             return session.run(batch)
@@ -228,7 +229,7 @@ def test_cached_records_round_trip_reuse_and_rebuild(tmp_path, tokenizer, vocab_
         key, key_hash = features.cache_key(data, vocab_file, task="pair",
                                            max_seq_length=max_seq_length)
         return features.cached_records("train", cache, key, key_hash,
-                                       features.record_lengths("sequence", max_seq_length), make,
+                                       features.record_spec("sequence", max_seq_length), make,
                                        log_fn=messages.append)
 
     messages = []
@@ -237,15 +238,23 @@ def test_cached_records_round_trip_reuse_and_rebuild(tmp_path, tokenizer, vocab_
     assert messages == [f"train: wrote 3 records to {path}"]
     assert sorted(os.listdir(cache)) == sorted([os.path.basename(path),
                                                 os.path.basename(path) + ".json"])  # no temp
-    batch, labels = read_all(path, features.record_lengths("sequence", 12))
+    # Read back padded to max_seq_length: exactly the task's records; padded to the longest
+    # (10 tokens: [CLS] 我 想 买 手 机 [SEP] 手 机 [SEP]), the same cut to 10.
     examples, _ = task.read(data, {}, True, lambda m: None)
+    spec = features.record_spec("sequence", 12)
+    fixed, fixed_labels = read_all(path, spec, batching=features.Batching(pad_to_max_length=True))
+    batch, labels = read_all(path, spec)
+    assert batch["input_ids"].shape == (3, 10) and fixed["input_ids"].shape == (3, 12)
     for row, example in enumerate(examples):
         input_ids, mask, segments, _ = classification.encode_texts(example.texts, tokenizer, 12)
-        assert list(batch["input_ids"][row]) == input_ids
-        assert list(batch["segment_ids"][row]) == segments
-        assert list(batch["input_mask"][row]) == mask
-        assert labels[row] == int(example.label)
+        assert list(fixed["input_ids"][row]) == input_ids
+        assert list(fixed["segment_ids"][row]) == segments
+        assert list(fixed["input_mask"][row]) == mask
+        assert labels[row] == fixed_labels[row] == int(example.label)
+        for name in ("input_ids", "segment_ids", "input_mask"):
+            np.testing.assert_array_equal(batch[name][row], fixed[name][row][:10])
     assert batch["input_ids"].dtype == np.int32 and labels.shape == (3,)
+    assert not fixed["input_mask"][:, 10:].any()
 
     messages.clear()
     assert build(12) == (path, info) and made == [12]
@@ -264,17 +273,43 @@ def test_cached_records_round_trip_reuse_and_rebuild(tmp_path, tokenizer, vocab_
     assert messages[0] == f"train: cache {path} does not match its key; rebuilding"
 
 
-def test_serialize_checks_records_against_the_schema():
-    lengths = features.record_lengths("sequence", 4)
+def test_serialize_checks_records_against_the_schema_and_cuts_only_padding():
+    spec = features.record_spec("sequence", 4)
     good = {"input_ids": [2, 5, 3, 0], "input_mask": [1, 1, 1, 0], "segment_ids": [0] * 4,
             "label_ids": [1]}
-    example = tf.train.Example.FromString(features.serialize(good, lengths))
-    assert list(example.features.feature["input_ids"].int64_list.value) == [2, 5, 3, 0]
+    example = tf.train.Example.FromString(features.serialize(good, spec)).features.feature
+    assert [list(example[name].int64_list.value) for name in sorted(good)] == [
+        [2, 5, 3], [1, 1, 1], [1], [0, 0, 0]]  # per-token features at their true length
+    # An XLNet vocab pads input_ids with its <pad> id (the spec's pad_id).
+    xlnet = features.record_spec("sequence", 4, pad_id=5)
+    with pytest.raises(ValueError, match=r"input_ids holds values past the record's 3 real "
+                                         r"tokens: \[0\]"):
+        features.serialize(good, xlnet)
+    assert features.serialize(dict(good, input_ids=[2, 5, 3, 5]), xlnet) == features.serialize(
+        good, spec)
+    with pytest.raises(ValueError, match=r"segment_ids holds values past the record's 3 real"):
+        features.serialize(dict(good, segment_ids=[0, 0, 0, 1]), spec)
+    with pytest.raises(ValueError, match=r"input_mask \[1, 0, 1, 0\] is not ones then zeros"):
+        features.serialize(dict(good, input_mask=[1, 0, 1, 0]), spec)
     with pytest.raises(ValueError, match=r"features \['input_ids', 'input_mask', 'label_ids'\] "
                                          "do not match the schema"):
-        features.serialize({k: v for k, v in good.items() if k != "segment_ids"}, lengths)
+        features.serialize({k: v for k, v in good.items() if k != "segment_ids"}, spec)
     with pytest.raises(ValueError, match="feature input_mask has 3 values, the schema says 4"):
-        features.serialize(dict(good, input_mask=[1, 1, 1]), lengths)
+        features.serialize(dict(good, input_mask=[1, 1, 1]), spec)
+
+
+def test_batches_pad_input_ids_with_the_vocabs_pad_id(tmp_path, tokenizer):
+    spec = features.record_spec("sequence", 6, pad_id=7)  # a sentencepiece <pad>, not 0
+    rows = [{"input_ids": ids + [7] * (6 - len(ids)), "input_mask": [1] * len(ids) + [0] * (
+        6 - len(ids)), "segment_ids": [0] * 6, "label_ids": [0]} for ids in ([2, 5, 3], [2, 3])]
+    key, key_hash = features.cache_key(tokenizer.vocab_file, tokenizer.vocab_file, pad="7")
+    path, _ = features.cached_records("dev", str(tmp_path), key, key_hash, spec,
+                                      lambda: (rows, {}), log_fn=lambda m: None)
+    batch, _ = read_all(path, spec)
+    np.testing.assert_array_equal(batch["input_ids"], [[2, 5, 3], [2, 3, 7]])
+    np.testing.assert_array_equal(batch["input_mask"], [[1, 1, 1], [1, 1, 0]])
+    fixed, _ = read_all(path, spec, batching=features.Batching(pad_to_max_length=True))
+    assert [list(row) for row in fixed["input_ids"]] == [row["input_ids"] for row in rows]
 
 
 def test_input_fn_of_token_and_conditional_records(tmp_path, tokenizer):
@@ -282,17 +317,25 @@ def test_input_fn_of_token_and_conditional_records(tmp_path, tokenizer):
     sentences = [formats.TaggedExample(1, list("我想买"), ["B-PER", "I-PER", "O"]),
                  formats.TaggedExample(5, list("卡丢"), ["O", "B-PER"])]
     records, _, counts = task.featurize(sentences, tokenizer, 6, NER_LABELS)
-    lengths = features.record_lengths("token", 6)
+    spec = features.record_spec("token", 6)
     key, key_hash = features.cache_key(tokenizer.vocab_file, tokenizer.vocab_file, task="ner")
-    path, _ = features.cached_records("dev", str(tmp_path), key, key_hash, lengths,
+    path, _ = features.cached_records("dev", str(tmp_path), key, key_hash, spec,
                                       lambda: (records, counts), log_fn=lambda m: None)
-    batch, labels = read_all(path, lengths)
-    assert labels.shape == (2, 6) and labels.dtype == np.int32
-    np.testing.assert_array_equal(labels, [[0, 1, 2, 0, 0, 0], [0, 0, 1, 0, 0, 0]])
+    batch, labels = read_all(path, spec)  # padded to the longest, [CLS] 我 想 买 [SEP]
+    assert labels.shape == (2, 5) and labels.dtype == np.int32
+    np.testing.assert_array_equal(labels, [[0, 1, 2, 0, 0], [0, 0, 1, 0, 0]])
     assert batch["label_weights"].dtype == np.float32
-    np.testing.assert_array_equal(batch["label_weights"], [[0, 1, 1, 1, 0, 0], [0, 1, 1, 0, 0, 0]])
+    np.testing.assert_array_equal(batch["label_weights"], [[0, 1, 1, 1, 0], [0, 1, 1, 0, 0]])
+    # Rounded up to a multiple of 4 (at most max_seq_length = 6), or padded to 6.
+    for batching in (features.Batching(pad_to_multiple_of=4),
+                     features.Batching(pad_to_max_length=True)):
+        padded, padded_labels = read_all(path, spec, batching=batching)
+        np.testing.assert_array_equal(padded_labels, np.pad(labels, [[0, 0], [0, 1]]))
+        np.testing.assert_array_equal(padded["label_weights"],
+                                      np.pad(batch["label_weights"], [[0, 0], [0, 1]]))
+        np.testing.assert_array_equal(padded["input_ids"][:, :5], batch["input_ids"])
 
-    conditional = features.record_lengths("sequence", 5, condition_size=2)
+    conditional = features.record_spec("sequence", 5, condition_size=2)
     rows = [{"input_ids": [2, 5, 3, 0, 0], "input_mask": [1, 1, 1, 0, 0], "segment_ids": [0] * 5,
              "label_ids": [label], "condition": condition}
             for label, condition in ((1, [0.0, 1.0]), (0, [0.25, -2.0]), (1, [1.0, 0.0]))]

@@ -67,6 +67,12 @@ def _settings(checkpoint, out, **settings):
                 init_checkpoint=str(checkpoint["dir"]), **settings)  # step 0's is read
 
 
+def _in_file_order(expected):
+    """Records expected in the examples' order, as a dev file holds them: unpadded, longest
+    first (finetune.splits)."""
+    return sorted(expected, key=lambda record: -len(record["input_ids"]))
+
+
 def _records(out, split):
     """The int features of OUTPUT_DIR's cached SPLIT records, in file order."""
     (path,) = glob.glob(str(out / "feature_cache" / f"{split}.*.tfrecord"))
@@ -132,15 +138,14 @@ def test_pair_fine_tuning_from_a_sentencepiece_checkpoint(spm_checkpoint, tmp_pa
         encoding="utf-8").splitlines()]
     records = _records(out, "dev")
     assert len(records) == len(rows) and results["data"]["dev"]["records"]["truncated"] == 0
-    for row, record in zip(rows, records):
+    expected = []
+    for row in rows:
         a, b = (sp.EncodeAsIds(prepare_text(row[key], True)) for key in ("sentence1",
                                                                           "sentence2"))
         real = a + [ids["<sep>"]] + b + [ids["<sep>"], ids["<cls>"]]
-        padding = SEQ - len(real)
-        assert record["input_ids"] == real + [ids["<pad>"]] * padding
-        assert record["input_mask"] == [1] * len(real) + [0] * padding
-        assert record["segment_ids"] == [0] * (len(a) + 1) + [1] * (len(b) + 1) + [2] + [
-            0] * padding
+        expected.append({"input_ids": real, "input_mask": [1] * len(real),
+                         "segment_ids": [0] * (len(a) + 1) + [1] * (len(b) + 1) + [2]})
+    assert records == _in_file_order(expected) and max(map(len, expected)) < SEQ
     _check_loaded(results, out, spm_checkpoint)
     _check_model_directory(out, spm_checkpoint)
     assert 0.0 <= results["dev"]["accuracy"] <= 1.0 and np.isfinite(results["dev"]["loss"])
@@ -164,15 +169,16 @@ def test_ner_fine_tuning_from_a_sentencepiece_checkpoint(spm_checkpoint, tmp_pat
     records = _records(out, "dev")
     assert len(records) == len(sentences) and results["data"]["dev"]["records"][
         "tokens_without_pieces"] == 0
-    for chars, record in zip(sentences, records):
+    expected = []
+    for chars in sentences:
         # Every character is the piece it is inside its sentence (the samples' characters
-        # are pieces of this model), then <sep>, <cls> in segment 2, then <pad>.
+        # are pieces of this model), then <sep>, <cls> in segment 2 (batches pad with <pad>).
         pieces = [sp.PieceToId(prepare_text(char, True)) for char in chars]
         assert ids["<unk>"] not in pieces and ids["\u2581"] not in pieces
         real = pieces + [ids["<sep>"], ids["<cls>"]]
-        padding = SEQ - len(real)
-        assert record["input_ids"] == real + [ids["<pad>"]] * padding
-        assert record["segment_ids"] == [0] * (len(real) - 1) + [2] + [0] * padding
+        expected.append({"input_ids": real, "input_mask": [1] * len(real),
+                         "segment_ids": [0] * (len(real) - 1) + [2]})
+    assert records == _in_file_order(expected)
     _check_loaded(results, out, spm_checkpoint)
     _check_model_directory(out, spm_checkpoint)
     assert 0.0 <= results["dev"]["f1"] <= 1.0 and json.loads(
