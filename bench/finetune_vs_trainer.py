@@ -92,11 +92,11 @@ def make_start(args, workload, task, seq, data_dir, seed):
         run = os.path.join(folder, "run")
         flags = our_flags(args, task, seq, data_dir, run, seed) + [
             "--learning_rate=0", "--max_train_examples=32", "--max_dev_examples=32",
-            f"--num_train_epochs=1", f"--bert_config_file={config}",
+            "--num_train_epochs=1", f"--bert_config_file={config}",
             f"--vocab_file={args.vocab_file}"]
         for command in (["finetune.run_finetune", *flags],
                         ["pretrain.interop.export_hf", f"--init_checkpoint={run}",
-                         f"--output_dir={hf_dir}", "--overwrite_output_dir"]):
+                         f"--output_dir={hf_dir}", "--overwrite"]):
             subprocess.run([sys.executable, "-m", *command], cwd=REPO, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return os.path.join(folder, "run", "best"), hf_dir

@@ -73,6 +73,19 @@ class TimedTrainer(transformers.Trainer):
             self.phase_seconds["checkpoints"] += time.perf_counter() - started
 
 
+def version_arguments(args):
+    """The warmup ratio and length grouping as this transformers names them: 4.x
+    `warmup_ratio`, `group_by_length=True`; 5.x a float `warmup_steps`,
+    `train_sampling_strategy="group_by_length"`."""
+    names = transformers.TrainingArguments.__dataclass_fields__
+    made = ({"warmup_ratio": args.warmup_ratio} if "warmup_ratio" in names
+            else {"warmup_steps": args.warmup_ratio})
+    if args.group_by_length:
+        made.update({"group_by_length": True} if "group_by_length" in names
+                    else {"train_sampling_strategy": "group_by_length"})
+    return made
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", required=True)
@@ -114,12 +127,12 @@ def main():
     training = transformers.TrainingArguments(
         output_dir=args.work_dir, per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=args.eval_batch_size, learning_rate=args.learning_rate,
-        num_train_epochs=args.epochs, warmup_ratio=args.warmup_ratio, weight_decay=0.01,
+        num_train_epochs=args.epochs, weight_decay=0.01,
         adam_epsilon=1e-6, eval_strategy="steps", eval_steps=args.eval_every_steps,
         save_strategy="steps", save_steps=args.eval_every_steps, save_total_limit=2,
         load_best_model_at_end=True, metric_for_best_model="accuracy",
-        group_by_length=args.group_by_length, seed=args.seed, report_to=[], use_cpu=True,
-        logging_strategy="no", disable_tqdm=True)
+        seed=args.seed, report_to=[], use_cpu=True, logging_strategy="no", disable_tqdm=True,
+        **version_arguments(args))
     trainer = TimedTrainer(model=model, args=training, train_dataset=datasets["train"],
                            eval_dataset=datasets["dev"], processing_class=tokenizer,
                            data_collator=transformers.DataCollatorWithPadding(tokenizer),

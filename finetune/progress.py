@@ -62,16 +62,20 @@ class TrainingClock:
 
     def __init__(self):
         self.seconds = {"graph": 0.0, "checkpoints": 0.0}
-        self._started = self._save_started = None
+        self._started = self._save_started = self._graph_ready = None
 
     def start(self):
-        self._started = time.time()
+        self._started, self._graph_ready = time.time(), None
 
     def session_created(self):
-        self.seconds["graph"] += time.time() - self._started
+        if self._graph_ready is None:
+            self._graph_ready = time.time()
+            self.seconds["graph"] = self._graph_ready - self._started
 
     def save_started(self):
         self._save_started = time.time()
+        # the step-0 save runs as the session is created, before the hook hears of it
+        self.session_created()
 
     def save_ended(self):
         self.seconds["checkpoints"] += time.time() - self._save_started

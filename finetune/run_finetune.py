@@ -251,6 +251,9 @@ def build_trainer(model_fn, settings, save_checkpoints_steps):
         keep_checkpoint_max=settings["keep_checkpoint_max"],
         log_step_count_steps=settings["log_every_n_steps"],
         tf_random_seed=settings["random_seed"])
+    # No graph.pbtxt or .meta files: nothing reads them, and writing the graph as text
+    # cost 2.3 s of a 20 s run (BERT L4 H256).
+    run_config = run_config.replace(save_graph_def=False)
     return strategies.build_trainer(name, model_fn, run_config,
                                     train_batch_size=settings["train_batch_size"],
                                     eval_batch_size=settings["eval_batch_size"],

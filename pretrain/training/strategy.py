@@ -260,6 +260,8 @@ class RunSettings:
     save_summary_steps: int = 100
     tf_random_seed: int = None
     session_config: object = None      # tf.ConfigProto
+    save_graph_def: bool = True        # graph.pbtxt and model.ckpt-*.meta beside the
+                                       # checkpoints (the session loop; the Estimator always)
     distribution: object = None        # a tf.distribute strategy (mirrored, multi_worker)
     tpu_cluster: object = None         # TPUClusterResolver (tpu)
     iterations_per_loop: int = 1000    # tpu

@@ -216,7 +216,8 @@ class TrainingLoop:
             if self.config.save_checkpoints_steps:
                 chief_hooks.append(tf.train.CheckpointSaverHook(
                     self.model_dir, save_steps=self.config.save_checkpoints_steps,
-                    scaffold=scaffold, listeners=list(saving_listeners)))
+                    scaffold=scaffold, listeners=list(saving_listeners),
+                    save_graph_def=self.config.save_graph_def))
             task = _worker_task(self.config.distribution)
             session_config = self.config.session_config
             if task.master:
