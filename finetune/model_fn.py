@@ -12,14 +12,14 @@ and decay (`pretrain.training.optimization.create_optimizer`).
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain.training import optimization
+from pretrain.training import mixed_precision, optimization
 from pretrain.training.model_spec import ModeKeys, ModelSpec
 
 
 def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_rate,
                      num_train_steps, num_warmup_steps, optimizer="adamw", log_fn=print,
                      init_summary=None, training_hooks_fn=None, ignore_invalid_weights=False,
-                     bias_correction=False):
+                     bias_correction=False, precision="fp32"):
     """Returns a model function (pretrain.training.model_spec) for TRAIN / EVAL / PREDICT.
 
     Features: the task's records (finetune.features.input_fn_builder): input_ids,
@@ -32,16 +32,22 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
     ignore_invalid_weights: variables whose shape differs from the checkpoint's keep
     their initial values (listed in init_summary["shape_mismatches"]).
     bias_correction: Adam's bias correction (pretrain.training.optimization.build_train_op).
+    precision: fp32 | bf16 | fp16, the encoder's compute type as in pretraining
+    (pretrain.training.mixed_precision: variables, heads and loss stay float32; fp16 trains
+    with dynamic loss scaling).
     EVAL: `mean_loss`. PREDICT: the task's outputs (`probabilities` [B, N] or
     `tag_probabilities` [B, S, N]).
     """
+    compute_type = mixed_precision.compute_dtype(precision)
+
     def model_fn(features, labels, mode, params=None, config=None):
         del params, config
         is_training = mode == ModeKeys.TRAIN
         if mode == ModeKeys.PREDICT:
             labels = None
+        options = {} if compute_type == tf.float32 else {"compute_type": compute_type}
         loss, per_example_loss, outputs = task.build_model(bert_config, is_training, features,
-                                                           labels, num_labels)
+                                                           labels, num_labels, **options)
         if init_checkpoint and is_training:
             # Weights only; when model_dir already holds a checkpoint the
             # trainer restores that instead and these initialisers are unused.
@@ -58,9 +64,11 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
                     shape_mismatches=[name for name, _, _ in report.shape_mismatches])
 
         if mode == ModeKeys.TRAIN:
+            scaler = (mixed_precision.DynamicLossScale()
+                      if mixed_precision.needs_loss_scaling(precision) else None)
             train_op = optimization.create_optimizer(
                 loss, learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer,
-                bias_correction=bias_correction)
+                bias_correction=bias_correction, loss_scaler=scaler)
             hooks = training_hooks_fn(loss) if training_hooks_fn else []
             return ModelSpec(mode, loss=loss, train_op=train_op, training_hooks=hooks)
         if mode == ModeKeys.EVAL:

@@ -47,7 +47,7 @@ from finetune.tasks import layout as layout_lib
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading, vocab_choice
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
-from pretrain.training import optimization
+from pretrain.training import mixed_precision, optimization
 from pretrain.training import strategy as strategies
 
 # Pretraining's strategies but the TPU (no TPU path for fine-tuning).
@@ -107,6 +107,10 @@ class FinetuneSettings:
                                          "a batch holds similar lengths (transformers' "
                                          "group_by_length); dev and test are always scored "
                                          "longest first.")
+    precision: str = option("fp32", "The encoder's compute type, as in pretraining: fp32, "
+                                    "bf16 (native on CPUs with AMX/AVX512-BF16) or fp16 (with "
+                                    "dynamic loss scaling); variables, heads and loss stay "
+                                    "float32.", choices=tuple(mixed_precision.PRECISIONS))
     train_batch_size: int = option(32, "Global training batch size.")
     eval_batch_size: int = option(128, "Batch size for dev/test.")
     learning_rate: float = option(5e-5, "Peak AdamW learning rate.")
@@ -337,6 +341,7 @@ def run(settings, log_fn=print):
                                 log_fn=log_fn, init_summary=init_summary,
                                 ignore_invalid_weights=settings["ignore_invalid_weights"],
                                 bias_correction=settings["adam_bias_correction"],
+                                precision=settings["precision"],
                                 training_hooks_fn=lambda loss: [clock.hook(), ProgressHook(
                                     loss, num_train_steps, settings["log_every_n_steps"], log_fn)])
     trainer = build_trainer(model_fn, settings, save_checkpoints_steps=eval_every)

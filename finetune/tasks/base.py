@@ -93,7 +93,10 @@ class Task:
         """(feature dicts, plan, counts); layout: the model family's (finetune.tasks.layout)."""
         raise NotImplementedError
 
-    def build_model(self, config, is_training, features, label_tensor, num_labels):
+    def build_model(self, config, is_training, features, label_tensor, num_labels,
+                    compute_type=None):
+        """(loss, per_example_loss [B], outputs); compute_type: the encoder's (None:
+        float32); the heads and the loss stay float32."""
         raise NotImplementedError
 
     def collect(self, examples, plan, predictions, labels):
