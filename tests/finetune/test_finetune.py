@@ -98,6 +98,28 @@ def test_results_files_hold_the_printed_numbers(trained):
         assert row["label"] == max(row["probabilities"], key=row["probabilities"].get)
 
 
+def test_the_account_says_where_the_seconds_went(trained):
+    _, _, results, messages = trained
+    seconds = results["seconds"]
+    phases = ("setup", "reading_and_features", "training_graph", "training_steps",
+              "checkpoints", "dev_scoring", "predict_graphs", "copies_to_best", "test_scoring")
+    assert set(seconds) == set(phases) | {"other", "total"}
+    assert all(seconds[phase] >= 0 for phase in phases)
+    assert seconds["training_steps"] > 0 and seconds["training_graph"] > 0
+    assert seconds["dev_scoring"] > 0 and seconds["checkpoints"] > 0
+    # the phases do not overlap: they add up to the run's wall time (rounded to 0.01 s each)
+    assert sum(seconds[phase] for phase in phases) + seconds["other"] == pytest.approx(
+        seconds["total"], abs=0.01 * (len(phases) + 1))
+    assert seconds["total"] == pytest.approx(results["wall_time_seconds"], abs=0.02)
+    # dev is scored at every save, step 0 included; each scoring timed
+    assert len(results["dev_scoring_seconds"]) == len(results["dev_curve"])
+    assert sum(results["dev_scoring_seconds"]) == pytest.approx(
+        seconds["dev_scoring"] + seconds["predict_graphs"], abs=0.01 * len(results["dev_curve"]))
+    assert results["batching"] == {"pad_to_max_length": False, "pad_to_multiple_of": 1,
+                                   "group_by_length": False}
+    assert any(message.startswith("time: setup ") for message in messages)
+
+
 def test_init_from_a_finetuned_dir_uses_its_config_and_weights(trained, tmp_path):
     task, run_dir, results, _ = trained
     settings = fast_settings(dict(task, bert_config_file=None), tmp_path / "again",
