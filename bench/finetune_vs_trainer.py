@@ -14,9 +14,10 @@ One epoch, batch 32, learning rate 1e-4, warmup 10%, dev scored every --eval_eve
 and at the end, the best dev checkpoint scores test.
 
 Tools, interleaved by seed so that the machine's drift falls on all alike:
-- `ours`: `python -m finetune.run_finetune` at its defaults (batches padded to their
-  longest); `ours_grouped`: with --group_by_length; `ours_fixed`: --pad_to_max_length (as
-  before batches held what they hold);
+- `ours`: `python -m finetune.run_finetune` with batches padded to their longest, in
+  shuffled order; `ours_grouped`: --group_by_length; `ours_fixed`: --pad_to_max_length (as
+  before batches held what they hold); `ours_bf16` / `ours_fp16`: at its defaults in that
+  --precision;
 - `trainer`, `trainer_grouped`: bench/hf_trainer_reference.py under --hf_python:
   transformers' Trainer at its defaults, then with group_by_length.
 
@@ -45,8 +46,9 @@ BERT_L4_H256 = {"vocab_size": 21128, "hidden_size": 256, "num_hidden_layers": 4,
                 "max_position_embeddings": 512, "type_vocab_size": 2,
                 "initializer_range": 0.02, "model_type": "bert"}
 WORKLOADS = {"lcqmc": ("pair", 128), "chnsenticorp": ("classification", 256)}
-OUR_FLAGS = {"ours": [], "ours_grouped": ["--group_by_length"],
-             "ours_fixed": ["--pad_to_max_length", "--nogroup_by_length"]}
+OUR_FLAGS = {"ours": ["--nogroup_by_length"], "ours_grouped": ["--group_by_length"],
+             "ours_fixed": ["--pad_to_max_length", "--nogroup_by_length"],
+             "ours_bf16": ["--precision=bf16"], "ours_fp16": ["--precision=fp16"]}
 TRAINER_FLAGS = {"trainer": [], "trainer_grouped": ["--group_by_length"]}
 
 
