@@ -124,8 +124,11 @@ class FinetuneSettings:
     ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)
                            + ".")
-    training_loop: str = option("auto", strategies.TRAINING_LOOP_HELP,
-                                choices=strategies.TRAINING_LOOPS)
+    training_loop: str = option("auto", "What runs the model functions: session (the "
+                                "toolkit's own loop, any TensorFlow 2.x; dev's predict graph "
+                                "built once) or estimator (tf.estimator, TensorFlow <= 2.15); "
+                                f"auto: ${strategies.TRAINING_LOOP_VARIABLE} when set, else "
+                                "session.", choices=strategies.TRAINING_LOOPS)
     keep_checkpoint_max: int = option(2, "Recent checkpoints kept during training (best/ is "
                                          "separate).")
     keep_checkpoints: bool = option(False, "Keep the training checkpoints (with optimizer "
