@@ -35,7 +35,6 @@ GROUP_BATCHES = 50
 class RecordSpec:
     """A fine-tuning record's features: lengths {name: (dtype, length)} (the schema's, at
     max_seq_length), the per-token names among them, and the id a padded input_ids holds."""
-    kind: str
     max_seq_length: int
     lengths: dict
     token_features: tuple
@@ -50,7 +49,7 @@ class RecordSpec:
 def record_spec(kind, max_seq_length, condition_size=None, pad_id=0):
     """The RecordSpec of a task kind ("sequence" or "token"); condition_size: C of a
     conditional model; pad_id: the tokenizer's (finetune.tasks.layout.pad_id)."""
-    return RecordSpec(kind, max_seq_length, record_schema.fine_tuning_feature_lengths(
+    return RecordSpec(max_seq_length, record_schema.fine_tuning_feature_lengths(
         kind, max_seq_length, condition_size),
         record_schema.fine_tuning_token_features(kind), pad_id)
 
@@ -92,10 +91,10 @@ def _tf_feature(dtype, values):
 
 def serialize(features, spec):
     """One tf.train.Example's bytes from a task's padded {name: list}, checked against the
-    RecordSpec, its per-token features cut to the record's true length (the padding they
-    cut must be padding: zeros, pad_id in input_ids). Serialised deterministically (the feature map sorted by name): protobuf 6 (TensorFlow
-    2.21) orders a map differently in each process, so the default order would make the
-    feature cache's bytes differ from run to run and between runtimes."""
+    RecordSpec, its per-token features cut to the record's true length (what is cut must be
+    padding: zeros, pad_id in input_ids). Serialised deterministically (the feature map
+    sorted by name): protobuf 6 (TensorFlow 2.21) orders a map differently in each process,
+    so the default order would make the cache's bytes differ between runs and runtimes."""
     lengths = spec.lengths
     if set(features) != set(lengths):
         raise ValueError(f"features {sorted(features)} do not match the schema {sorted(lengths)}")

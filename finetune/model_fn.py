@@ -45,9 +45,8 @@ def model_fn_builder(task, bert_config, num_labels, init_checkpoint, learning_ra
         is_training = mode == ModeKeys.TRAIN
         if mode == ModeKeys.PREDICT:
             labels = None
-        options = {} if compute_type == tf.float32 else {"compute_type": compute_type}
         loss, per_example_loss, outputs = task.build_model(bert_config, is_training, features,
-                                                           labels, num_labels, **options)
+                                                           labels, num_labels, compute_type)
         if init_checkpoint and is_training:
             # Weights only; when model_dir already holds a checkpoint the
             # trainer restores that instead and these initialisers are unused.

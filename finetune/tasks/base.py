@@ -94,9 +94,9 @@ class Task:
         raise NotImplementedError
 
     def build_model(self, config, is_training, features, label_tensor, num_labels,
-                    compute_type=None):
-        """(loss, per_example_loss [B], outputs); compute_type: the encoder's (None:
-        float32); the heads and the loss stay float32."""
+                    compute_type="float32"):
+        """(loss, per_example_loss [B], outputs); compute_type: the encoder's (a tf dtype or
+        its name); the heads and the loss stay float32."""
         raise NotImplementedError
 
     def collect(self, examples, plan, predictions, labels):

@@ -107,23 +107,22 @@ def parse_conditions(examples, path, condition_size):
 
 
 def create_classifier(bert_config, is_training, input_ids, input_mask, segment_ids, labels,
-                      num_labels, condition=None, compute_type=None):
+                      num_labels, condition=None, compute_type=tf.float32):
     """The classifier graph.
 
     Args:
       input_ids, input_mask, segment_ids: int32 [B, S].
       labels: int32 [B] or None (prediction).
       condition: float32 [B, C] for a conditional config, else None.
-      compute_type: the encoder's (pretrain.training.mixed_precision; None: float32).
+      compute_type: the encoder's (pretrain.training.mixed_precision).
     Returns:
       (loss scalar or None, per_example_loss [B] or None, logits [B, N], probabilities [B, N]).
     """
     # Only a conditional config's encoder takes a condition (ELECTRA's takes none).
     options = {} if condition is None else {"condition": condition}
-    if compute_type is not None:
-        options["compute_type"] = compute_type
     model = registry.create_encoder(bert_config, is_training, input_ids, input_mask=input_mask,
-                                    token_type_ids=segment_ids, **options)
+                                    token_type_ids=segment_ids, compute_type=compute_type,
+                                    **options)
     logits, probabilities = task_heads.get_classifier_output(
         bert_config, model.get_pooled_output(), num_labels, is_training)
     if labels is None:
@@ -182,7 +181,7 @@ class ClassificationTask(Task):
                                 "truncated": truncated}
 
     def build_model(self, config, is_training, features, label_tensor, num_labels,
-                    compute_type=None):
+                    compute_type=tf.float32):
         loss, per_example_loss, _, probabilities = create_classifier(
             config, is_training, features["input_ids"], features["input_mask"],
             features["segment_ids"], label_tensor, num_labels,

@@ -157,12 +157,12 @@ class NerTask(Task):
 
     # ---- model ---------------------------------------------------------------------------
     def build_model(self, config, is_training, features, label_tensor, num_labels,
-                    compute_type=None):
+                    compute_type=tf.float32):
         """Loss = cross-entropy averaged over labelled pieces; outputs tag_probabilities [B, S, N]."""
-        options = {} if compute_type is None else {"compute_type": compute_type}
         model = registry.create_encoder(config, is_training, features["input_ids"],
                                         input_mask=features["input_mask"],
-                                        token_type_ids=features["segment_ids"], **options)
+                                        token_type_ids=features["segment_ids"],
+                                        compute_type=compute_type)
         logits, probabilities = task_heads.get_token_classifier_output(
             config, model.get_sequence_output(), num_labels, is_training)
         outputs = {"tag_probabilities": probabilities}
