@@ -250,9 +250,6 @@ def build_trainer(model_fn, settings, save_checkpoints_steps):
     $ZH_PRETRAIN_TRAINING_LOOP says otherwise), on every TensorFlow: it builds dev's predict graph
     once and reuses it at every save, where the Estimator builds one per scoring."""
     name = strategies.resolve_strategy(settings["strategy"])
-    loop = settings["training_loop"]
-    if loop == "auto" and not os.environ.get(strategies.TRAINING_LOOP_VARIABLE, "").strip():
-        loop = "session"
     run_config = strategies.make_run_config(
         name, settings["output_dir"], save_checkpoints_steps=save_checkpoints_steps,
         keep_checkpoint_max=settings["keep_checkpoint_max"],
@@ -264,7 +261,8 @@ def build_trainer(model_fn, settings, save_checkpoints_steps):
     return strategies.build_trainer(name, model_fn, run_config,
                                     train_batch_size=settings["train_batch_size"],
                                     eval_batch_size=settings["eval_batch_size"],
-                                    training_loop=loop)
+                                    training_loop=settings["training_loop"],
+                                    auto_loop="session")
 
 
 def _scalar_metrics(scores):

@@ -199,9 +199,11 @@ def available_training_loops():
     return [loop for loop in TRAINING_LOOPS[1:] if loop != "estimator" or estimator_available()]
 
 
-def resolve_training_loop(name, strategy_name):
+def resolve_training_loop(name, strategy_name, auto="estimator"):
     """`estimator` or `session` for --training_loop=name; UserError for a choice this
-    TensorFlow or this strategy cannot run."""
+    TensorFlow or this strategy cannot run. auto: what `auto` picks when the variable is
+    unset (the Estimator where TensorFlow has it, else the session loop; fine-tuning asks
+    for `session`); the TPU always takes the Estimator."""
     name = (name or "auto").lower()
     if name not in TRAINING_LOOPS:
         raise UserError(f"--training_loop={name!r} is not one of {', '.join(TRAINING_LOOPS)}")
@@ -212,7 +214,9 @@ def resolve_training_loop(name, strategy_name):
             raise UserError(f"{TRAINING_LOOP_VARIABLE}={name!r} is not one of "
                             f"{', '.join(TRAINING_LOOPS[1:])}")
         if not name or (needs_estimator and estimator_available()):
-            name = "estimator" if estimator_available() else "session"
+            name = auto if not needs_estimator else "estimator"
+            if name == "estimator" and not estimator_available():
+                name = "session"
     if name == "estimator" and not estimator_available():
         raise UserError(f"--training_loop=estimator needs TensorFlow <= 2.15 (tf.estimator); this "
                         f"is TensorFlow {tf.__version__}: use --training_loop=session"
@@ -299,14 +303,15 @@ def make_run_config(strategy_name, output_dir, save_checkpoints_steps=1000, keep
 
 
 def build_trainer(strategy_name, model_fn, run_settings, params=None, train_batch_size=None,
-                  eval_batch_size=None, training_loop="auto"):
+                  eval_batch_size=None, training_loop="auto", auto_loop="estimator"):
     """What trains, evaluates and predicts with `model_fn` (pretrain.training.model_spec):
     an Estimator (estimator_runtime) or our session loop (training_loop), chosen by
-    `training_loop` (TRAINING_LOOPS). Both take train(input_fn, max_steps, hooks,
-    saving_listeners), evaluate(input_fn, steps, name), predict(input_fn, checkpoint_path)
-    and carry model_dir, params and get_variable_value(name). Model functions receive
-    params["strategy"], params["num_replicas"] and params["training_loop"]."""
-    loop = resolve_training_loop(training_loop, strategy_name)
+    `training_loop` (TRAINING_LOOPS; auto_loop: what `auto` means, resolve_training_loop).
+    Both take train(input_fn, max_steps, hooks, saving_listeners), evaluate(input_fn, steps,
+    name), predict(input_fn, checkpoint_path) and carry model_dir, params and
+    get_variable_value(name). Model functions receive params["strategy"],
+    params["num_replicas"] and params["training_loop"]."""
+    loop = resolve_training_loop(training_loop, strategy_name, auto_loop)
     params = dict(params or {}, training_loop=loop)
     if loop == "estimator":
         from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel

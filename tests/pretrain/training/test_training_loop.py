@@ -104,6 +104,17 @@ def test_the_loop_resumes_where_it_stopped(data, tmp_path):
     assert int(resumed["global_step"]) == 12
 
 
+def test_fine_tunings_auto_is_the_session_loop_unless_the_variable_says_otherwise(monkeypatch):
+    monkeypatch.setattr(strategy_lib, "estimator_available", lambda: True)
+    monkeypatch.delenv(strategy_lib.TRAINING_LOOP_VARIABLE, raising=False)
+    assert strategy_lib.resolve_training_loop("auto", "cpu") == "estimator"  # pretraining's
+    assert strategy_lib.resolve_training_loop("auto", "cpu", auto="session") == "session"
+    assert strategy_lib.resolve_training_loop("auto", "tpu", auto="session") == "estimator"
+    assert strategy_lib.resolve_training_loop("estimator", "cpu", auto="session") == "estimator"
+    monkeypatch.setenv(strategy_lib.TRAINING_LOOP_VARIABLE, "estimator")
+    assert strategy_lib.resolve_training_loop("auto", "cpu", auto="session") == "estimator"
+
+
 def test_choices_this_runtime_cannot_run_are_refused_in_one_line(monkeypatch):
     monkeypatch.setattr(strategy_lib, "estimator_available", lambda: False)
     with pytest.raises(UserError, match="--training_loop=estimator needs TensorFlow <= 2.15"):
