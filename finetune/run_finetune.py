@@ -228,6 +228,9 @@ def check_settings(settings, bert_config, tokenizer, assets):
     if metric and metric not in task_metrics:
         raise SettingsError(f"--selection_metric={metric}: for --task={settings['task']} use "
                             + " or ".join(task_metrics))
+    if settings["pad_to_multiple_of"] < 1:
+        raise SettingsError(f"--pad_to_multiple_of={settings['pad_to_multiple_of']}: use a "
+                            "positive number of tokens (1: batches padded to their longest)")
     if settings["strategy"] not in STRATEGIES:
         raise SettingsError(f"--strategy={settings['strategy']!r}: use one of "
                             + ", ".join(STRATEGIES))

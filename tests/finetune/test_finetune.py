@@ -244,6 +244,8 @@ def test_settings_errors_name_the_problem(tmp_path):
         run_lcqmc.run(fast_settings(task, tmp_path / "b", max_seq_length=32))
     with pytest.raises(run_lcqmc.SettingsError, match="no model config"):
         run_lcqmc.run(fast_settings(dict(task, bert_config_file=None), tmp_path / "c"))
+    with pytest.raises(run_lcqmc.SettingsError, match=r"--pad_to_multiple_of=0: use a positive"):
+        run_lcqmc.run(fast_settings(task, tmp_path / "f", pad_to_multiple_of=0))
     missing = str(tmp_path / "task" / "other_test.txt")
     with pytest.raises(run_lcqmc.SettingsError) as error:
         run_lcqmc.run(fast_settings(task, tmp_path / "d", test_file=missing))
