@@ -5,9 +5,9 @@
 Runs, on ../shared/data/corpus/clue_small_sample.txt (or CORPUS) with Google's
 Chinese vocab, seq 128, 20 predictions, dupe_factor 5:
   cli     python -m data_gen.create_pretraining_data --num_workers=2
-  direct  python -m data_gen.beam_pipeline --runner=DirectRunner
+  direct  python -m data_gen.runner.beam_pipeline --runner=DirectRunner
           --direct_num_workers=2 --direct_running_mode=multi_processing
-  dask    python -m data_gen.beam_pipeline --runner=DaskRunner
+  dask    python -m data_gen.runner.beam_pipeline --runner=DaskRunner
           --dask_client_address=... on a `dask scheduler` and 2 `dask worker`
           processes (1 thread each) on 127.0.0.1, started before the run
           (their start-up is `cluster_start_seconds`, not in the run's time);
@@ -202,17 +202,17 @@ def main(argv):
             }, **extra))
 
         measure("cli", "data_gen.create_pretraining_data")
-        measure("direct", "data_gen.beam_pipeline", ("--runner=DirectRunner",
+        measure("direct", "data_gen.runner.beam_pipeline", ("--runner=DirectRunner",
                 "--direct_num_workers=2", "--direct_running_mode=multi_processing"))
         cluster = DaskCluster(work)
         try:
             dask_flags = ("--runner=DaskRunner", f"--dask_client_address={cluster.address}")
             about = dict(cluster_start_seconds=cluster.start_seconds, dask_workers=2,
                          dask_threads_per_worker=1)
-            measure("dask", "data_gen.beam_pipeline", dask_flags, cluster, **about,
+            measure("dask", "data_gen.runner.beam_pipeline", dask_flags, cluster, **about,
                     note="the cluster's first job: its workers import Beam and load the "
                          "tokenizer")
-            measure("dask_again", "data_gen.beam_pipeline", dask_flags, cluster, **about,
+            measure("dask_again", "data_gen.runner.beam_pipeline", dask_flags, cluster, **about,
                     note="a second job on the same cluster")
         finally:
             cluster.stop()

@@ -11,7 +11,7 @@ two_worker_rounds.py says how): bert mode, dupe 5, seq 128, on a corpus built
 as the large one (--two_workers_mb) unless --two_workers_corpus gives one.
 
 One JSON line per (corpus, runner): create_pretraining_data with
---num_workers=1 and 2, and data_gen.beam_pipeline on Beam's DirectRunner
+--num_workers=1 and 2, and data_gen.runner.beam_pipeline on Beam's DirectRunner
 (multi_processing, --beam_workers SDK workers, each started through /bin/sh,
 which shows as ~2 MB processes). Each run is a subprocess (--noprogress, seq
 128, 20 predictions, fixed seed, Google's Chinese vocab) writing into a
@@ -30,7 +30,7 @@ Large corpus (unless --large_corpus gives one): built at run time in a
 temporary directory and deleted at the end (unless --keep). It is a series of
 copies; copy k holds every document of the CLUE sample with its sentences
 shuffled, plus every 20th document (offset k mod 20) of the LCQMC train split
-turned into documents by data_gen.lcqmc_to_docs, all in an order shuffled
+turned into documents by data_gen.tools.lcqmc_to_docs, all in an order shuffled
 with seed (--seed, k). So no copy repeats another byte for byte, the text
 stays ~80 % CLUE-like (comparable to the small corpus) and documents stay
 blank-line separated. Copies are added until the file reaches --large_mb MB.
@@ -84,7 +84,7 @@ def _output_totals(out_dir):
 def run_once(runner, workers, corpus, dupe, mode, args, work_dir):
     """One run in a subprocess; returns its measurements (raises on failure)."""
     out_dir = tempfile.mkdtemp(prefix="out_", dir=work_dir)
-    module = ("data_gen.beam_pipeline" if runner == "beam_direct"
+    module = ("data_gen.runner.beam_pipeline" if runner == "beam_direct"
               else "data_gen.create_pretraining_data")
     command = [sys.executable, "-m", module, f"--input_file={corpus}",
                f"--output_file={os.path.join(out_dir, 'out.tfrecord')}", f"--vocab_file={VOCAB}",
@@ -188,7 +188,7 @@ def build_large_corpus(path, target_mb, seed):
 
 
 def _beam_unavailable():
-    """Why data_gen.beam_pipeline cannot be imported (None when it can)."""
+    """Why data_gen.runner.beam_pipeline cannot be imported (None when it can)."""
     result = subprocess.run([sys.executable, "-c", "import data_gen.runner.beam_pipeline"], cwd=REPO,
                             capture_output=True, text=True)
     lines = result.stderr.strip().splitlines()
@@ -293,7 +293,7 @@ def main(argv=None):
         elif "lcqmc" in corpora:
             # The issue's scaling case: LCQMC train pairs as documents (11.5 MB), bert, dupe 5.
             lcqmc = os.path.join(work_dir, "lcqmc_docs.txt")
-            subprocess.run([sys.executable, "-m", "data_gen.lcqmc_to_docs",
+            subprocess.run([sys.executable, "-m", "data_gen.tools.lcqmc_to_docs",
                             f"--lcqmc_dir={os.path.dirname(LCQMC_TRAIN)}",
                             f"--output_file={lcqmc}"], cwd=REPO, check=True,
                            capture_output=True)

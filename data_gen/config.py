@@ -121,7 +121,7 @@ class GenerationConfig(*modes.FLAG_GROUPS):
              "--vocab_file is required" + (f" (or {mode.tokenizer_flag})" if mode.tokenizer_flag
                                            else "") + ": the vocab of the model the data is "
              "for, e.g. the vocab.txt beside its checkpoint (import_hf and run_pretraining "
-             "write one there), or a new one from python -m data_gen.build_vocab"),
+             "write one there), or a new one from python -m data_gen.tools.build_vocab"),
         ]
         for ok, message in checks + modes.flag_checks(self):
             if not ok:

@@ -7,7 +7,7 @@ pretraining, Gururangan et al. 2020).
 Reads the file as run_finetune reads it (finetune.formats: any format and column choice it
 accepts) and writes blank-line-separated documents, one sentence per line: each example is
 one document; a text is cut into sentences after 。！？!? (a sentence pair's two texts are two
-sentences, as data_gen.lcqmc_to_docs writes a paraphrase; an NER sentence's characters are
+sentences, as data_gen.tools.lcqmc_to_docs writes a paraphrase; an NER sentence's characters are
 joined back). Repeated documents are written once, in file order. Only the file given is
 read: pass the training split, so no dev or test text reaches pretraining. The output
 appears complete or not at all; the account says how many examples and documents.

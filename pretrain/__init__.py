@@ -16,12 +16,3 @@ from pretrain import cpu_kernels
 cpu_kernels.default_to_onednn()
 if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
-from pretrain import moved_modules
-
-moved_modules.install()
-
-
-def __getattr__(name):
-    """`from pretrain import modeling` (and the other modules that moved into rooms)."""
-    return moved_modules.alias(name)

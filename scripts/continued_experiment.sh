@@ -48,7 +48,7 @@ Usage: bash scripts/continued_experiment.sh [--dry_run] TASK MODEL [sweep]
 
 TASK (its training split's text is continued on; dev and test are never read before
 fine-tuning):
-  lcqmc         LCQMC_DIR; pairs as data_gen.lcqmc_to_docs writes them (the seed's rows);
+  lcqmc         LCQMC_DIR; pairs as data_gen.tools.lcqmc_to_docs writes them (the seed's rows);
                 fine-tuned on 16,000 pairs for one epoch, learning rate 1e-4, full dev and test
   chnsenticorp  CHNSENTICORP_DIR; each review one document (finetune.task_text); the first
                 4,800 reviews for 2 epochs, 1e-4, length 128
@@ -154,7 +154,7 @@ DOCS="${ROW}/docs.txt"
 case "${TASK}" in
   lcqmc)
     DATA_DIR="${LCQMC_DIR:-${SHARED}/lcqmc}"
-    DOCS_COMMAND=(-m data_gen.lcqmc_to_docs --lcqmc_dir="${DATA_DIR}" --output_file="${DOCS}")
+    DOCS_COMMAND=(-m data_gen.tools.lcqmc_to_docs --lcqmc_dir="${DATA_DIR}" --output_file="${DOCS}")
     [[ "${MODEL}" == albert ]] && DOCS_COMMAND+=(--noparaphrase_documents)
     TASK_EXAMPLES=16000; TASK_EVAL_EVERY=250
     FINETUNE=(--task=pair --max_seq_length="${MAX_SEQ_LENGTH}" --num_train_epochs=1

@@ -79,7 +79,7 @@ Examples:
   MODE=albert bash scripts/create_pretrain_data.sh
   bash scripts/create_pretrain_data.sh --input 'corpus/*.txt' --vocab ../shared/data/vocab/bert_chinese_vocab.txt \\
       --output_dir output/full --dupe_factor 5
-Inspect the result:  python -m data_gen.inspect_records OUTPUT_DIR/OUTPUT_NAME.tfrecord -n 3
+Inspect the result:  python -m data_gen.tools.inspect_records OUTPUT_DIR/OUTPUT_NAME.tfrecord -n 3
 EOF
 }
 
@@ -157,7 +157,7 @@ if [[ "${BUILD_VOCAB}" == "always" || ( "${BUILD_VOCAB}" == "auto" && ! -f "${VO
   [[ "${VOCAB}" == "${DEFAULT_VOCAB}" && -z "${VOCAB_SIZE}" ]] && VOCAB_SIZE="${DEMO_VOCAB_SIZE}"
   echo "== building vocab ${VOCAB} from ${VOCAB_INPUT}"
   mapfile -t vocab_flags < <(tool_flags "${VOCAB_SETTINGS[@]}")
-  run "${PYTHON}" -m data_gen.build_vocab --input_file="${VOCAB_INPUT}" --output_file="${VOCAB}" \
+  run "${PYTHON}" -m data_gen.tools.build_vocab --input_file="${VOCAB_INPUT}" --output_file="${VOCAB}" \
     ${vocab_flags[@]+"${vocab_flags[@]}"}
 elif [[ ! -f "${VOCAB}" ]]; then
   die "vocab ${VOCAB} not found (BUILD_VOCAB=never)"
@@ -176,4 +176,4 @@ run "${PYTHON}" -m data_gen.create_pretraining_data \
   --vocab_file="${VOCAB}" \
   ${generation_flags[@]+"${generation_flags[@]}"} \
   ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
-[[ "${DRY_RUN}" == "1" ]] || echo "== done: ${OUTPUT_FILE} (+ .meta.json). Inspect: ${PYTHON} -m data_gen.inspect_records ${OUTPUT_FILE} -n 3"
+[[ "${DRY_RUN}" == "1" ]] || echo "== done: ${OUTPUT_FILE} (+ .meta.json). Inspect: ${PYTHON} -m data_gen.tools.inspect_records ${OUTPUT_FILE} -n 3"

@@ -38,7 +38,7 @@ Usage: bash scripts/demo.sh [--dry_run] [--help]
 
 Runs the whole toolkit on the shipped sample (data/sample/), CPU only:
   1. the demo question pairs' TRAIN split becomes pretraining documents
-     (python -m data_gen.lcqmc_to_docs; dev/test text never enters pretraining)
+     (python -m data_gen.tools.lcqmc_to_docs; dev/test text never enters pretraining)
   2. a 5000-entry vocab from the sample corpus + train pairs, and roberta-mode
      TFRecords from both (scripts/create_pretrain_data.sh)
   3. tiny pretraining from scratch (scripts/pretrain.sh, ${PRETRAIN_STEPS} steps)
@@ -104,7 +104,7 @@ run() {  # runs a command, or with --dry_run prints it (shell-quoted) instead
 run mkdir -p "${DEMO_DIR}"
 
 step 1 "question pairs (train split) -> pretraining documents"
-run "${PYTHON}" -m data_gen.lcqmc_to_docs --lcqmc_dir="${PAIRS_DIR}" \
+run "${PYTHON}" -m data_gen.tools.lcqmc_to_docs --lcqmc_dir="${PAIRS_DIR}" \
   --output_file="${DEMO_DIR}/pairs_docs.txt"
 
 step 2 "vocab (5000 entries) and roberta-mode TFRecords"

@@ -179,7 +179,7 @@ if [[ "${RECIPE_SIMILAR_WORDS}" == 1 ]]; then
     [[ -n "${VECTORS}" && -f "${VECTORS}" ]] || die "${RECIPE} needs SIMILAR_WORDS=FILE or VECTORS=FILE \
 (word vectors, word2vec text format); bash scripts/train_word_vectors.sh trains them on ${RUNS}/docs.txt"
     stage "similar words from ${VECTORS}"
-    run "${PYTHON}" -m data_gen.build_similar_words --vectors="${VECTORS}" \
+    run "${PYTHON}" -m data_gen.tools.build_similar_words --vectors="${VECTORS}" \
       --output_file="${SIMILAR_WORDS}" --vocab_file="${VOCAB}"
   fi
   DATA_FLAGS+=(--similar_words_file="${SIMILAR_WORDS}")
@@ -190,7 +190,7 @@ ROW="${RUNS}/${RECIPE}"
 
 if [[ ! -f "${DOCS}" ]]; then
   stage "documents from ${LCQMC_DIR}/train.txt"
-  run "${PYTHON}" -m data_gen.lcqmc_to_docs --lcqmc_dir="${LCQMC_DIR}" --output_file="${DOCS}" \
+  run "${PYTHON}" -m data_gen.tools.lcqmc_to_docs --lcqmc_dir="${LCQMC_DIR}" --output_file="${DOCS}" \
     ${DOCS_FLAGS[@]+"${DOCS_FLAGS[@]}"}
 fi
 

@@ -87,8 +87,8 @@ for model in ${MODELS//,/ }; do
     --max_eval_steps=1000 --random_seed="${PRETRAIN_SEED}" --strategy=cpu "${OPTIMIZER[@]}"
   run "${PYTHON}" -m pretrain.training.learning_check --eval_results="${ROOT}/pretrain/eval_results.txt"
   echo "== [$(date +%H:%M:%S)] ${model}: export_hf, then import_hf (the 'downloaded' model)"
-  run "${PYTHON}" -m pretrain.export_hf --init_checkpoint="${ROOT}/pretrain" \
+  run "${PYTHON}" -m pretrain.interop.export_hf --init_checkpoint="${ROOT}/pretrain" \
     --output_dir="${ROOT}/hf" --overwrite
-  run "${PYTHON}" -m pretrain.import_hf --model_dir="${ROOT}/hf" --output_dir="${ROOT}/released" \
+  run "${PYTHON}" -m pretrain.interop.import_hf --model_dir="${ROOT}/hf" --output_dir="${ROOT}/released" \
     --overwrite
 done

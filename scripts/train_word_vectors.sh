@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains word vectors (jieba + gensim Word2Vec) for MacBERT's similar-words file:
 #   W2V_PYTHON=/tmp/w2venv/bin/python bash scripts/train_word_vectors.sh DOCS OUT [FLAGS]
-# then: python -m data_gen.build_similar_words --vectors=OUT --output_file=... --vocab_file=...
+# then: python -m data_gen.tools.build_similar_words --vectors=OUT --output_file=... --vocab_file=...
 # gensim and jieba are not dependencies of this project: W2V_PYTHON is an interpreter that has
 # them (make one below). Run `bash scripts/train_word_vectors.sh --help` for the flags.
 set -euo pipefail
@@ -14,7 +14,7 @@ case " $* " in  # --help needs neither gensim nor jieba
 esac
 if [[ $# -ge 1 && "$1" != -* && ! -f "$1" ]]; then
   echo "error: DOCS file $1 not found (the first argument: one sentence per line, e.g." \
-       "python -m data_gen.lcqmc_to_docs output)" >&2
+       "python -m data_gen.tools.lcqmc_to_docs output)" >&2
   exit 2
 fi
 if ! "${W2V_PYTHON}" -c "import gensim, jieba" 2>/dev/null; then

@@ -88,7 +88,6 @@ SLOW_FILES = {
     "test_masking_recipes.py",
     "test_model_options.py",
     "test_modeling_numerics.py",
-    "test_moved_modules.py",
     "test_native_instances.py",
     "test_native_jieba.py",
     "test_native_tokenize.py",

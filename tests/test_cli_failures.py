@@ -68,11 +68,11 @@ CASES = [
     ("generate: a folder for the corpus", "data_gen.create_pretraining_data",
      ["--input_file=out", "--output_file=out/x.tfrecord", "--vocab_file=vocab.txt"],
      "--input_file=out is a folder: pass its files, e.g. --input_file='out/*.txt'"),
-    ("build_vocab: missing corpus", "data_gen.build_vocab",
+    ("build_vocab: missing corpus", "data_gen.tools.build_vocab",
      ["--input_file=no_such.txt", "--output_file=out/v.txt"], "no_such.txt"),
-    ("lcqmc_to_docs: missing dir", "data_gen.lcqmc_to_docs",
+    ("lcqmc_to_docs: missing dir", "data_gen.tools.lcqmc_to_docs",
      ["--lcqmc_dir=no_such_dir", "--output_file=out/docs.txt"], "no_such_dir"),
-    ("inspect: missing file", "data_gen.inspect_records", ["no_such.tfrecord"],
+    ("inspect: missing file", "data_gen.tools.inspect_records", ["no_such.tfrecord"],
      "no_such.tfrecord"),
     ("pretrain: missing config", "pretrain.run_pretraining",
      ["--bert_config_file=no_such.json", "--input_file=good.tfrecord", "--output_dir=out/p1",
@@ -80,9 +80,9 @@ CASES = [
     ("pretrain: missing data", "pretrain.run_pretraining",
      ["--bert_config_file=cfg.json", "--input_file=no_such.tfrecord", "--output_dir=out/p2",
       *PRETRAIN], "no_such.tfrecord"),
-    ("import_hf: missing model", "pretrain.import_hf",
+    ("import_hf: missing model", "pretrain.interop.import_hf",
      ["--model_dir=no_such_model", "--output_dir=out/imported"], "no_such_model"),
-    ("export_hf: missing checkpoint", "pretrain.export_hf",
+    ("export_hf: missing checkpoint", "pretrain.interop.export_hf",
      ["--init_checkpoint=no_such_ckpt", "--bert_config_file=cfg.json", "--vocab_file=vocab.txt",
       "--output_dir=out/hf"], "no_such_ckpt"),
     ("run_lcqmc: missing data", "finetune.run_lcqmc",
@@ -98,12 +98,12 @@ CASES = [
     ("generate: unknown mode", "data_gen.create_pretraining_data",
      ["--input_file=corpus.txt", "--output_file=out/x.tfrecord", "--vocab_file=vocab.txt",
       "--mode=gpt"], "--mode=gpt: value should be one of <roberta|albert|bert|xlnet>"),
-    ("build_vocab: vocab too small", "data_gen.build_vocab",
+    ("build_vocab: vocab too small", "data_gen.tools.build_vocab",
      ["--input_file=corpus.txt", "--output_file=out/v.txt", "--vocab_size=10"],
      "Raise --vocab_size"),
-    ("lcqmc_to_docs: eval split", "data_gen.lcqmc_to_docs",
+    ("lcqmc_to_docs: eval split", "data_gen.tools.lcqmc_to_docs",
      ["--lcqmc_dir=.", "--output_file=out/docs.txt", "--splits=test"], "--allow_eval_splits"),
-    ("inspect: negative count", "data_gen.inspect_records", ["good.tfrecord", "-n", "-1"],
+    ("inspect: negative count", "data_gen.tools.inspect_records", ["good.tfrecord", "-n", "-1"],
      "--num_records=-1"),
     ("pretrain: batch 0", "pretrain.run_pretraining",
      ["--bert_config_file=cfg.json", "--input_file=good.tfrecord", "--output_dir=out/p3",
@@ -270,7 +270,7 @@ def test_reduce_vocab_failures_are_one_error_line_with_exit_code_2(tmp_path):
         "error: vocab.txt:7: empty line in vocab file": ["--vocab_file=vocab.txt",
                                                           "--token_file=vocab.txt", *outputs],
     }
-    found = run_parallel([(message, module_command("pretrain.vocab_surgery", *flags))
+    found = run_parallel([(message, module_command("pretrain.checkpoints.vocab_surgery", *flags))
                           for message, flags in cases.items()], tmp_path)
     for message, result in found.items():
         assert _error_line(message, result).startswith(message)

@@ -1,14 +1,12 @@
-"""Every console script's module and every other `python -m` entry answers --help with its
-own flags (expected failures: tests/test_cli_failures.py).
+"""Every console script's module answers --help with its own flags (expected failures:
+tests/test_cli_failures.py).
 
 The entries come from setup.cfg's [options.entry_points], so a new script is
 covered without touching this file. Each module runs as `python -m MODULE --help`, which
 calls the same main() as its console script (the installed scripts themselves answer
---help in tests/test_wheel.py, from a fresh install); so do the `python -m` paths kept
-where the code lived before pretrain/ and data_gen/ had rooms (KEPT_MODULES). Every run
-imports TensorFlow, so the runs go in parallel.
+--help in tests/test_wheel.py, from a fresh install). Every run imports TensorFlow, so the
+runs go in parallel.
 """
-import ast
 import os
 import re
 import sys
@@ -22,21 +20,10 @@ ABSL_FLAGS = {"help", "helpshort", "helpfull", "helpxml", "flagfile", "undefok",
               "pdb", "pdb_post_mortem", "run_with_pdb", "run_with_profiling", "profile_file",
               "use_cprofile_for_profiling", "logtostderr", "alsologtostderr", "log_dir", "v",
               "verbosity", "logger_levels", "stderrthreshold", "showprefixforinfo"}
-# `python -m pretrain.X` as typed before the code moved to pretrain/<room>/X.py (issue #27).
-KEPT_MODULES = {"pretrain.import_hf": "pretrain.interop.import_hf",
-                "pretrain.export_hf": "pretrain.interop.export_hf",
-                "pretrain.export_saved_model": "pretrain.interop.export_saved_model",
-                "pretrain.vocab_surgery": "pretrain.checkpoints.vocab_surgery",
-                # ... and before data_gen/ had rooms (issue #45).
-                **{f"data_gen.{name}": f"data_gen.tools.{name}" for name in (
-                    "build_vocab", "build_similar_words", "lcqmc_to_docs", "inspect_records")},
-                "data_gen.beam_pipeline": "data_gen.runner.beam_pipeline"}
-
 
 def help_commands():
-    """[(id, module, argv)]: `python -m MODULE --help` of each console script's module, then
-    of each kept path."""
-    modules = dict.fromkeys([module for _, module, _ in console_scripts()] + list(KEPT_MODULES))
+    """[(id, module, argv)]: `python -m MODULE --help` of each console script's module."""
+    modules = dict.fromkeys(module for _, module, _ in console_scripts())
     return [(f"python -m {module}", module, [sys.executable, "-m", module, "--help"])
             for module in modules]
 
@@ -56,7 +43,7 @@ def help_outputs(tmp_path_factory):
 def test_entries_are_read_from_setup_cfg():
     names = [name for name, _, _ in console_scripts()]
     assert "zh-run-lcqmc" in names and "zh-reduce-vocab" in names and len(names) >= 8
-    modules = {m for _, m, _ in console_scripts()} | set(KEPT_MODULES)
+    modules = {m for _, m, _ in console_scripts()}
     assert len(help_commands()) == len(modules)
 
 
@@ -68,13 +55,6 @@ def test_help_lists_the_tools_flags_and_exits_0(help_outputs, key):
     # absl's --help lists only the main program's flags: any other flag listed is the tool's own.
     listed = set(re.findall(r"^\s+--(?:\[no\])?([a-z][a-z0-9_]*)", output, re.MULTILINE))
     assert listed - ABSL_FLAGS, f"{key} --help lists none of {module}'s flags:\n{output}"
-
-
-@pytest.mark.parametrize("kept", sorted(KEPT_MODULES))
-def test_kept_module_paths_print_the_usage_of_the_moved_tool(help_outputs, kept):
-    path = REPO_ROOT.joinpath(*KEPT_MODULES[kept].split(".")).with_suffix(".py")
-    usage = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))).splitlines()[0]
-    assert usage in help_outputs[f"python -m {kept}"][2]
 
 
 def readme_commands():

@@ -20,9 +20,7 @@ FAMILIES = {
 }
 # The registries: one entry per family, by module path.
 REGISTRIES = ("pretrain/models/registry.py", "common/model_families.py",
-              "data_gen/modes/__init__.py", "data_gen/modes/registry.py",
-              # the tables of old import paths (common.moved_modules), by definition names
-              "pretrain/moved_modules.py", "data_gen/moved_modules.py")
+              "data_gen/modes/__init__.py", "data_gen/modes/registry.py")
 
 
 def _code_tokens(text):

@@ -4,8 +4,7 @@ Each package may import only what the table there lists; the contracts
 between stages (record features, sidecar, globs, atomic writes, LCQMC) are
 imported from data_gen, never declared again. Inside pretrain, each room
 (models, checkpoints, training, interop) imports only the rooms its section
-there allows, and pretrain/ itself holds only run_pretraining, cpu_kernels and
-the `python -m` paths kept from before the rooms.
+there allows, and pretrain/ itself holds only run_pretraining and cpu_kernels.
 """
 import ast
 import pathlib
@@ -36,9 +35,9 @@ ROOMS = {
     "pretrain.training": {"pretrain.models", "pretrain.checkpoints", "pretrain.cpu_kernels"},
     "pretrain.interop": {"pretrain.models", "pretrain.checkpoints"},
 }
-# Directly in pretrain/ (besides the kept `python -m` paths): the package's setup and the
-# training CLI, which sits on top of the rooms.
-PRETRAIN_ROOT = {"__init__", "cpu_kernels", "moved_modules", "run_pretraining"}
+# Directly in pretrain/: the package's setup and the training CLI, which sits on top of
+# the rooms.
+PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining"}
 
 
 def _project_imports(path):
@@ -99,19 +98,8 @@ def test_interop_reaches_a_family_converter_only_through_the_registry():
         assert not imported, f"{path.relative_to(REPO)} imports {imported}"
 
 
-def test_pretrain_itself_holds_only_its_cli_setup_and_kept_entry_points():
-    """Any other module in pretrain/ is a kept `python -m` path: its docstring, one import of
-    `main` (and the usage docstring) from the module of the same name in a room, the call."""
-    for path in sorted((REPO / "pretrain").glob("*.py")):
-        if path.stem in PRETRAIN_ROOT:
-            continue
-        body = ast.parse(path.read_text(encoding="utf-8")).body
-        imports = [node for node in body if isinstance(node, (ast.Import, ast.ImportFrom))]
-        assert len(body) == 3 and len(imports) == 1, f"{path.name}: more than an entry point"
-        rooms = {f"{room}.{path.stem}" for room in ROOMS}
-        module = getattr(imports[0], "module", None)
-        assert module in rooms, f"{path.name} imports {module}, not its own name in a room"
-        assert {alias.name for alias in imports[0].names} <= {"__doc__", "main"}, path.name
+def test_pretrain_itself_holds_only_its_cli_and_setup():
+    assert {path.stem for path in (REPO / "pretrain").glob("*.py")} == PRETRAIN_ROOT
 
 
 def _documented_rows(text):

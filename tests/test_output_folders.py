@@ -22,12 +22,12 @@ def _inputs(tmp_path):
 
 
 CASES = {
-    "data_gen.lcqmc_to_docs": lambda root, out: [f"--lcqmc_dir={root}/lcqmc",
+    "data_gen.tools.lcqmc_to_docs": lambda root, out: [f"--lcqmc_dir={root}/lcqmc",
                                                  f"--output_file={out}"],
     "finetune.task_text": lambda root, out: ["--task=classification",
                                              f"--input_file={root}/reviews.tsv",
                                              f"--output_file={out}"],
-    "data_gen.build_vocab": lambda root, out: [f"--input_file={root}/corpus.txt",
+    "data_gen.tools.build_vocab": lambda root, out: [f"--input_file={root}/corpus.txt",
                                                f"--output_file={out}", "--num_unused=5"],
 }
 

@@ -4,7 +4,7 @@
 The data_gen -> pretrain contract: data_gen's encoder writes these features
 (its C twin, data_gen.native._records, writes the same bytes; a test parses
 both against this table), pretrain.training.input_pipeline builds its tf.io parse spec
-from it, pretrain.training.data_checks and data_gen.inspect_records check records
+from it, pretrain.training.data_checks and data_gen.tools.inspect_records check records
 against it. A data mode with records of another shape declares its own table beside
 its code (data_gen.modes: DataMode.features).
 

@@ -1,4 +1,4 @@
-"""--runner=DaskRunner for data_gen.beam_pipeline: Beam's Dask runner, named and checked.
+"""--runner=DaskRunner for data_gen.runner.beam_pipeline: Beam's Dask runner, named and checked.
 
 Beam (2.77) finds its Dask runner only by the full class path and knows the
 --dask_* pipeline options only once that module is imported; `prepare` takes

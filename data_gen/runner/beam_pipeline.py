@@ -1,11 +1,11 @@
 r"""Corpus text -> pretraining TFRecords on Apache Beam: the CLI's files, on many machines.
 
-  python -m data_gen.beam_pipeline \
+  python -m data_gen.runner.beam_pipeline \
     --input_file='gs://BUCKET/corpus/*.txt' --output_file=gs://BUCKET/data/train \
     --num_output_shards=256 --vocab_file=gs://BUCKET/vocab.txt --mode=roberta \
     --runner=DataflowRunner --project=P --region=R --temp_location=gs://BUCKET/tmp \
     --extra_package=dist/zh_pretrain-0.1.0.tar.gz
-  python -m data_gen.beam_pipeline ... --runner=DaskRunner --dask_client_address=tcp://HOST:8786
+  python -m data_gen.runner.beam_pipeline ... --runner=DaskRunner --dask_client_address=tcp://HOST:8786
 
 Flags: every flag of data_gen.create_pretraining_data, same names and
 meanings (--num_workers is the local runner's and is not used, only recorded
@@ -60,7 +60,6 @@ from data_gen.text.document_split import DocumentSplit
 from data_gen.text.unreadable_input import check_unreadable_share
 from data_gen.create_pretraining_data import (USER_ERRORS, EmptyOutputError, format_account,
                                               make_account, why_empty)
-from common.file_utils import SIDECAR_SUFFIX
 from data_gen.records.metadata import build_metadata, metadata_path
 from data_gen.runner.parallel import ChunkJob, run_chunk
 from data_gen.records.shard_pieces import ShardTotals, piece_name
@@ -496,7 +495,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # As data_gen.beam_pipeline, not __main__: the steps then travel to the workers as
+    # As data_gen.runner.beam_pipeline, not __main__: the steps then travel to the workers as
     # references to this module (importable there), not as copies of __main__'s code.
     from data_gen.runner import beam_pipeline  # pylint: disable=import-self
     beam_pipeline.main()

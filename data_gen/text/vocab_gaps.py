@@ -7,7 +7,8 @@ the tokenizer normalises them, that are neither a vocab token nor a "##" continu
 chunk's Counter carries `characters`, `unknown_characters` and one `unknown_character:<c>`
 entry per such character; `summarize` moves those into a top list when the run's account is
 made, and `account_lines` says it, with a warning above WARN_SHARE of the characters and
-the command that adds them to a model's vocab (pretrain.vocab_surgery --extend_from_corpus).
+the command that adds them to a model's vocab (pretrain.checkpoints.vocab_surgery
+--extend_from_corpus).
 """
 PREFIX = "unknown_character:"
 WARN_SHARE = 0.03
@@ -58,7 +59,7 @@ def account_lines(account, input_file=None):
     if share > WARN_SHARE:
         lines.append(f"[data_gen] WARNING: {share:.1%} of the characters are [UNK] to this "
                      "vocab, above 3%: the model never sees them. Add them to the model's vocab "
-                     "first (python -m pretrain.vocab_surgery --init_checkpoint=MODEL "
+                     "first (python -m pretrain.checkpoints.vocab_surgery --init_checkpoint=MODEL "
                      f"--extend_from_corpus={input_file or 'CORPUS'} --output_dir=OUT), then "
                      "make the data with OUT/vocab.txt")
     return lines

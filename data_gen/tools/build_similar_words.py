@@ -1,6 +1,6 @@
 """Builds the similar-words file of MacBERT masking from word vectors.
 
-    python -m data_gen.build_similar_words --vectors=vectors.txt \
+    python -m data_gen.tools.build_similar_words --vectors=vectors.txt \
         --output_file=similar_words.tsv --vocab_file=vocab.txt --top_k=10
 
 Input: word vectors in word2vec TEXT format (gensim's
@@ -229,7 +229,7 @@ def nearest_neighbours(matrix, top_k, lengths=None, block_size=1024, min_similar
 
 @dataclasses.dataclass
 class BuildSimilarWordsOptions:
-    """Flags of `python -m data_gen.build_similar_words`."""
+    """Flags of `python -m data_gen.tools.build_similar_words`."""
     vectors: str = cli_options.required("Word vectors, word2vec text format (`COUNT DIM` header).")
     output_file: str = cli_options.required("Where to write the similar-words TSV.")
     top_k: int = cli_options.option(10, "Candidates per word at most.")
@@ -284,7 +284,8 @@ def build(options, report=print):
             account["candidates_written"] += len(candidates)
             yield word, candidates
 
-    settings = (f"built by data_gen.build_similar_words from {os.path.basename(options.vectors)}:"
+    settings = (f"built by data_gen.tools.build_similar_words from "
+                f"{os.path.basename(options.vectors)}:"
                 f" top_k={options.top_k} min_similarity={options.min_similarity:g}"
                 f" same_length={str(options.same_length).lower()}"
                 f" max_words={options.max_words} vocab_filter={'yes' if keep_word else 'no'}"

@@ -1,6 +1,6 @@
 """Builds a BERT-style WordPiece vocab from a corpus.
 
-    python -m data_gen.build_vocab --input_file=data/sample/*.txt \
+    python -m data_gen.tools.build_vocab --input_file=data/sample/*.txt \
         --output_file=output/demo/vocab.txt --vocab_size 5000
 
 Layout of the written file (one token per line, id = line number), in the
@@ -209,7 +209,7 @@ def write_vocab(tokens, output_file):
 
 @dataclasses.dataclass
 class BuildVocabOptions:
-    """Flags of `python -m data_gen.build_vocab`."""
+    """Flags of `python -m data_gen.tools.build_vocab`."""
     input_file: str = cli_options.required("Comma-separated files or globs of the corpus "
                                            "(blank-line-separated documents, one sentence per "
                                            "line).")

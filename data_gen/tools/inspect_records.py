@@ -1,6 +1,6 @@
 """Prints pretraining TFRecords back as tokens, for humans.
 
-    python -m data_gen.inspect_records output/demo/data/sample.tfrecord -n 3 --vocab_file V
+    python -m data_gen.tools.inspect_records output/demo/data/sample.tfrecord -n 3 --vocab_file V
 
 For each record: the tokens of the real (unpadded) positions, with every
 masked position marked by its label:
@@ -180,7 +180,7 @@ def inspect_file(path, num_records=3, vocab_file=None, compression=None, out=pri
 
 @dataclasses.dataclass
 class InspectOptions:
-    """Flags of `python -m data_gen.inspect_records` (files may also be given as arguments)."""
+    """Flags of `python -m data_gen.tools.inspect_records` (files may also be given as arguments)."""
     input_file: str = cli_options.required("TFRecord file(s), plain or gzip: comma-separated "
                                            "files or globs, or positional arguments.")
     num_records: int = cli_options.option(3, "Records to print per file.", short_name="n")

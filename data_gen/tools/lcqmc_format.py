@@ -1,6 +1,6 @@
 """The LCQMC file format, parsed once: `text_a<TAB>text_b<TAB>label` lines.
 
-Used by data_gen.lcqmc_to_docs (pairs -> a pretraining corpus) and by
+Used by data_gen.tools.lcqmc_to_docs (pairs -> a pretraining corpus) and by
 finetune.formats (format `lcqmc`, pairs -> the pair task); finetune imports it
 from data_gen, the stage that owns text processing.
 

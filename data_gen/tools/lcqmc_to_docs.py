@@ -1,6 +1,6 @@
 """Turns LCQMC question pairs into a pretraining corpus of documents.
 
-    python -m data_gen.lcqmc_to_docs --lcqmc_dir ../shared/data/lcqmc \
+    python -m data_gen.tools.lcqmc_to_docs --lcqmc_dir ../shared/data/lcqmc \
         --output_file output/lcqmc_docs.txt
 
 Input lines are `text_a<TAB>text_b<TAB>label` (label 1 = paraphrase), or with a
@@ -167,7 +167,7 @@ ACCOUNT_ORDER = ("files", "lines_read", "header_lines", "blank_lines", "malforme
 
 @dataclasses.dataclass
 class LcqmcToDocsOptions:
-    """Flags of `python -m data_gen.lcqmc_to_docs`."""
+    """Flags of `python -m data_gen.tools.lcqmc_to_docs`."""
     lcqmc_dir: str = cli_options.required("Directory holding LCQMC train.txt (dev.txt, "
                                           "test.txt).")
     output_file: str = cli_options.required("Where to write the documents.")

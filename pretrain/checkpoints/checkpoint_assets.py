@@ -156,7 +156,7 @@ def resolve_checkpoint_dir(init_checkpoint, flag="--init_checkpoint"):
         if latest is None and is_transformers_dir(path):
             raise AssetError(
                 "%s=%s is a transformers model (config.json and its weights), not a TF "
-                "checkpoint: import it first, python -m pretrain.import_hf --model_dir=%s "
+                "checkpoint: import it first, python -m pretrain.interop.import_hf --model_dir=%s "
                 "--output_dir=runs/imported, then pass %s=runs/imported"
                 % (flag, path, path, flag))
         if latest is None:

@@ -1,6 +1,6 @@
 """Adds a corpus's missing characters to a checkpoint's vocab, before continuing on that corpus.
 
-    python -m pretrain.vocab_surgery --init_checkpoint=runs/roberta \
+    python -m pretrain.checkpoints.vocab_surgery --init_checkpoint=runs/roberta \
         --extend_from_corpus='domain/*.txt' --output_dir=runs/roberta_extended
 
 The characters of the corpus that the checkpoint's vocab maps to [UNK]

@@ -2,7 +2,7 @@ r"""Vocab surgery: shrink a vocab to the tokens a corpus uses (for `keep_tokens`
 extend a checkpoint's vocab with a corpus's missing characters (--extend_from_corpus:
 pretrain.checkpoints.vocab_extension).
 
-    python -m pretrain.vocab_surgery --vocab_file=chinese_L-12/vocab.txt \
+    python -m pretrain.checkpoints.vocab_surgery --vocab_file=chinese_L-12/vocab.txt \
         --corpus_files='data/*.txt' --output_vocab_file=out/vocab.txt \
         --output_keep_tokens_file=out/keep_tokens.json
 
@@ -104,7 +104,7 @@ def load_keep_tokens(path):
 
 @dataclasses.dataclass
 class ReduceVocabOptions:
-    """The flags of `python -m pretrain.vocab_surgery`."""
+    """The flags of `python -m pretrain.checkpoints.vocab_surgery`."""
     vocab_file: str = option(None, "Shrinking: the full vocab (e.g. Google's 21128 tokens).")
     corpus_files: str = option(None, "Shrinking: comma-separated globs of text files.")
     token_file: str = option(None, "Shrinking, instead: a file with one token per line.")

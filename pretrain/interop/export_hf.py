@@ -1,6 +1,6 @@
 """Export a checkpoint of this toolkit as a transformers model directory.
 
-    python -m pretrain.export_hf --init_checkpoint=output/pretrain --output_dir=hf_model
+    python -m pretrain.interop.export_hf --init_checkpoint=output/pretrain --output_dir=hf_model
 
 writes config.json, model.safetensors, vocab.txt, tokenizer_config.json and
 special_tokens_map.json, so that in PyTorch

@@ -1,6 +1,6 @@
 r"""Export a checkpoint as a TF Serving SavedModel (TF1 graph, tag `serve`).
 
-    python -m pretrain.export_saved_model --init_checkpoint=OUT --output_dir=export/1
+    python -m pretrain.interop.export_saved_model --init_checkpoint=OUT --output_dir=export/1
 
 --init_checkpoint is a prefix or a directory (its latest checkpoint; for a
 fine-tuning output directory the one in best/). bert_config.json, vocab.txt

@@ -72,7 +72,7 @@ def read_config(model_dir):
             raise UserError(
                 "%s is a TF checkpoint, not a transformers model: pass it as it is to "
                 "--init_checkpoint (run_pretraining, run_finetune, compare), or make a "
-                "transformers model of it with python -m pretrain.export_hf "
+                "transformers model of it with python -m pretrain.interop.export_hf "
                 "--init_checkpoint=%s --output_dir=hf/model" % (model_dir, model_dir))
         raise UserError("%s has no %s; pass the directory a transformers model was saved to "
                         "(save_pretrained / a hub snapshot)" % (model_dir, CONFIG))

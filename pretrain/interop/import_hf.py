@@ -1,6 +1,6 @@
 """Import a transformers BERT, ALBERT, ELECTRA or XLNet model as a checkpoint of this toolkit.
 
-    python -m pretrain.import_hf --model_dir=chinese-roberta-wwm-ext --output_dir=hfl_roberta
+    python -m pretrain.interop.import_hf --model_dir=chinese-roberta-wwm-ext --output_dir=hfl_roberta
 
 reads the transformers model directory (config.json; model.safetensors,
 sharded safetensors, or pytorch_model.bin when torch is installed; vocab.txt

@@ -39,7 +39,7 @@ def from_json_file(from_dict, json_file):
             advice = "; pass the file inside it, %s" % ours
         elif os.path.isfile(os.path.join(json_file, "config.json")):
             advice = ("; it holds a transformers config.json: import the model with python -m "
-                      "pretrain.import_hf --model_dir=%s, which writes a bert_config.json"
+                      "pretrain.interop.import_hf --model_dir=%s, which writes a bert_config.json"
                       % json_file)
         else:
             advice = "; pass the model's bert_config.json (it lies beside its checkpoint)"

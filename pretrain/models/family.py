@@ -105,7 +105,7 @@ class ModelFamily:
     input_layout: where fine-tuning puts the special tokens (an InputLayout).
     pooler_scope: the variable scope a SavedModel's pooled output comes from.
     takes_sentencepiece: whether its vocab may be a sentencepiece model.
-    vocab_extension_refusal: why pretrain.vocab_surgery --extend_from_corpus refuses this
+    vocab_extension_refusal: why pretrain.checkpoints.vocab_surgery --extend_from_corpus refuses this
       family's checkpoints (empty: it extends them).
     vocab_tables, vocab_biases: its checkpoint's vocab-sized variables (word tables [V, E],
       output biases [V]), which vocab surgery rewrites row by row.

@@ -1,8 +1,7 @@
 """Mode dispatch lives in data_gen.modes (docs/architecture.md, data_gen's rooms): outside
 its room and the registry, no data_gen module names xlnet in code, and outside
 data_gen/modes/ none names roberta/albert/bert as a mode. Code: identifiers, imports and
-string literals other than docstrings; comments and docstrings may name them.
-data_gen/moved_modules.py, the alias table of the old paths, is exempt."""
+string literals other than docstrings; comments and docstrings may name them."""
 import ast
 import io
 import pathlib
@@ -14,7 +13,6 @@ import pytest
 from data_gen import modes
 
 DATA_GEN = pathlib.Path(__file__).resolve().parents[2] / "data_gen"
-EXEMPT = {"moved_modules.py"}
 MLM_MODES = ("roberta", "albert", "bert")
 # A string naming an MLM mode: the bare name, or `--mode=NAME` / `NAME mode`.
 MLM_MODE_STRING = re.compile(r"^(%s)$|mode=(%s)\b|\b(%s) mode\b" % (("|".join(MLM_MODES),) * 3),
@@ -49,8 +47,6 @@ def _code_tokens(path):
 def _modules(outside):
     for path in sorted(DATA_GEN.rglob("*.py")):
         relative = path.relative_to(DATA_GEN)
-        if path.name in EXEMPT and len(relative.parts) == 1:
-            continue
         if not any(relative.parts[:len(room)] == room for room in outside):
             yield relative, path
 

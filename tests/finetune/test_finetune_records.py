@@ -1,6 +1,6 @@
 """Fine-tuning records: text encoding (finetune/tasks/classification.py), NER windows
 (finetune/tasks/ner.py), the keyed feature cache and the input_fn (finetune/features.py),
-and the LCQMC reading rules fine-tuning shares with data_gen.lcqmc_to_docs."""
+and the LCQMC reading rules fine-tuning shares with data_gen.tools.lcqmc_to_docs."""
 import collections
 import json
 import os

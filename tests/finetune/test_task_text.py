@@ -52,7 +52,8 @@ def test_the_general_models_script_holds_out_text_and_round_trips_through_transf
     assert code == 0, err
     assert out.count("--eval_share=0.05") == 2 and out.count("--num_train_steps=3000") == 2
     assert "--mode=albert" in out and "--optimizer=lamb" in out
-    assert out.count("pretrain.export_hf") == 2 and out.count("pretrain.import_hf") == 2
+    assert out.count("pretrain.interop.export_hf") == 2
+    assert out.count("pretrain.interop.import_hf") == 2
     assert f"--eval_input_file={tmp_path}/general/bert/data/eval/general.tfrecord" in out
 
 

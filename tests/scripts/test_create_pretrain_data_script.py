@@ -55,9 +55,9 @@ def test_defaults_resolve_to_the_repo_from_any_directory(repo_root, tmp_path):
     assert f"--output_file={repo_root}/output/demo/data/sample.tfrecord" in out
     assert f"--vocab_file={repo_root}/output/demo/vocab.txt" in out
     if (repo_root / "output/demo/vocab.txt").is_file():  # `make demo` ran here: reused
-        assert "data_gen.build_vocab" not in out
+        assert "data_gen.tools.build_vocab" not in out
     else:  # built, at the size the demo_tiny_bert config expects
-        assert "data_gen.build_vocab" in out and "--vocab_size=5000" in out
+        assert "data_gen.tools.build_vocab" in out and "--vocab_size=5000" in out
     for flag in ("--mode", "--max_seq_length", "--max_predictions_per_seq"):
         assert flag not in out  # unset: create_pretraining_data's own defaults apply
 

@@ -406,9 +406,9 @@ def test_the_albert_row_reads_every_question_as_its_own_document(repo_root, tmp_
     for recipe, docs, flags in (("albert", "docs_sentences.txt", ["--noparaphrase_documents"]),
                                 ("roberta", "docs.txt", [])):
         by_module = _experiment_commands(repo_root, tmp_path, recipe)
-        output = [f for f in by_module["data_gen.lcqmc_to_docs"] if f.startswith("--output")]
+        output = [f for f in by_module["data_gen.tools.lcqmc_to_docs"] if f.startswith("--output")]
         assert output == [f"--output_file={tmp_path / 'runs' / docs}"], recipe
-        assert [f for f in by_module["data_gen.lcqmc_to_docs"] if "paraphrase" in f] == flags
+        assert [f for f in by_module["data_gen.tools.lcqmc_to_docs"] if "paraphrase" in f] == flags
         assert f"--input_file={tmp_path / 'runs' / docs}" in by_module[
             "data_gen.create_pretraining_data"], recipe
 

@@ -20,7 +20,7 @@ class MaskedLMFlags:
                           "(40/30/20/10%), 80% similar words (--similar_words_file), 10% random, "
                           "10% kept.", choices=MASKINGS)
     similar_words_file: str = option("", "macbert masking: TSV of a word, then its similar words "
-                                     "(python -m data_gen.build_similar_words makes one).")
+                                     "(python -m data_gen.tools.build_similar_words makes one).")
     ngram: int = option(3, "albert mode: largest n of n-gram masking over whole words "
                         "(P(n) ~ 1/n).")
     pack_within_document: bool = option(False, "roberta mode: never pack sentences of two "
@@ -40,7 +40,7 @@ def flag_checks(config, active):
          f"--masking={config.masking!r}: choose one of {', '.join(MASKINGS)}"),
         (config.masking_recipe() != "macbert" or bool(config.similar_words_file),
          "--masking=macbert needs --similar_words_file (a TSV of a word, then its similar "
-         "words; python -m data_gen.build_similar_words makes one from word vectors)"),
+         "words; python -m data_gen.tools.build_similar_words makes one from word vectors)"),
         (bool(config.similar_words_file) <= (config.masking_recipe() == "macbert"),
          f"--similar_words_file is used by --masking=macbert only (--masking={config.masking})"),
         (config.masking_recipe() in ("wwm", "ngram") or config.do_whole_word_mask,

@@ -12,7 +12,7 @@ comment); the same holds for a candidate, except that it may start with "#".
 `write_similar_words` writes such a file atomically (common.file_utils:
 a hidden temporary name beside the target, renamed when complete);
 `load_similar_words` turns it into token-id tuples for the masker.
-`python -m data_gen.build_similar_words` builds it from word vectors.
+`python -m data_gen.tools.build_similar_words` builds it from word vectors.
 """
 import collections
 import marshal
@@ -27,7 +27,7 @@ COMMENT = "#"
 SEPARATOR = "\t"
 _FORBIDDEN = ("\t", "\n", "\r")
 _FIX = ("each line must be `word<TAB>candidate<TAB>...` in UTF-8; fix the line or rebuild "
-        "the file with python -m data_gen.build_similar_words")
+        "the file with python -m data_gen.tools.build_similar_words")
 
 # Keys of the counts load_similar_words returns, in the order they are reported.
 LOAD_COUNT_KEYS = (

@@ -232,8 +232,8 @@ class BertConfig(object):
         require(not ("transformers_version" in self.extra and self.hidden_act.lower() == "gelu"),
                 "hidden_act", "this is a transformers config.json, where \"gelu\" means the "
                 "exact erf GELU, but in bert_config.json it means Google's tanh approximation. "
-                "Convert the model with `python -m pretrain.import_hf`, or set hidden_act to "
-                "\"gelu_exact\" (erf) or \"gelu_new\" (tanh)")
+                "Convert the model with `python -m pretrain.interop.import_hf`, or set "
+                "hidden_act to \"gelu_exact\" (erf) or \"gelu_new\" (tanh)")
         for field in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, field)
             require(isinstance(value, (int, float)) and 0.0 <= value < 1.0,

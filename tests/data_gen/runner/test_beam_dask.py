@@ -1,4 +1,4 @@
-"""data_gen.beam_pipeline --runner=DaskRunner on a dask.distributed cluster of separate
+"""data_gen.runner.beam_pipeline --runner=DaskRunner on a dask.distributed cluster of separate
 processes on 127.0.0.1 (`dask scheduler` and two `dask worker`s, started and stopped here):
 the local CLI's bytes, shards and sidecars, in every mode; a worker killed in the middle of
 the job loses nothing; bad input is one line and leaves nothing behind."""
@@ -85,8 +85,9 @@ def _references(corpus, settings):
 
 
 def _beam_command(settings, *runner_args):
-    return module_command("data_gen.beam_pipeline", *[f"--{k}={v}" for k, v in settings.items()],
-                          "--noprogress", *runner_args)
+    return module_command("data_gen.runner.beam_pipeline",
+                          *[f"--{k}={v}" for k, v in settings.items()], "--noprogress",
+                          *runner_args)
 
 
 def _files_under(folder):
@@ -177,19 +178,19 @@ def test_dask_failures_are_one_line(corpus, cluster, tmp_path, monkeypatch):
     port = free_ports(1)[0]
     # On the cluster, in a process of its own; the others stop before any work, in this one.
     results = run_parallel([
-        ("worker_input", module_command("data_gen.beam_pipeline", *args(
+        ("worker_input", module_command("data_gen.runner.beam_pipeline", *args(
             "w", *dask, input_file=str(bad), on_decode_error="error"))),
-        ("unreadable_share", module_command("data_gen.beam_pipeline", *args(
+        ("unreadable_share", module_command("data_gen.runner.beam_pipeline", *args(
             "x", *dask, input_file=str(bad), on_decode_error="skip")))], cwd=tmp_path)
-    results["no_scheduler"] = run_main_in_process("data_gen.beam_pipeline", args(
+    results["no_scheduler"] = run_main_in_process("data_gen.runner.beam_pipeline", args(
         "s", "--runner=DaskRunner", f"--dask_client_address=tcp://127.0.0.1:{port}"), tmp_path)
-    results["unwritable"] = run_main_in_process("data_gen.beam_pipeline", args(
+    results["unwritable"] = run_main_in_process("data_gen.runner.beam_pipeline", args(
         "u", *dask, output_file="/proc/zh_pretrain_test/train"), tmp_path)
-    results["no_runner"] = run_main_in_process("data_gen.beam_pipeline", args(
+    results["no_runner"] = run_main_in_process("data_gen.runner.beam_pipeline", args(
         "r", f"--dask_client_address={cluster.address}"), tmp_path)
     monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` fails
     monkeypatch.delitem(sys.modules, "dask.distributed", raising=False)
-    results["no_dask"] = run_main_in_process("data_gen.beam_pipeline", args(
+    results["no_dask"] = run_main_in_process("data_gen.runner.beam_pipeline", args(
         "n", "--runner=DaskRunner"), tmp_path)
     expected = {
         "worker_input": f"{bad}: line 2 (byte offset 10): invalid UTF-8",

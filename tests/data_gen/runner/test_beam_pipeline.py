@@ -1,4 +1,4 @@
-"""data_gen.beam_pipeline on the DirectRunner, 2 worker processes: the CLI's files
+"""data_gen.runner.beam_pipeline on the DirectRunner, 2 worker processes: the CLI's files
 (albert mode with MacBERT masking, so the similar-words table goes to the workers too)."""
 import glob
 import json
@@ -58,8 +58,9 @@ def test_beam_writes_the_cli_files_and_their_account(corpus):
     cli_prefix.parent.mkdir()
     beam_prefix.parent.mkdir()
     settings = _flags(vocab, pattern, beam_prefix)
-    argv = module_command("data_gen.beam_pipeline", *[f"--{k}={v}" for k, v in settings.items()],
-                          "--noprogress", *DIRECT_2_PROCESSES)
+    argv = module_command("data_gen.runner.beam_pipeline",
+                          *[f"--{k}={v}" for k, v in settings.items()], "--noprogress",
+                          *DIRECT_2_PROCESSES)
     results = run_parallel([("beam", argv)], cwd=directory, env=tool_env())
     run(GenerationConfig(**_flags(vocab, pattern, cli_prefix, num_workers=2, progress=False)))
     code, out, err, _ = results["beam"]
@@ -109,13 +110,13 @@ def test_beam_failures_are_one_line(corpus, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     commands = [
-        ("typo", module_command("data_gen.beam_pipeline", *[
+        ("typo", module_command("data_gen.runner.beam_pipeline", *[
             f"--{k}={v}" for k, v in _flags(vocab, str(bad), out / "t").items()],
             "--runnr=DirectRunner")),
-        ("utf8", module_command("data_gen.beam_pipeline", *[
+        ("utf8", module_command("data_gen.runner.beam_pipeline", *[
             f"--{k}={v}" for k, v in _flags(vocab, str(bad), out / "u").items()],
             *DIRECT_2_PROCESSES)),
-        ("profile", module_command("data_gen.beam_pipeline", *[
+        ("profile", module_command("data_gen.runner.beam_pipeline", *[
             f"--{k}={v}" for k, v in _flags(vocab, str(bad), out / "p").items()],
             "--profile_workers")),
     ]
@@ -137,8 +138,9 @@ def test_eval_share_on_beam_writes_the_clis_two_splits(corpus, tmp_path):
     settings = _flags(vocab, pattern, tmp_path / "beam" / "train", eval_share=0.2,
                       eval_dupe_factor=1, mode="roberta", masking="auto",
                       similar_words_file="", compression="none", num_output_shards=2)
-    argv = module_command("data_gen.beam_pipeline", *[f"--{k}={v}" for k, v in settings.items()],
-                          "--noprogress", *DIRECT_2_PROCESSES)
+    argv = module_command("data_gen.runner.beam_pipeline",
+                          *[f"--{k}={v}" for k, v in settings.items()], "--noprogress",
+                          *DIRECT_2_PROCESSES)
     results = run_parallel([("beam", argv)], cwd=directory, env=tool_env())
     cli = dict(settings, output_file=str(tmp_path / "cli" / "train"), num_workers=2,
                progress=False)

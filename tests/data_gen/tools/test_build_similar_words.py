@@ -1,4 +1,4 @@
-"""data_gen.build_similar_words (cosine top-k from word vectors) and data_gen.modes.mlm.similar_words
+"""data_gen.tools.build_similar_words (cosine top-k from word vectors) and data_gen.modes.mlm.similar_words
 (the TSV format): brute-force reference, ties, determinism, accounting, errors, loader."""
 import subprocess
 import sys
@@ -159,7 +159,7 @@ def test_malformed_vectors_name_file_and_line(tmp_path, content, line, says):
 def test_cli_error_is_one_line_with_exit_code_2(tmp_path):
     path = tmp_path / "v.txt"
     path.write_bytes(b"2 3\na 1 2 3\nb 1 2\n")
-    done = subprocess.run([sys.executable, "-m", "data_gen.build_similar_words",
+    done = subprocess.run([sys.executable, "-m", "data_gen.tools.build_similar_words",
                            f"--vectors={path}", f"--output_file={tmp_path / 'o.tsv'}"],
                           cwd=tmp_path, env=tool_env(), capture_output=True, text=True,
                           check=False)

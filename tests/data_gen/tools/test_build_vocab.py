@@ -1,4 +1,4 @@
-"""data_gen.build_vocab: layout, exact size, coverage, learned WordPieces, errors."""
+"""data_gen.tools.build_vocab: layout, exact size, coverage, learned WordPieces, errors."""
 import glob
 import subprocess
 import sys
@@ -126,7 +126,7 @@ def test_min_count_drops_rare_characters_to_unk(tmp_path):
 def test_cli_writes_exact_size_and_reports_errors(tmp_path, repo_root):
     corpus = write(tmp_path, "c.txt", CORPUS)
     output = tmp_path / "out" / "vocab.txt"
-    command = [sys.executable, "-m", "data_gen.build_vocab", f"--input_file={tmp_path}/*.txt",
+    command = [sys.executable, "-m", "data_gen.tools.build_vocab", f"--input_file={tmp_path}/*.txt",
                f"--output_file={output}", "--vocab_size=350"]
     result = subprocess.run(command, cwd=repo_root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -138,7 +138,7 @@ def test_cli_writes_exact_size_and_reports_errors(tmp_path, repo_root):
     result = subprocess.run(too_small, cwd=repo_root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "too many" in result.stderr and "--vocab_size" in result.stderr
-    missing = [sys.executable, "-m", "data_gen.build_vocab", f"--input_file={corpus}.nope",
+    missing = [sys.executable, "-m", "data_gen.tools.build_vocab", f"--input_file={corpus}.nope",
                f"--output_file={output}"]
     result = subprocess.run(missing, cwd=repo_root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "matches no file" in result.stderr

@@ -1,4 +1,4 @@
-"""data_gen.inspect_records: generated records printed back with their masked labels."""
+"""data_gen.tools.inspect_records: generated records printed back with their masked labels."""
 import os
 import subprocess
 import sys
@@ -132,7 +132,7 @@ def test_missing_and_corrupt_files_give_clear_errors(generated, tmp_path, capsys
     for args, message in (([str(not_records), "--vocab_file", vocab_file], "corrupt or truncated"),
                           ([outputs["roberta"], "-n", "1", "--vocab_file",
                             str(tmp_path / "no.txt")], "--vocab_file=")):
-        result = subprocess.run([sys.executable, "-m", "data_gen.inspect_records", *args],
+        result = subprocess.run([sys.executable, "-m", "data_gen.tools.inspect_records", *args],
                                 capture_output=True, text=True, timeout=120)
         lines = tool_lines(result.stderr)
         assert result.returncode == 2 and len(lines) == 1, result.stderr
@@ -147,7 +147,7 @@ def test_no_temporary_files_left(generated):
 
 
 def test_cli_help_and_no_module_shadows_the_standard_library(repo_root):
-    result = subprocess.run([sys.executable, "-m", "data_gen.inspect_records", "--help"],
+    result = subprocess.run([sys.executable, "-m", "data_gen.tools.inspect_records", "--help"],
                             cwd=repo_root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "--num_records" in result.stdout and "Prints pretraining" in result.stdout
     # A script run from inside data_gen/ puts that folder first on sys.path.

@@ -1,4 +1,4 @@
-"""data_gen.lcqmc_to_docs: document structure, dedup, no eval leakage, malformed lines."""
+"""data_gen.tools.lcqmc_to_docs: document structure, dedup, no eval leakage, malformed lines."""
 import subprocess
 import sys
 
@@ -96,7 +96,7 @@ def test_noparaphrase_documents_writes_every_distinct_sentence_once_alone(tmp_pa
     assert account["duplicate_documents_removed"] == 0
     assert account["documents_written"] == account["one_sentence_documents"] == 7
     assert account["two_sentence_documents"] == 0
-    cli = subprocess.run([sys.executable, "-m", "data_gen.lcqmc_to_docs",
+    cli = subprocess.run([sys.executable, "-m", "data_gen.tools.lcqmc_to_docs",
                           f"--lcqmc_dir={directory}", f"--output_file={tmp_path / 'cli.txt'}",
                           "--noparaphrase_documents", f"--max_malformed_share={FIXTURE_SHARE}"],
                          capture_output=True, text=True,
@@ -166,7 +166,7 @@ def test_missing_split_file_is_a_clear_error(tmp_path):
 def test_cli_prints_account_and_refuses_eval_splits(tmp_path, repo_root):
     directory = make_lcqmc(tmp_path)
     output = tmp_path / "docs.txt"
-    base = [sys.executable, "-m", "data_gen.lcqmc_to_docs", f"--lcqmc_dir={directory}",
+    base = [sys.executable, "-m", "data_gen.tools.lcqmc_to_docs", f"--lcqmc_dir={directory}",
             f"--output_file={output}", f"--max_malformed_share={FIXTURE_SHARE}"]
     result = subprocess.run(base, cwd=repo_root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

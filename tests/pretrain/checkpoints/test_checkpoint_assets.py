@@ -188,7 +188,8 @@ def test_a_transformers_folder_given_as_a_checkpoint_says_to_import_it(tmp_path)
         assets_lib.resolve_checkpoint_dir(str(folder))
     message = str(raised.value)
     assert message.startswith(f"--init_checkpoint={folder} is a transformers model")
-    assert f"python -m pretrain.import_hf --model_dir={folder} --output_dir=runs/imported" in message
+    assert (f"python -m pretrain.interop.import_hf --model_dir={folder} "
+            "--output_dir=runs/imported") in message
     (folder / "model.safetensors").unlink()  # config.json alone is no transformers model
     with pytest.raises(AssetError, match="no checkpoint found in this directory"):
         assets_lib.resolve_checkpoint_dir(str(folder))
@@ -205,7 +206,7 @@ def test_a_tf_checkpoint_given_to_import_hf_says_to_use_it_as_it_is(tmp_path):
     message = str(raised.value)
     assert message.startswith(f"{folder} is a TF checkpoint, not a transformers model")
     assert "pass it as it is to --init_checkpoint" in message
-    assert f"python -m pretrain.export_hf --init_checkpoint={folder}" in message
+    assert f"python -m pretrain.interop.export_hf --init_checkpoint={folder}" in message
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(UserError, match="has no config.json; pass the directory a transformers"):

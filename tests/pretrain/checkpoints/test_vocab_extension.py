@@ -110,15 +110,15 @@ def test_refusals_name_what_to_do(tmp_path):
 def test_the_cli_extends_and_still_shrinks(tmp_path):
     start, _, _ = _model(tmp_path / "start")
     corpus = _corpus(tmp_path / "domain.txt", "“好”\n")
-    code, out, err, _ = run_main_in_process("pretrain.vocab_surgery", [
+    code, out, err, _ = run_main_in_process("pretrain.checkpoints.vocab_surgery", [
         f"--init_checkpoint={start}", f"--extend_from_corpus={corpus}",
         f"--output_dir={tmp_path / 'out'}"], tmp_path)
     assert code == 0 and "2 characters added" in out, err
     assert (tmp_path / "out" / "vocab_extension.json").is_file()
-    code, out, err, _ = run_main_in_process("pretrain.vocab_surgery", [
+    code, out, err, _ = run_main_in_process("pretrain.checkpoints.vocab_surgery", [
         f"--init_checkpoint={start}", f"--extend_from_corpus={corpus}"], tmp_path)
     assert code == 2 and err.strip() == "error: --extend_from_corpus needs --output_dir"
-    code, out, err, _ = run_main_in_process("pretrain.vocab_surgery", [
+    code, out, err, _ = run_main_in_process("pretrain.checkpoints.vocab_surgery", [
         f"--vocab_file={start / 'vocab.txt'}", f"--corpus_files={corpus}",
         f"--output_vocab_file={tmp_path / 'small' / 'vocab.txt'}",
         f"--output_keep_tokens_file={tmp_path / 'small' / 'keep.json'}"], tmp_path)

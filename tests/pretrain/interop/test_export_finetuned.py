@@ -305,7 +305,7 @@ def _error_line(module, *flags):
 
 def test_cli_exports_with_only_init_checkpoint(finetuned, tmp_path):
     model = finetuned("ner")
-    done = _cli("pretrain.export_hf", "--init_checkpoint=%s" % model.dir,
+    done = _cli("pretrain.interop.export_hf", "--init_checkpoint=%s" % model.dir,
                 "--output_dir=%s" % (tmp_path / "hf"))
     assert done.returncode == 0, done.stderr
     printed = done.stdout
@@ -323,11 +323,11 @@ def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
     checkpoint_io.write_checkpoint(model.tensors, str(bare / "model.ckpt"), write_state=True)
     no_config = "error: no model config: --init_checkpoint=%s has no bert_config.json beside " \
                 "it (looked in %s); pass --bert_config_file" % (bare, bare)
-    for module in ("pretrain.export_hf", "pretrain.export_saved_model"):
+    for module in ("pretrain.interop.export_hf", "pretrain.interop.export_saved_model"):
         assert _error_line(module, "--init_checkpoint=%s" % bare,
                            "--output_dir=%s" % (tmp_path / "out")) == no_config
     shutil.copyfile(model.config_file, bare / "bert_config.json")
-    assert _error_line("pretrain.export_hf", "--init_checkpoint=%s" % bare,
+    assert _error_line("pretrain.interop.export_hf", "--init_checkpoint=%s" % bare,
                        "--output_dir=%s" % (tmp_path / "out")) == (
         "error: no vocab: --init_checkpoint=%s has no vocab.txt beside it (looked in %s); "
         "pass --vocab_file" % (bare, bare))
@@ -336,7 +336,7 @@ def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
     other = tmp_path / "other.txt"
     other.write_text("\n".join(tokens[:7] + [tokens[8], tokens[7]] + tokens[9:]),
                      encoding="utf-8")
-    line = _error_line("pretrain.export_hf", "--init_checkpoint=%s" % model.dir,
+    line = _error_line("pretrain.interop.export_hf", "--init_checkpoint=%s" % model.dir,
                        "--vocab_file=%s" % other, "--output_dir=%s" % (tmp_path / "out"))
     assert line.startswith("error: --vocab_file=%s is not the vocab checkpoint %s was trained "
                            "with: it differs from %s at line 8 " % (
@@ -347,7 +347,7 @@ def test_cli_error_lines_name_what_is_missing(finetuned, tmp_path):
     wrong = tmp_path / "wrong"
     shutil.copytree(model.dir, wrong)
     (wrong / "best" / "task.json").write_text(json.dumps(dict(model.task, labels=["a", "b"])))
-    assert _error_line("pretrain.export_saved_model", "--init_checkpoint=%s" % wrong,
+    assert _error_line("pretrain.interop.export_saved_model", "--init_checkpoint=%s" % wrong,
                        "--output_dir=%s" % (tmp_path / "out")) == (
         "error: %s lists 2 labels but the head classifier/output_weights of checkpoint %s has "
         "3 outputs; pass the checkpoint fine-tuning wrote beside this task.json"
@@ -360,7 +360,7 @@ def test_a_task_json_with_an_unusable_max_seq_length_is_refused(finetuned, tmp_p
     wrong = tmp_path / "wrong"
     shutil.copytree(model.dir, wrong)
     (wrong / "best" / "task.json").write_text(json.dumps(dict(model.task, max_seq_length="64")))
-    assert _error_line("pretrain.export_hf", "--init_checkpoint=%s" % wrong,
+    assert _error_line("pretrain.interop.export_hf", "--init_checkpoint=%s" % wrong,
                        "--output_dir=%s" % (tmp_path / "out")) == (
         "error: %s: max_seq_length '64' is not an integer of at least 2; it is written by "
         "fine-tuning (fix or delete it)" % (wrong / "best" / "task.json"))

@@ -277,7 +277,7 @@ def test_unwritable_or_self_destructive_output_is_refused(bert_export, tmp_path)
 
 
 def run_cli(*flags):
-    return subprocess.run([sys.executable, "-m", "pretrain.export_saved_model", *flags],
+    return subprocess.run([sys.executable, "-m", "pretrain.interop.export_saved_model", *flags],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
 
 

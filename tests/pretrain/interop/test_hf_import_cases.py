@@ -163,19 +163,19 @@ def _cli(module, *args):
 
 def test_import_cli_fails_cleanly(tmp_path):
     out = tmp_path / "out"
-    missing = _cli("pretrain.import_hf", "--model_dir=%s" % (tmp_path / "nope"),
+    missing = _cli("pretrain.interop.import_hf", "--model_dir=%s" % (tmp_path / "nope"),
                    "--output_dir=%s" % out)
     assert "error: --model_dir %s does not exist" % (tmp_path / "nope") in missing
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "config.json").write_text(json.dumps({"model_type": "bert",
                                                                "vocab_size": 50}))
-    no_weights = _cli("pretrain.import_hf", "--model_dir=%s" % (tmp_path / "bare"),
+    no_weights = _cli("pretrain.interop.import_hf", "--model_dir=%s" % (tmp_path / "bare"),
                       "--output_dir=%s" % out)
     assert ("holds no weights: looked for model.safetensors, model.safetensors.index.json, "
             "pytorch_model.bin, pytorch_model.bin.index.json") in no_weights
     (tmp_path / "gpt").mkdir()
     (tmp_path / "gpt" / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    unsupported = _cli("pretrain.import_hf", "--model_dir=%s" % (tmp_path / "gpt"),
+    unsupported = _cli("pretrain.interop.import_hf", "--model_dir=%s" % (tmp_path / "gpt"),
                        "--output_dir=%s" % out)
     assert "model_type 'gpt2' (architectures []) is not supported" in unsupported
     assert not out.exists()
@@ -188,7 +188,7 @@ def test_pytorch_bin_without_torch_says_what_to_do(tmp_path):
     (tmp_path / "pt" / "config.json").write_text(json.dumps({"model_type": "bert",
                                                              "vocab_size": 50}))
     (tmp_path / "pt" / "pytorch_model.bin").write_bytes(b"not read")
-    message = _cli("pretrain.import_hf", "--model_dir=%s" % (tmp_path / "pt"),
+    message = _cli("pretrain.interop.import_hf", "--model_dir=%s" % (tmp_path / "pt"),
                    "--output_dir=%s" % (tmp_path / "out"))
     assert "pytorch_model.bin is a PyTorch file and reading it needs torch" in message
     assert "save_pretrained(DIR, safe_serialization=True)" in message
@@ -198,17 +198,17 @@ def test_pytorch_bin_without_torch_says_what_to_do(tmp_path):
 def test_export_cli_fails_cleanly(exported, tmp_path):
     pre_ln = tiny_config(tmp_path / "pre.json", layer_norm_position="pre")
     checkpoint = exported[0].parent / "model.ckpt"
-    message = _cli("pretrain.export_hf", "--init_checkpoint=%s" % checkpoint,
+    message = _cli("pretrain.interop.export_hf", "--init_checkpoint=%s" % checkpoint,
                    "--bert_config_file=%s" % pre_ln, "--output_dir=%s" % (tmp_path / "out"))
     assert "layer_norm_position \"pre\" (pre-LN) cannot be exported" in message
-    message = _cli("pretrain.export_hf", "--init_checkpoint=%s" % (tmp_path / "none"),
+    message = _cli("pretrain.interop.export_hf", "--init_checkpoint=%s" % (tmp_path / "none"),
                    "--output_dir=%s" % (tmp_path / "out"))
     assert "--init_checkpoint=%s: no checkpoint found" % (tmp_path / "none") in message
     assert not (tmp_path / "out").exists()
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "keep.txt").write_text("mine")
-    message = _cli("pretrain.import_hf", "--model_dir=%s" % exported[0],
+    message = _cli("pretrain.interop.import_hf", "--model_dir=%s" % exported[0],
                    "--output_dir=%s" % busy)
     assert "--output_dir %s exists and is not empty; pass --overwrite" % busy in message
     assert os.listdir(busy) == ["keep.txt"]

@@ -12,7 +12,6 @@ side).
     PYTHONPATH=.:tests USE_TF=0 /tmp/hfenv/bin/python -m pytest -q tests/pretrain/interop/test_hf_live.py
 """
 import os
-import pathlib
 import shutil
 import subprocess
 import sys
@@ -287,8 +286,8 @@ def exported(hf, tmp_path_factory):
                     config_file, prefix, *_batch())
             else:
                 result.tensors = random_checkpoint(config_file, prefix, seed=1, skip=skip)
-            _cli("pretrain.export_hf", init_checkpoint=root / "ckpt", bert_config_file=config_file,
-                 vocab_file=VOCAB, output_dir=result.dir)
+            _cli("pretrain.interop.export_hf", init_checkpoint=root / "ckpt",
+                 bert_config_file=config_file, vocab_file=VOCAB, output_dir=result.dir)
             cache[kind] = result
         return cache[kind]
     return export
@@ -379,7 +378,7 @@ def test_transformers_model_imports_with_its_numbers(hf, tmp_path, arch):
         torch_model.save_pretrained(str(source), safe_serialization=safe)
         shutil.copyfile(VOCAB, source / "vocab.txt")
         assert (source / weights).is_file()
-        printed = _cli("pretrain.import_hf", model_dir=source, output_dir=out)
+        printed = _cli("pretrain.interop.import_hf", model_dir=source, output_dir=out)
         assert "starts fresh" not in printed, printed
         imported[weights] = checkpoint_io.read_checkpoint(str(out / "model.ckpt"))
     first, second = imported.values()
@@ -404,7 +403,8 @@ def test_bert_model_without_heads_imports_with_fresh_heads(hf, tmp_path):
     torch_model = _random_torch_model(hf, hf.T.BertModel, _hf_config(hf, shapes, hidden_act="gelu"))
     torch_model.save_pretrained(str(tmp_path / "hf"))
     shutil.copyfile(VOCAB, tmp_path / "hf" / "vocab.txt")
-    printed = _cli("pretrain.import_hf", model_dir=tmp_path / "hf", output_dir=tmp_path / "ours")
+    printed = _cli("pretrain.interop.import_hf", model_dir=tmp_path / "hf",
+                   output_dir=tmp_path / "ours")
     assert "starts fresh: MLM head" in printed and "starts fresh: sentence head" in printed
     assert "starts fresh: pooler" not in printed, printed
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "ours" / "model.ckpt"))}
@@ -431,7 +431,7 @@ def test_round_trip_through_transformers_save_pretrained(hf, exported, tmp_path,
             else hf.T.AutoModelForPreTraining)
     auto.from_pretrained(str(model.dir)).save_pretrained(str(tmp_path / "saved"))
     hf.T.AutoTokenizer.from_pretrained(str(model.dir)).save_pretrained(str(tmp_path / "saved"))
-    _cli("pretrain.import_hf", model_dir=tmp_path / "saved", output_dir=tmp_path / "back")
+    _cli("pretrain.interop.import_hf", model_dir=tmp_path / "saved", output_dir=tmp_path / "back")
     back = checkpoint_io.read_checkpoint(str(tmp_path / "back" / "model.ckpt"))
     assert sorted(back) == sorted(model.tensors)
     for name, value in model.tensors.items():  # copied three times: bit for bit

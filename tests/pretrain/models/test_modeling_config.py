@@ -130,7 +130,7 @@ def test_a_folder_given_as_the_config_names_the_file_inside_it(tmp_path):
         BertConfig.from_json_file(str(tmp_path))
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="transformers config.json: import the model with "
-                       f"python -m pretrain.import_hf --model_dir={tmp_path}"):
+                       f"python -m pretrain.interop.import_hf --model_dir={tmp_path}"):
         BertConfig.from_json_file(str(tmp_path))
     (tmp_path / "bert_config.json").write_text(json.dumps(tiny_config()))
     with pytest.raises(ConfigError, match=f"pass the file inside it, {tmp_path}/bert_config.json"):

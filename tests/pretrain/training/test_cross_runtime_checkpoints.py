@@ -96,8 +96,8 @@ def test_export_hf_writes_the_same_bytes_under_both(data, tmp_path, other):
     run_pretraining.run(_options(data, out, 3))
     folders = {name: tmp_path / name for name in ("this", "other")}
     for name, python in (("this", None), ("other", other)):
-        done = subprocess.run([str(python or sys.executable), "-m", "pretrain.export_hf", f"--init_checkpoint={out}",
-                                      f"--output_dir={folders[name]}"],
+        done = subprocess.run([str(python or sys.executable), "-m", "pretrain.interop.export_hf",
+                               f"--init_checkpoint={out}", f"--output_dir={folders[name]}"],
                               env=tool_env(), capture_output=True, text=True,
                               timeout=TIMEOUT_SECONDS)
         assert done.returncode == 0, done.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""data_gen.beam_pipeline --mode=xlnet on the DirectRunner writes the CLI's files byte for
+"""data_gen.runner.beam_pipeline --mode=xlnet on the DirectRunner writes the CLI's files byte for
 byte, with the WordPiece vocab and with a sentencepiece model."""
 import glob
 import json
@@ -45,7 +45,7 @@ def test_beam_writes_the_cli_xlnet_files(tmp_path):
         (tmp_path / name / "beam").mkdir(parents=True)
         settings = _flags(tmp_path / name / "beam" / "train", input_file=pattern, **tokenizer)
         commands.append((name, module_command(
-            "data_gen.beam_pipeline", *[f"--{k}={v}" for k, v in settings.items()],
+            "data_gen.runner.beam_pipeline", *[f"--{k}={v}" for k, v in settings.items()],
             "--noprogress", *RUNNERS[name])))
     results = run_parallel(commands, cwd=tmp_path, env=tool_env())
     for name, tokenizer in tokenizers.items():

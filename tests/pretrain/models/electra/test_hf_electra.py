@@ -182,7 +182,7 @@ def test_discriminator_alone_imports_with_a_fresh_generator_and_exports_alone(tm
 
 
 def _main(*args):
-    """(exit code, stderr) of `python -m pretrain.import_hf ARGS`, run in this process."""
+    """(exit code, stderr) of `python -m pretrain.interop.import_hf ARGS`, run in this process."""
     return hf_testutil.run_main(import_hf, *args)
 
 
