@@ -150,6 +150,18 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         """
         return tf.cond(mask, lambda: self._update_variable(grad, var, learning_rate), tf.no_op)
 
+    def masked_updates(self, variables, grads, mask, learning_rate):
+        """Op: every variable's update under one cond (one device's variables).
+
+        The same updates as masked_update per variable, but one branch function for all
+        of them instead of one per variable: the graph builds in a fraction of the time
+        (each cond is a function of its own) and a step runs one conditional, not one
+        per variable.
+        """
+        return tf.cond(mask, lambda: tf.group([
+            self._update_variable(grad, var, learning_rate)
+            for var, grad in zip(variables, grads)]), tf.no_op)
+
     def _apply_update(self, grad, var):
         if self._update_mask is None:
             return self._update_variable(grad, var, self._lr_t)
@@ -357,8 +369,8 @@ def _single_device_step(update, grads, scalars, is_update, count_so_far, k, lear
 
     def apply_branch():
         clipped, finite, norm, means = update.finish(grads, scalars, k)
-        ops = [update.opt.masked_update(var, grad, finite, learning_rate)
-               for var, grad in zip(update.tvars, clipped)] + update.scale_update(finite)
+        ops = [update.opt.masked_updates(update.tvars, clipped, finite, learning_rate)]
+        ops += update.scale_update(finite)
         with tf.control_dependencies(ops):
             return _step_outputs(norm, finite, finite, means)
 
