@@ -175,7 +175,9 @@ GENERATE = ["--input_file=corpus.txt", "--vocab_file=vocab.txt", "--num_workers=
 # build a model and read records (and those under `ulimit -f`) are real subprocesses.
 IN_PROCESS = ("pretrain: unknown optimizer", "pretrain: stray argument", "pretrain: batch 0",
               "pretrain: missing config", "pretrain: missing data",
-              "pretrain: output under a file", "run_lcqmc: missing data")
+              "pretrain: output under a file", "run_lcqmc: missing data",
+              "pretrain: extra eval without NAME=", "pretrain: extra eval matching no file",
+              "import_hf: missing model", "export_hf: missing checkpoint")
 SLOW_FIRST = ("pretrain: nan loss", "pretrain: truncated record", "pretrain: skip corrupt records",
               "pretrain: file size limit")
 
