@@ -3,8 +3,6 @@ heads), config mapping rules, and the command-line tools' clean failures."""
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 
 import ml_dtypes
 import numpy as np
@@ -12,6 +10,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from data_gen.text.tokenization import VocabError, load_tokenizer_json_vocab
+from cli_testutil import run_main_in_process
 from hf_testutil import random_checkpoint, write_tiny_vocab
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop import hf_config, hf_files
@@ -154,11 +153,13 @@ def test_tokenizer_json_vocab_needs_contiguous_wordpiece_ids(tmp_path):
 
 
 def _cli(module, *args):
-    result = subprocess.run([sys.executable, "-m", module] + list(args), cwd=REPO,
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    return result.stderr
+    """stderr of the tool's refusal: main() called in this process as its console script calls
+    it (cli_testutil.run_main_in_process; the refusals come before any model is built, so
+    no TensorFlow start-up per case)."""
+    code, _, stderr, _ = run_main_in_process(module, list(args), REPO)
+    assert code == 2, stderr
+    assert "Traceback" not in stderr
+    return stderr
 
 
 def test_import_cli_fails_cleanly(tmp_path):
