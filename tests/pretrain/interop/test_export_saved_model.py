@@ -25,6 +25,7 @@ from pretrain.training.model_spec import ModelSpec
 from pretrain.training.strategy import RunSettings
 from pretrain.training.training_loop import TrainingLoop
 
+from cli_testutil import run_main_in_process
 from hf_testutil import bert_chain, dense_scale, interop_ulps, worst_case_ulps
 from tests.conftest import REPO_ROOT
 from tests.float32_bounds import assert_close, magnitude, summation_ulps
@@ -277,8 +278,17 @@ def test_unwritable_or_self_destructive_output_is_refused(bert_export, tmp_path)
 
 
 def run_cli(*flags):
+    """The tool as a user runs it: a subprocess."""
     return subprocess.run([sys.executable, "-m", "pretrain.interop.export_saved_model", *flags],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+
+
+def refusal(*flags):
+    """A refusal that comes before any export: main() called in this process as the console
+    script calls it (no TensorFlow start-up per case); returncode and stderr as run_cli's."""
+    code, stdout, stderr, _ = run_main_in_process("pretrain.interop.export_saved_model",
+                                                  list(flags), REPO_ROOT)
+    return subprocess.CompletedProcess([], code, stdout, stderr)
 
 
 def assert_clean_failure(result, *phrases):
@@ -291,7 +301,7 @@ def assert_clean_failure(result, *phrases):
 
 
 def test_cli_fails_cleanly_on_missing_checkpoint(tmp_path):
-    result = run_cli("--init_checkpoint=%s" % (tmp_path / "nothing" / "model.ckpt"),
+    result = refusal("--init_checkpoint=%s" % (tmp_path / "nothing" / "model.ckpt"),
                      "--bert_config_file=%s" % TINY_BERT,
                      "--output_dir=%s" % (tmp_path / "export"))
     assert_clean_failure(result, "--init_checkpoint", "no checkpoint found")
@@ -304,7 +314,7 @@ def test_cli_fails_cleanly_when_config_does_not_fit(bert_export, tmp_path):
     wider["hidden_size"] = 64
     config_file = tmp_path / "wide.json"
     config_file.write_text(json.dumps(wider))
-    result = run_cli("--init_checkpoint=%s" % prefix, "--bert_config_file=%s" % config_file,
+    result = refusal("--init_checkpoint=%s" % prefix, "--bert_config_file=%s" % config_file,
                      "--output_dir=%s" % (tmp_path / "export"))
     assert_clean_failure(result, "does not fit checkpoint",
                          "bert/embeddings/LayerNorm/beta: config [64], checkpoint [32]")
@@ -318,7 +328,7 @@ def test_cli_refuses_a_non_empty_output_dir_unless_overwrite(bert_export, tmp_pa
     (output_dir / "keep.txt").write_text("old")
     flags = ("--init_checkpoint=%s" % prefix, "--bert_config_file=%s" % TINY_BERT,
              "--output_dir=%s" % output_dir)
-    assert_clean_failure(run_cli(*flags), "not empty", "--overwrite")
+    assert_clean_failure(refusal(*flags), "not empty", "--overwrite")
     assert os.listdir(tmp_path) == ["export"]
     assert os.listdir(output_dir) == ["keep.txt"]
 
