@@ -16,7 +16,8 @@ and at the end, the best dev checkpoint scores test.
 Tools, interleaved by seed so that the machine's drift falls on all alike:
 - `ours`: `python -m finetune.run_finetune` with batches padded to their longest, in
   shuffled order; `ours_grouped`: --group_by_length; `ours_fixed`: --pad_to_max_length (as
-  before batches held what they hold); `ours_bf16` / `ours_fp16`: at its defaults in that
+  before batches held what they hold); `ours_grouped_m8`: --group_by_length with every batch
+  padded to a multiple of 8 (fewer shapes); `ours_bf16` / `ours_fp16`: at its defaults in that
   --precision;
 - `trainer`, `trainer_grouped`: bench/hf_trainer_reference.py under --hf_python:
   transformers' Trainer at its defaults, then with group_by_length.
@@ -48,7 +49,8 @@ BERT_L4_H256 = {"vocab_size": 21128, "hidden_size": 256, "num_hidden_layers": 4,
 WORKLOADS = {"lcqmc": ("pair", 128), "chnsenticorp": ("classification", 256)}
 OUR_FLAGS = {"ours": ["--nogroup_by_length"], "ours_grouped": ["--group_by_length"],
              "ours_fixed": ["--pad_to_max_length", "--nogroup_by_length"],
-             "ours_bf16": ["--precision=bf16"], "ours_fp16": ["--precision=fp16"]}
+             "ours_bf16": ["--precision=bf16"], "ours_fp16": ["--precision=fp16"],
+             "ours_grouped_m8": ["--group_by_length", "--pad_to_multiple_of=8"]}
 TRAINER_FLAGS = {"trainer": [], "trainer_grouped": ["--group_by_length"]}
 
 
