@@ -1,9 +1,10 @@
 """Fingerprints of the encoder graphs with every model option off.
 
 `tests/fixtures/default_graph_fingerprints.json` holds the fingerprints of
-the graphs built before the bert4keras options existed (commit bd92907); the
-tests check that the default-off path still builds exactly those graphs,
-node for node. One set per TensorFlow major.minor ("2.15", "2.21"), over the
+the graphs built before the bert4keras options existed (commit bd92907; the
+training graphs retaken when dropout became a stateless draw keyed by seed and
+step, for exact resume); the tests check that the default-off path still builds
+exactly those graphs, node for node. One set per TensorFlow major.minor ("2.15", "2.21"), over the
 nodes as serialised: a node carries the attributes its TensorFlow fills in with
 their defaults (2.21's MatMul has grad_a/grad_b and BatchMatMulV2 grad_x/grad_y,
 all false, which 2.15's lacks), so the same graph hashes differently on each

@@ -16,6 +16,8 @@ import threading
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from pretrain.models import random_draws
+
 _STATE = threading.local()
 # ALBERT's embedding projection (brightmart layout), which its MLM head reuses transposed.
 EMBEDDING_PROJECTION_COLLECTION = "pretrain_embedding_projection"
@@ -125,10 +127,11 @@ def get_activation(name):
 
 
 def dropout(input_tensor, dropout_prob):
-    """Dropout with drop probability `dropout_prob` (no-op when 0 or None)."""
+    """Dropout with drop probability `dropout_prob` (no-op when 0 or None); its mask is a
+    stateless draw keyed by seed, step, replica and draw (pretrain.models.random_draws)."""
     if not dropout_prob:
         return input_tensor
-    return tf.nn.dropout(input_tensor, rate=dropout_prob)
+    return random_draws.dropout(input_tensor, dropout_prob)
 
 
 def dense(input_tensor, units, name, activation=None, initializer_range=0.02,

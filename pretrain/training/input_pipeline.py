@@ -11,6 +11,8 @@ target_mapping [B, P, S], target_ids, target_weights [B, P]. Globs
 and compression follow common.file_utils and data_gen.records.metadata, the same
 rules data_gen's own tools use (gs:// paths through tf.io.gfile).
 """
+import random
+
 import tensorflow.compat.v1 as tf
 
 from data_gen.records import metadata
@@ -79,7 +81,8 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
       span_boundaries: also parse masked_lm_span_left/right (for the SBO head).
       record_reader, prepared: a family's record reader (ModelFamily.record_input) and what its
         prepare() made of the run; each decoded record becomes record_reader.features(record,
-        prepared, seed) (XLNet: a new permutation each time a record is read).
+        prepared, key) (XLNet: a new permutation each time a record is read), key [2] int64
+        folded from `seed`, the input pipeline and the record's place in the stream.
     Training: files sharded per input pipeline (or records, when there are
     fewer files than pipelines), shuffled, repeated, read by parallel
     interleave, records shuffled; eval reads files in order once. Both drop
@@ -87,6 +90,7 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
     """
     files = expand_input_patterns(input_files)
     kinds = compression_types(files, compression)
+    record_seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
 
     def input_fn(params, input_context=None):
         params = dict(params or {})
@@ -122,14 +126,20 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
         spec = feature_spec(max_seq_length, max_predictions_per_seq, span_boundaries,
                             record_reader)
 
-        @tf.autograph.experimental.do_not_convert
-        def features(record):
-            decoded = decode_record(record, spec)
-            if record_reader is None:
-                return decoded
-            return record_reader.features(decoded, prepared, seed)
+        if record_reader is None:
+            dataset = records.map(tf.autograph.experimental.do_not_convert(
+                lambda record: decode_record(record, spec)), num_parallel_calls=tf.data.AUTOTUNE)
+        else:
+            # Its draws are stateless, keyed by the seed, this input pipeline and the record's
+            # place in its stream (which the saved input position carries on).
+            pipeline = input_context.input_pipeline_id if input_context else 0
+            stream_key = tf.constant([record_seed, pipeline], tf.int64)
 
-        dataset = records.map(features, num_parallel_calls=tf.data.AUTOTUNE)
+            @tf.autograph.experimental.do_not_convert
+            def features(index, record):
+                key = tf.random.experimental.stateless_fold_in(stream_key, index)
+                return record_reader.features(decode_record(record, spec), prepared, key)
+            dataset = records.enumerate().map(features, num_parallel_calls=tf.data.AUTOTUNE)
         dataset = dataset.batch(batch, drop_remainder=True)
         return dataset.prefetch(tf.data.AUTOTUNE)
 

@@ -13,16 +13,16 @@ Variables besides the two ElectraEncoders' (google-research/electra's names):
 """
 import tensorflow.compat.v1 as tf
 
-from pretrain.models import heads, layers
+from pretrain.models import heads, layers, random_draws
 from pretrain.models.electra.config import ElectraConfig
 from pretrain.models.electra.modeling import ElectraEncoder
 
 
-def sample_replacements(logits, temperature, seed=None):
+def sample_replacements(logits, temperature, uniform):
     """Gumbel-max: one token per row, drawn from softmax(logits / temperature).
 
-    logits: [N, V] float32. Returns [N] int32, with no gradient."""
-    uniform = tf.random.uniform(tf.shape(logits), minval=0.0, maxval=1.0, seed=seed)
+    logits: [N, V] float32; uniform: [N, V] float32 draws in [0, 1). Returns [N] int32,
+    with no gradient."""
     gumbel = -tf.log(-tf.log(uniform + 1e-9) + 1e-9)
     return tf.stop_gradient(tf.argmax(logits / temperature + gumbel, axis=-1,
                                       output_type=tf.int32))
@@ -69,7 +69,8 @@ def electra_pretraining_losses(config, features, is_training, use_sentence_head=
     """Builds generator, sampling and discriminator; returns a dict of loss and eval tensors.
 
     features: input_ids, input_mask, segment_ids [B, S]; masked_lm_positions,
-    masked_lm_ids, masked_lm_weights [B, P] (data_gen's records).
+    masked_lm_ids, masked_lm_weights [B, P] (data_gen's records). Training samples are
+    stateless draws (pretrain.models.random_draws); sampling_seed is the op seed of an eval's.
     Keys: loss; masked_lm_loss, masked_lm_example_loss [B*P], masked_lm_log_probs [B*P, V]
     (the generator's); sampled_ids [B*P]; replaced_input_ids [B, S]; disc_labels [B, S]
     int32; disc_logits, disc_probs [B, S]; disc_preds [B, S] int32; disc_loss;
@@ -100,7 +101,12 @@ def electra_pretraining_losses(config, features, is_training, use_sentence_head=
     mlm_loss, mlm_example_loss, mlm_log_probs = heads.weighted_prediction_loss(
         generator_logits, label_ids, label_weights)
 
-    sampled = sample_replacements(generator_logits, config.temperature, sampling_seed)
+    # Training draws are stateless (keyed by seed, step, replica: a resumed run samples what
+    # an unkilled one does); an eval's differ from batch to batch.
+    draw_shape = tf.shape(generator_logits)
+    uniform = (random_draws.uniform(draw_shape) if is_training
+               else tf.random.uniform(draw_shape, seed=sampling_seed))
+    sampled = sample_replacements(generator_logits, config.temperature, uniform)
     sampled = tf.reshape(sampled, tf.shape(positions))  # [B, P]
     original_ids = scatter_at_positions(input_ids, positions, label_ids, label_weights)
     replaced_ids = scatter_at_positions(original_ids, positions, sampled, label_weights)

@@ -2,7 +2,8 @@
 
 A record gives the tokens `input` [S] and `is_masked` [S] (the positions to predict,
 whole words chosen by data_gen). The factorisation order is drawn here, anew each
-time a record is read:
+time a record is read (a stateless draw keyed by the run's seed and the record's position in
+the input stream, so that a resumed run draws the orders an unkilled one does):
 
   * the sequence is cut into the reuse window [0, R) and the rest [R, S); every
     position of the window comes before every position of the rest, so the window
@@ -26,10 +27,13 @@ import dataclasses
 import tensorflow.compat.v1 as tf
 
 
-def _local_order(length, perm_size, seed):
-    """[length] int64: each position's rank in the order of one part (see above)."""
+def _local_order(length, perm_size, key):
+    """[length] int64: each position's rank in the order of one part (see above); a
+    stateless shuffle of `key` ([2] int64), a stateful one when None."""
     index = tf.reshape(tf.range(length, dtype=tf.int64), [-1, perm_size])  # [blocks, perm]
-    shuffled = tf.random.shuffle(tf.transpose(index), seed=seed)  # shuffles offsets
+    offsets = tf.transpose(index)
+    shuffled = (tf.random.shuffle(offsets) if key is None  # shuffles offsets
+                else tf.random.experimental.stateless_shuffle(offsets, seed=key))
     return tf.reshape(tf.transpose(shuffled), [-1])
 
 
@@ -49,9 +53,10 @@ def _part_mask(ids, is_masked, order, functional_ids):
 
 
 def permutation_features(input_ids, is_masked, reuse_length, perm_size, num_predict,
-                         functional_ids, seed=None):
+                         functional_ids, key=None):
     """See the module docstring. input_ids [S] int, is_masked [S] bool/int; S, reuse_length
-    static with reuse_length and S - reuse_length multiples of perm_size."""
+    static with reuse_length and S - reuse_length multiples of perm_size; key: [2] int64,
+    the seed of the order's stateless draw (None: a stateful draw)."""
     length = int(input_ids.shape[0])
     rest = length - reuse_length
     if perm_size <= 0 or reuse_length % perm_size or rest % perm_size:
@@ -62,10 +67,11 @@ def permutation_features(input_ids, is_masked, reuse_length, perm_size, num_pred
     for start, size in ((0, reuse_length), (reuse_length, rest)):
         if size == 0:
             continue
-        part_seed = None if seed is None else seed + start
+        part_key = (None if key is None
+                    else tf.random.experimental.stateless_fold_in(key, start))
         mask, part_targets = _part_mask(
             input_ids[start:start + size], is_masked[start:start + size],
-            _local_order(size, perm_size, part_seed), functional_ids)
+            _local_order(size, perm_size, part_key), functional_ids)
         masks.append(tf.pad(mask, [[0, 0], [start, length - start - size]],
                             constant_values=1.0 if start == 0 else 0.0))
         targets.append(part_targets)
@@ -102,16 +108,16 @@ class PermutationInput:
     functional_ids: tuple
 
 
-def record_features(record, options, seed=None):
+def record_features(record, options, key=None):
     """One parsed record of data_gen's xlnet mode (input, seg_id, is_masked [S], ...)
     -> the objective's features: input_ids, input_mask (all real: records are full),
     segment_ids [S] and permutation_features' perm_mask, target_mapping, target_ids,
     target_weights. `target` and `label` are not read (upstream's pretraining does not
-    train on them either)."""
+    train on them either). key: [2] int64, the seed of this record's order (None: stateful)."""
     input_ids = record["input"]
     features = permutation_features(input_ids, record["is_masked"], options.reuse_length,
                                     options.perm_size, options.num_predict,
-                                    options.functional_ids, seed)
+                                    options.functional_ids, key)
     features.update(input_ids=input_ids, input_mask=tf.ones_like(input_ids),
                     segment_ids=record["seg_id"])
     return features

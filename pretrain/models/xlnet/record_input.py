@@ -33,9 +33,10 @@ class PermutationRecords:
                              prepared.num_predict))
 
     @staticmethod
-    def features(decoded, prepared, seed):
-        """The model's features of one decoded record (a new order each read)."""
-        return permutation.record_features(decoded, prepared, seed)
+    def features(decoded, prepared, key):
+        """The model's features of one decoded record (a new order each read, drawn from
+        key [2] int64)."""
+        return permutation.record_features(decoded, prepared, key)
 
 
 RECORDS = PermutationRecords()

@@ -106,8 +106,9 @@ def test_gumbel_max_draws_from_the_tempered_softmax():
     logits = np.array([2.0, 1.0, 0.0, -1.0], np.float32)
     temperature, draws = 2.0, 40000
     with tf.Graph().as_default():
-        samples = sample_replacements(tf.constant(np.tile(logits, [draws, 1])), temperature,
-                                      seed=5)
+        tiled = tf.constant(np.tile(logits, [draws, 1]))
+        samples = sample_replacements(tiled, temperature, tf.random.uniform(tf.shape(tiled),
+                                                                            seed=5))
         with tf.Session() as sess:
             got = np.bincount(sess.run(samples), minlength=4) / draws
     expected = np.exp(logits / temperature) / np.exp(logits / temperature).sum()
