@@ -31,8 +31,8 @@ from pretrain.models import registry
 from pretrain.models.config import ConfigError
 from pretrain.models.family import RecordInputError
 from pretrain.training import (continued_eval, data_checks, input_pipeline, learning_check,
-                               mixed_precision, optimization, pretraining_model_fn,
-                               training_hooks)
+                               input_state, mixed_precision, optimization,
+                               pretraining_model_fn, training_hooks)
 from pretrain.training import strategy as strategy_lib
 
 # TensorFlow's words for a failed write (its error classes vary by cause and file system).
@@ -114,8 +114,9 @@ class PretrainingOptions:
     num_cpu_threads: int = option(4, "Parallel file readers.")
     shuffle_buffer: int = option(1000, "Training records shuffle buffer (0: files shuffled "
                                  "only).")
-    random_seed: int = option(None, "Graph-level seed (also makes the input order "
-                              "deterministic).")
+    random_seed: int = option(None, "Seed of initialisation, dropout and the input order "
+                              "(default: drawn at the first start and saved with the "
+                              "checkpoints, which a rerun continues).")
 
 
 def options_from(values):
@@ -164,7 +165,9 @@ def run(values):
     opts, runtime = _resolve_runtime(opts)
     opts, data = _check_data(opts, config)
     vocab = _write_model_files(opts, config, assets, data.sidecars)
-    trainer, make_eval_trainer, make_input_fn = _build_trainers(opts, config, runtime, data)
+    opts, input_seed = _resolve_seed(opts, runtime)
+    trainer, make_eval_trainer, make_input_fn = _build_trainers(opts, config, runtime, data,
+                                                                input_seed)
     result = {"strategy": runtime.strategy, "training_loop": runtime.loop,
               "precision": runtime.precision, "sentence_head": data.use_sentence_head,
               "span_boundary_objective": opts.span_boundary_objective, "eval_results": None,
@@ -230,6 +233,32 @@ def _resolve_runtime(opts):
         tpu_cluster = strategy_lib.tpu_cluster_resolver(opts.tpu_name, opts.tpu_zone,
                                                         opts.gcp_project)
     return opts, Runtime(strategy_name, loop, distribution, precision, tpu_cluster)
+
+
+def _resolve_seed(opts, runtime):
+    """(opts with the run's --random_seed, the training input's seed): the seed saved in
+    --output_dir's checkpoints, else --random_seed, else drawn (input_state.resume_seed).
+    A distributed input's position is not saved: its rerun reads the data anew, in an order
+    seeded by the step it resumes at. TPUEstimator and the Estimator's distributed path
+    save neither: their seed is --random_seed."""
+    if not opts.do_train or runtime.strategy == "tpu" or (
+            runtime.loop == "estimator" and runtime.distribution is not None):
+        return opts, opts.random_seed
+    tracks_input = runtime.distribution is None
+    try:
+        seed, step = input_state.resume_seed(opts.output_dir, opts.random_seed, tracks_input)
+    except input_state.ResumeError as err:
+        raise UserError(str(err)) from None
+    if opts.random_seed is None:
+        logging.info("random seed %d (%s)", seed, "saved with the run" if step is not None
+                     else "drawn; its checkpoints save it, so a rerun continues")
+    input_seed = seed
+    if step and not tracks_input:
+        input_seed = seed + step
+        logging.warning("resuming at step %d under --strategy=%s: the input position is not "
+                        "saved with distributed input, so the data is read again from its "
+                        "start, in a new order (seed %d)", step, runtime.strategy, input_seed)
+    return dataclasses.replace(opts, random_seed=seed), input_seed
 
 
 RunData = collections.namedtuple(
@@ -339,9 +368,10 @@ def _write_model_files(opts, config, assets, sidecars):
     return vocab
 
 
-def _build_trainers(opts, config, runtime, data):
+def _build_trainers(opts, config, runtime, data, input_seed):
     """(the trainer, make_eval_trainer(model_dir), make_input_fn(pattern, is_training)):
-    the model function, run settings and trainer of pretrain.training.strategy."""
+    the model function, run settings and trainer of pretrain.training.strategy; training
+    input is shuffled with `input_seed`."""
     k = int(opts.gradient_accumulation_steps)
     run_config = strategy_lib.make_run_config(
         runtime.strategy, opts.output_dir, save_checkpoints_steps=opts.save_checkpoints_steps * k,
@@ -376,7 +406,8 @@ def _build_trainers(opts, config, runtime, data):
         return input_pipeline.input_fn_builder(
             data.checked[pattern], opts.max_seq_length, opts.max_predictions_per_seq,
             is_training, num_cpu_threads=opts.num_cpu_threads, compression=data.compression,
-            shuffle_buffer=opts.shuffle_buffer, seed=opts.random_seed,
+            shuffle_buffer=opts.shuffle_buffer,
+            seed=input_seed if is_training else opts.random_seed,
             skip_corrupt_records=opts.skip_corrupt_records,
             span_boundaries=opts.span_boundary_objective, record_reader=data.reader,
             prepared=data.prepared)

@@ -54,7 +54,7 @@ _WRAPPER_PREFIXES = ("module/",)
 _TRAINING_STATE = re.compile(
     r"(^|/)(global_step|bad_steps|good_steps|loss_scale|current_loss_scale|"
     r"beta1_power|beta2_power)$|"
-    r"^(loss_scale|gradient_accumulation)/|"
+    r"^random_seed$|^(loss_scale|gradient_accumulation|input_pipeline)/|"
     r"/(adam_m|adam_v|lamb_m|lamb_v|Adam|Adam_1|Momentum|Adagrad|RMSProp|"
     r"RMSProp_1|LAMB|LAMB_1|AdamWeightDecay|AdamWeightDecay_1|Lamb|Lamb_1|"
     r"ExponentialMovingAverage)$")
@@ -63,7 +63,7 @@ _TRAINING_STATE = re.compile(
 
 def is_training_state(name):
     """True for a checkpoint tensor that is optimizer or step state (Adam/LAMB slots,
-    global_step, loss scaling), not a model weight."""
+    global_step, loss scaling, the run's seed and input position), not a model weight."""
     return bool(_TRAINING_STATE.search(name))
 
 

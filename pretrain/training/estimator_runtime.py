@@ -5,10 +5,13 @@ build_trainer reaches it for --training_loop=estimator (the default where it exi
 `estimator_model_fn` turns a model function returning a ModelSpec
 (pretrain.training.model_spec) into one returning an EstimatorSpec, or a TPUEstimatorSpec
 for `params["strategy"] == "tpu"` (the ModelSpec's eval_metrics and scaffold_fn are
-TPUEstimator's forms already).
+TPUEstimator's forms already). Its checkpoints hold the input position and the seed as the
+session loop's do (pretrain.training.input_state); TPUEstimator's infeed does not.
 """
 import tensorflow.compat.v1 as tf
 
+from pretrain.models import random_draws
+from pretrain.training import input_state
 from pretrain.training import strategy as strategy_lib
 
 
@@ -21,11 +24,34 @@ def estimator_model_fn(model_fn):
                 mode=mode, loss=spec.loss, train_op=spec.train_op,
                 eval_metrics=spec.eval_metrics, predictions=spec.predictions,
                 training_hooks=spec.training_hooks or None, scaffold_fn=spec.scaffold_fn)
+        hooks = list(spec.training_hooks)
+        # The input position, as the session loop's (not under a strategy: distributed input)
+        if mode == tf.estimator.ModeKeys.TRAIN and not tf.distribute.has_strategy():
+            hooks.append(input_state.track(random_draws.graph_seed(),
+                                           input_state.only_iterator()))
         return tf.estimator.EstimatorSpec(
             mode=mode, loss=spec.loss, train_op=spec.train_op,
             eval_metric_ops=spec.metric_ops() or None, predictions=spec.predictions,
-            training_hooks=spec.training_hooks)
+            training_hooks=hooks)
     return wrapped
+
+
+class PositionSavingEstimator:
+    """A tf.estimator.Estimator whose train() saves the input position with the checkpoints
+    (input_state's listener); everything else is the Estimator's (Estimator refuses
+    subclasses that override train)."""
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def __getattr__(self, name):
+        return getattr(self.estimator, name)
+
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        listeners = [input_state.InputPositionListener()] + list(saving_listeners or ())
+        self.estimator.train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
+                             saving_listeners=listeners)
+        return self
 
 
 def run_config(strategy_name, settings):
@@ -74,13 +100,13 @@ def build_estimator(strategy_name, model_fn, settings, params=None, train_batch_
         strategy_lib.per_replica_batch_size(train_batch_size, replicas)
     params.update(strategy=strategy_name, num_replicas=replicas, use_tpu=False,
                   train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
-    return tf.estimator.Estimator(model_fn=estimator_model_fn(model_fn), config=config,
-                                  params=params)
+    return PositionSavingEstimator(tf.estimator.Estimator(
+        model_fn=estimator_model_fn(model_fn), config=config, params=params))
 
 
 def train_and_evaluate(estimator, train_input_fn, max_steps, hooks, eval_input_fn):
     """multi_worker: Estimator's train_and_evaluate (its server and cluster handling) with
     one eval batch at the end."""
     tf.estimator.train_and_evaluate(
-        estimator, tf.estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=hooks),
+        getattr(estimator, "estimator", estimator), tf.estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=hooks),
         tf.estimator.EvalSpec(eval_input_fn, steps=1, start_delay_secs=0, throttle_secs=0))

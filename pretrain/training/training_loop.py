@@ -14,7 +14,9 @@ compares them on TensorFlow 2.15): the graph seed, the global step, the input on
 through an initializable iterator, the model function, a `loss` summary, a sharded saver
 (unless the model function put one in the SAVERS collection), then a
 MonitoredTrainingSession with the caller's hooks, a NanTensorHook, a StopAtStepHook and a
-CheckpointSaverHook carrying the saving listeners (step 0 is saved too). Under a
+CheckpointSaverHook carrying the saving listeners (step 0 is saved too). On one device the
+checkpoints also hold the input position and the seed (pretrain.training.input_state), so a
+rerun continues the data stream where the checkpoint was written. Under a
 tf.distribute strategy (mirrored, multi_worker) the input is made per replica
 (`input_context`), the model function runs once per replica, and the replicas' losses are
 summed (the model function reports its share of the mean, as under the Estimator); a
@@ -31,6 +33,8 @@ import tensorflow.compat.v1 as tf
 from absl import logging
 from tensorflow.python.training import training_util  # pylint: disable=no-name-in-module
 
+from pretrain.models import random_draws
+from pretrain.training import input_state
 from pretrain.training.model_spec import ModeKeys
 
 
@@ -124,11 +128,12 @@ class TrainingLoop:
             return input_fn(**kwargs)
 
     def _features(self, input_fn):
-        """(features, labels, [hook initialising the iterator])."""
+        """(features, labels, [hook initialising the iterator], the iterator's resource)."""
         dataset = self._call_input_fn(input_fn)
         iterator = tf.data.make_initializable_iterator(dataset)
         features, labels = _split(iterator.get_next())
-        return features, labels, [_RunAtStart(lambda: iterator.initializer)]
+        return (features, labels, [_RunAtStart(lambda: iterator.initializer)],
+                iterator._iterator_resource)  # pylint: disable=protected-access
 
     def _call_model_fn(self, features, labels, mode):
         spec = self._model_fn(features, labels, mode, self.params, self.config)
@@ -153,13 +158,15 @@ class TrainingLoop:
     # ---- train -----------------------------------------------------------------------------
 
     def _training_graph(self, input_fn):
-        """(loss, train_op, the model's training hooks, input hooks) in the default graph."""
+        """(loss, train_op, the model's training hooks, input hooks) in the default graph;
+        one device's input position is saved with the checkpoints (input_state)."""
         distribution = self.config.distribution
         if distribution is None:
             tf.train.get_or_create_global_step()
-            features, labels, input_hooks = self._features(input_fn)
+            features, labels, input_hooks, iterator = self._features(input_fn)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN)
-            return spec.loss, spec.train_op, spec.training_hooks, input_hooks
+            position = input_state.track(random_draws.graph_seed(), iterator)
+            return spec.loss, spec.train_op, spec.training_hooks, input_hooks + [position]
         with distribution.scope():
             iterator = distribution.make_input_fn_iterator(
                 lambda context: self._call_input_fn(input_fn, context))
@@ -179,8 +186,9 @@ class TrainingLoop:
                 replica_step, args=(features, labels))
             loss = distribution.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
             train_op = distribution.group(train_ops)
+        position = input_state.track(random_draws.graph_seed(), None)
         return loss, train_op, specs[0].training_hooks, [
-            _RunAtStart(iterator.initialize)]
+            _RunAtStart(iterator.initialize), position]
 
     def _saver(self):
         if not tf.get_collection(tf.GraphKeys.SAVERS):
@@ -216,7 +224,8 @@ class TrainingLoop:
             if self.config.save_checkpoints_steps:
                 chief_hooks.append(tf.train.CheckpointSaverHook(
                     self.model_dir, save_steps=self.config.save_checkpoints_steps,
-                    scaffold=scaffold, listeners=list(saving_listeners),
+                    scaffold=scaffold,
+                    listeners=[input_state.InputPositionListener()] + list(saving_listeners),
                     save_graph_def=self.config.save_graph_def))
             task = _worker_task(self.config.distribution)
             session_config = self.config.session_config
@@ -252,7 +261,7 @@ class TrainingLoop:
             logging.info("no checkpoint in %s: evaluating the initial weights", self.model_dir)
         with self._new_graph().as_default():
             global_step = tf.train.get_or_create_global_step()
-            features, labels, input_hooks = self._features(input_fn)
+            features, labels, input_hooks, _ = self._features(input_fn)
             spec = self._call_model_fn(features, labels, ModeKeys.EVAL)
             metrics = dict(spec.metric_ops())
             metrics["loss"] = tf.metrics.mean(spec.loss)

@@ -35,6 +35,7 @@ def data(tmp_path_factory):
     return {"root": root, "cfg": tiny_config(root / "cfg.json"),
             "electra_cfg": tiny_config(root / "electra.json", **ARGMAX_ELECTRA),
             "a": write_records(root / "a.tfrecord", make_examples(16, seed=1)),
+            "one_batch": write_records(root / "one.tfrecord", make_examples(8, seed=1)),
             "b": write_records(root / "b.tfrecord.gz", make_examples(16, seed=2),
                                compression="gzip")}
 
@@ -176,10 +177,12 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path, loop):
     step, the mirrored run from its checkpoint with the slots renamed to the old names. One subprocess (the logical
     CPUs are set before TensorFlow starts) runs both mirrored steps while this process runs
     the single-device ones. Kernel-path sensitive: the replicas' batches of 4 against one
-    device's 8 take other matmul blockings and sum orders, hence weight_drift's bound."""
+    device's 8 take other matmul blockings and sum orders, hence weight_drift's bound. The
+    data is one batch, so every step trains on it: the single-device rerun continues its
+    input where it stopped, the mirrored one reads its (distributed) input anew."""
     init = _save_initial_weights(data["cfg"], str(tmp_path / "init.ckpt"))
     base = _opts(data, tmp_path, num_train_steps=3, train_batch_size=8, init_checkpoint=init,
-                 training_loop=loop)
+                 training_loop=loop, input_file=data["one_batch"])
     mirrored_opts = dict(base, strategy="mirrored", output_dir=str(tmp_path / "mirrored"))
     # A mirrored run resumes from a checkpoint whose slots have the old names
     # (<var>/AdamWeightDecay, _1): restored through the mapping, written back as adam_m/v.
