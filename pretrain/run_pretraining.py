@@ -117,6 +117,12 @@ class PretrainingOptions:
     random_seed: int = option(None, "Seed of initialisation, dropout and the input order "
                               "(default: drawn at the first start and saved with the "
                               "checkpoints, which a rerun continues).")
+    ignore_data_skip: bool = option(False, "On resume, read the training data from a new "
+                                    "start instead of the position saved in the checkpoint "
+                                    "(needed to resume with another batch, replica count or "
+                                    "input files).")
+    allow_schedule_change: bool = option(False, "On resume, accept learning-rate schedule "
+                                         "flags that differ from the checkpoint's run.")
 
 
 def options_from(values):
@@ -165,9 +171,9 @@ def run(values):
     opts, runtime = _resolve_runtime(opts)
     opts, data = _check_data(opts, config)
     vocab = _write_model_files(opts, config, assets, data.sidecars)
-    opts, input_seed = _resolve_seed(opts, runtime)
+    opts, input_seed, params = _resume(opts, runtime, data)
     trainer, make_eval_trainer, make_input_fn = _build_trainers(opts, config, runtime, data,
-                                                                input_seed)
+                                                                input_seed, params)
     result = {"strategy": runtime.strategy, "training_loop": runtime.loop,
               "precision": runtime.precision, "sentence_head": data.use_sentence_head,
               "span_boundary_objective": opts.span_boundary_objective, "eval_results": None,
@@ -235,30 +241,25 @@ def _resolve_runtime(opts):
     return opts, Runtime(strategy_name, loop, distribution, precision, tpu_cluster)
 
 
-def _resolve_seed(opts, runtime):
-    """(opts with the run's --random_seed, the training input's seed): the seed saved in
-    --output_dir's checkpoints, else --random_seed, else drawn (input_state.resume_seed).
-    A distributed input's position is not saved: its rerun reads the data anew, in an order
-    seeded by the step it resumes at. TPUEstimator and the Estimator's distributed path
-    save neither: their seed is --random_seed."""
+def _resume(opts, runtime, data):
+    """(opts with the run's --random_seed, the training input's seed, the trainer's params)
+    of pretrain.training.input_state.resume. TPUEstimator and the Estimator's distributed
+    path save neither seed nor position: their seed is --random_seed."""
     if not opts.do_train or runtime.strategy == "tpu" or (
             runtime.loop == "estimator" and runtime.distribution is not None):
-        return opts, opts.random_seed
-    tracks_input = runtime.distribution is None
+        return opts, opts.random_seed, {}
+    setup = input_state.setup_json(
+        {"--train_batch_size": opts.train_batch_size, "--shuffle_buffer": opts.shuffle_buffer,
+         "--input_file": data.checked[opts.input_file],
+         "--strategy's replicas": strategy_lib.num_replicas(runtime.distribution)},
+        {name: getattr(opts, name[2:]) for name in input_state.SCHEDULE_FLAGS})
     try:
-        seed, step = input_state.resume_seed(opts.output_dir, opts.random_seed, tracks_input)
+        seed, input_seed, params = input_state.resume(
+            opts.output_dir, opts.random_seed, setup, runtime.distribution is None,
+            opts.ignore_data_skip, opts.allow_schedule_change)
     except input_state.ResumeError as err:
         raise UserError(str(err)) from None
-    if opts.random_seed is None:
-        logging.info("random seed %d (%s)", seed, "saved with the run" if step is not None
-                     else "drawn; its checkpoints save it, so a rerun continues")
-    input_seed = seed
-    if step and not tracks_input:
-        input_seed = seed + step
-        logging.warning("resuming at step %d under --strategy=%s: the input position is not "
-                        "saved with distributed input, so the data is read again from its "
-                        "start, in a new order (seed %d)", step, runtime.strategy, input_seed)
-    return dataclasses.replace(opts, random_seed=seed), input_seed
+    return dataclasses.replace(opts, random_seed=seed), input_seed, params
 
 
 RunData = collections.namedtuple(
@@ -368,10 +369,10 @@ def _write_model_files(opts, config, assets, sidecars):
     return vocab
 
 
-def _build_trainers(opts, config, runtime, data, input_seed):
+def _build_trainers(opts, config, runtime, data, input_seed, params):
     """(the trainer, make_eval_trainer(model_dir), make_input_fn(pattern, is_training)):
-    the model function, run settings and trainer of pretrain.training.strategy; training
-    input is shuffled with `input_seed`."""
+    the model function, run settings and trainer (with `params`) of
+    pretrain.training.strategy; training input is shuffled with `input_seed`."""
     k = int(opts.gradient_accumulation_steps)
     run_config = strategy_lib.make_run_config(
         runtime.strategy, opts.output_dir, save_checkpoints_steps=opts.save_checkpoints_steps * k,
@@ -391,7 +392,7 @@ def _build_trainers(opts, config, runtime, data, input_seed):
         ignore_invalid_weights=opts.ignore_invalid_weights)
 
     def make_trainer(settings):
-        return strategy_lib.build_trainer(runtime.strategy, model_fn, settings,
+        return strategy_lib.build_trainer(runtime.strategy, model_fn, settings, params=params,
                                           train_batch_size=opts.train_batch_size,
                                           eval_batch_size=opts.eval_batch_size,
                                           training_loop=runtime.loop)

@@ -3,78 +3,28 @@ ends: the input position and the seed live in the checkpoint (pretrain.training.
 and every training draw is stateless (pretrain.models.random_draws).
 
 In process, for each family and data mode, precision, accumulation and training loop: one
-uninterrupted run_pretraining, then the same run crashed twice (an exception after a chosen
-step, so no final save: what a kill leaves) and rerun each time. A hook hashes the batch
+uninterrupted run_pretraining, then the same run crashed (an exception after a chosen step,
+so no final save: what a kill leaves) and rerun. A hook hashes the batch
 every step trains on; the resumed steps must train on the uninterrupted run's batches, step
 for step, and end with its weights and Adam slots bit for bit (same graph, same kernels, same
 restored values). The SIGKILL test of the command itself is test_resume.py.
 """
-import hashlib
+import logging
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from common.cli_options import UserError
 from pretrain import run_pretraining
-from pretrain.training import estimator_runtime, input_state
+from pretrain.training import input_state
 from pretrain.training import strategy as strategy_lib
-from pretrain.training.training_loop import TrainingLoop
+from resume_testutil import Crash, instrument
 from pretrain_testdata import (make_examples, make_span_examples, make_xlnet_examples,
                                run_options, tiny_config, tiny_xlnet_config, write_records,
                                write_xlnet_records)
 
 SEQ, PREDS, BATCH, STEPS = 16, 4, 4, 12
-
-
-class _Crash(Exception):
-    """Raised by the recorder after the crash step: the run stops without its final save."""
-
-
-class _Recorder(tf.train.SessionRunHook):
-    """Hashes each step's batch (the training iterator's get_next outputs); raises _Crash
-    after step `crash_after` (global step numbering)."""
-
-    def __init__(self, batches, crash_after=None):
-        self._batches, self._crash_after = batches, crash_after
-
-    def begin(self):
-        get_next = [op for op in tf.get_default_graph().get_operations()
-                    if op.type == "IteratorGetNext"]
-        assert len(get_next) == 1, [op.name for op in get_next]
-        self._outputs = list(get_next[0].outputs)
-        self._step_tensor = tf.train.get_global_step()
-
-    def after_create_session(self, session, coord):
-        self._step = int(session.run(self._step_tensor))
-
-    def before_run(self, run_context):
-        return tf.train.SessionRunArgs(self._outputs)
-
-    def after_run(self, run_context, run_values):
-        digest = hashlib.sha256()
-        for value in run_values.results:
-            digest.update(np.ascontiguousarray(value).tobytes())
-        self._batches[self._step] = digest.hexdigest()
-        if self._step == self._crash_after:
-            raise _Crash(self._step)
-        self._step += 1
-
-
-_TRAIN = {TrainingLoop: TrainingLoop.train,
-          estimator_runtime.PositionSavingEstimator:
-              estimator_runtime.PositionSavingEstimator.train}
-
-
-def _instrument(monkeypatch, batches, crash_after=None):
-    """Both loops' train() run one recorder (this one) too."""
-    def wrap(original):
-        def train(self, input_fn, hooks=None, max_steps=None, saving_listeners=None, **kw):
-            hooks = list(hooks or ()) + [_Recorder(batches, crash_after)]
-            return original(self, input_fn, hooks=hooks, max_steps=max_steps,
-                            saving_listeners=saving_listeners or (), **kw)
-        return train
-    for cls, original in _TRAIN.items():
-        monkeypatch.setattr(cls, "train", wrap(original))
 
 
 def _state(output_dir):
@@ -84,13 +34,13 @@ def _state(output_dir):
 
 
 CASES = {
-    # BERT records with NSP labels, dropout, fp16 loss scaling, 2 micro-steps per update:
-    # the second crash falls inside an accumulation cycle.
-    "bert-fp16-k2": dict(family="bert", precision="fp16", gradient_accumulation_steps=2),
-    "roberta-span": dict(family="span", span_boundary_objective=True),
+    # SpanBERT records (span boundaries parsed), dropout, fp16 loss scaling, 2 micro-steps per
+    # update: the crash falls inside an accumulation cycle.
+    "span-fp16-k2": dict(family="span", span_boundary_objective=True, precision="fp16",
+                         gradient_accumulation_steps=2),
     "electra": dict(family="electra"),  # replacements sampled at temperature 1
     "xlnet": dict(family="xlnet"),  # permutations drawn in the input pipeline
-    "bert-estimator": dict(family="bert", training_loop="estimator"),
+    "bert-estimator": dict(family="bert", training_loop="estimator"),  # NSP records
 }
 
 
@@ -129,20 +79,20 @@ def test_a_crashed_and_rerun_run_trains_on_the_same_batches_to_the_same_weights(
         options.update(max_seq_length=None, max_predictions_per_seq=None)
 
     straight = {}
-    _instrument(monkeypatch, straight)
+    instrument(monkeypatch, straight)
     run_pretraining.run(run_options(SEQ, PREDS, BATCH, output_dir=tmp_path / "straight",
                                     **options))
     assert sorted(straight) == list(range(STEPS))
     assert len(set(straight.values())) > STEPS // 2  # the batches differ: order matters
 
     start = 0
-    for crash_after in (4, 9, None):  # a crash inside an accumulation cycle, one at its end
+    for crash_after in (4, None):  # after the first micro-step of the cycle of steps 4-5
         segment = {}
-        _instrument(monkeypatch, segment, crash_after)
+        instrument(monkeypatch, segment, crash_after)
         try:
             run_pretraining.run(run_options(SEQ, PREDS, BATCH, output_dir=tmp_path / "killed",
                                              **options))
-        except _Crash:
+        except Crash:
             pass
         assert min(segment) == start  # it resumed from the latest checkpoint's step ...
         for step in sorted(segment):  # ... and trained on the straight run's batches
@@ -156,3 +106,42 @@ def test_a_crashed_and_rerun_run_trains_on_the_same_batches_to_the_same_weights(
     assert any(name.endswith("/adam_m") for name in final)
     for name in sorted(final):
         np.testing.assert_array_equal(final[name], reference[name], err_msg=name)
+
+
+def test_a_rerun_with_another_input_or_schedule_stops_and_names_the_flag_that_accepts_it(
+        tmp_path, caplog, monkeypatch):
+    config, records = _data(tmp_path, "bert")
+    options = run_options(SEQ, PREDS, BATCH, bert_config_file=config, input_file=records,
+                          output_dir=tmp_path / "run", num_train_steps=6, shuffle_buffer=16,
+                          random_seed=5, save_checkpoints_steps=2, learning_rate=1e-3)
+    instrument(monkeypatch, {}, crash_after=1)  # stopped with a checkpoint of step 2
+    with pytest.raises(Crash):
+        run_pretraining.run(options)
+    monkeypatch.undo()
+    refusals = {
+        "random_seed": (dict(random_seed=6), r"--random_seed=6, but the run in .* was started "
+                        r"with seed 5 .*: rerun with --random_seed=5, without --random_seed"),
+        "batch": (dict(train_batch_size=8), r"saved its input position at step 2 for another "
+                  r"input: --train_batch_size=8 \(was 4\); rerun with its values, or add "
+                  r"--ignore_data_skip"),
+        "schedule": (dict(learning_rate=2e-3, num_warmup_steps=1),
+                     r"another schedule: --learning_rate=0.002 \(was 0.001\), "
+                     r"--num_warmup_steps=1 \(was 0\); .* add --allow_schedule_change"),
+    }
+    for name, (changes, message) in refusals.items():
+        with pytest.raises(UserError, match=message):
+            run_pretraining.run(dict(options, **changes))
+    # Accepted on purpose: the input read from a new start, in an order seeded by the step.
+    caplog.set_level(logging.INFO)
+    instrument(monkeypatch, {}, crash_after=3)  # stopped after its checkpoint of step 4
+    with pytest.raises(Crash):
+        run_pretraining.run(dict(options, train_batch_size=8, learning_rate=2e-3,
+                                 ignore_data_skip=True, allow_schedule_change=True))
+    monkeypatch.undo()
+    assert "resumed at step 2; the input is read from a new start" in caplog.text
+    assert "read again from its start, in a new order (seed 7)" in caplog.text
+    # The next rerun compares with what that run saved: unchanged, it continues exactly.
+    caplog.clear()
+    run_pretraining.run(dict(options, train_batch_size=8, learning_rate=2e-3))
+    assert "resumed at step 4, input position restored" in caplog.text
+    assert int(tf.train.load_variable(str(tmp_path / "run"), "global_step")) == 6

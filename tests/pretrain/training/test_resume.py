@@ -7,7 +7,9 @@ dropout masks are stateless draws keyed by seed and step. So a run SIGKILLed thr
 whatever step it has reached and rerun each time with the same command ends with the weights
 and slots of the same command never killed, bit for bit: both build the same graph and run
 it on this machine's same CPU kernels (the environment passes TF_ENABLE_ONEDNN_OPTS /
-ONEDNN_MAX_CPU_ISA on to the tools) from bit-identical restored values. The data is shuffled
+ONEDNN_MAX_CPU_ISA on to the tools) from bit-identical restored values. The command has no
+--random_seed: the first run draws one and saves it, the reruns keep it, and the unkilled
+run is given it. The data is shuffled
 (a buffer of 16) and every batch distinct, so a rerun that read the data from its start
 again, or drew other dropout masks, would end elsewhere (test_exact_resume.py checks the
 batches step by step, in process, for every family).
@@ -42,14 +44,14 @@ def data(tmp_path_factory):
             "distinct": write_records(root / "distinct.tfrecord", examples)}
 
 
-def _options(data, input_file, output_dir, total_steps):
-    """The run's options; the same dict feeds the CLI (as flags) and run()."""
+def _options(data, input_file, output_dir, total_steps, **seed):
+    """The run's options (no --random_seed unless given) as a dict."""
     return dict(bert_config_file=data["cfg"], input_file=str(input_file),
                 output_dir=str(output_dir), do_train=True, max_seq_length=SEQ,
                 max_predictions_per_seq=PREDS, train_batch_size=BATCH, learning_rate=1e-3,
                 num_train_steps=total_steps, num_warmup_steps=5,
                 save_checkpoints_steps=SAVE_EVERY, keep_checkpoint_max=3,
-                log_every_n_steps=1, random_seed=11, shuffle_buffer=16)
+                log_every_n_steps=1, shuffle_buffer=16, **seed)
 
 
 def _command(options):
@@ -97,17 +99,24 @@ def _model_tensors(output_dir):
 
 def test_sigkilled_three_times_and_rerun_ends_with_the_unkilled_runs_weights(data, tmp_path):
     output_dir = tmp_path / "killed"
+    # No --random_seed: the first run draws one and saves it with its checkpoints, and the
+    # reruns of the same command continue with it (not with a new draw, nor from the start).
     command = _command(_options(data, data["distinct"], output_dir, TOTAL_STEPS))
-    # The same command never killed (another --output_dir), beside the killed one.
-    straight_dir = tmp_path / "straight"
-    straight_run = subprocess.Popen(
-        _command(_options(data, data["distinct"], straight_dir, TOTAL_STEPS)), env=tool_env(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    resumed_at = []
+    straight_run, resumed_at = None, []
     for attempt, kill_at in enumerate(KILL_AT):
         log = _train_and_kill(command, str(output_dir), tmp_path / f"run{attempt}.log",
                               kill_at)
-        if attempt:
+        if attempt == 0:
+            seed = int(re.search(r"random seed (\d+) \(drawn", log).group(1))
+            assert int(tf.train.load_variable(str(output_dir), "random_seed")) == seed
+            # The same run never killed: its seed given, in another --output_dir, beside.
+            straight_dir = tmp_path / "straight"
+            straight_run = subprocess.Popen(
+                _command(_options(data, data["distinct"], straight_dir, TOTAL_STEPS,
+                                  random_seed=seed)),
+                env=tool_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        else:
+            assert f"random seed {seed} (saved with the run)" in log
             resumed_at.append(int(re.search(r"resumed at step (\d+), input position restored",
                                             log).group(1)))
     final = subprocess.run(command, env=tool_env(), capture_output=True, text=True,
