@@ -15,7 +15,9 @@ steps (highest `selection_metric`; the earliest step wins a tie) is copied to
 `<model_dir>/best/`, weights only (no optimizer slots), with its own `checkpoint`
 state file, a `best.json` and the files that describe the model (config, vocab,
 task), so `keep_checkpoint_max` can stay small, the test set is scored with the
-best weights, not the last ones, and best/ is a model directory by itself.
+best weights, not the last ones, and best/ is a model directory by itself. After every
+scoring the curve and the best so far are written to `dev_state.json`, which a rerun of a
+killed run takes up (`resume`).
 """
 import glob
 import json
@@ -25,9 +27,13 @@ import time
 
 import tensorflow.compat.v1 as tf
 
+from common.file_utils import write_json_atomically
 from pretrain.checkpoints import checkpoint_io, checkpoint_loading
 
 BEST_DIR_NAME = "best"
+# The curve, best and scoring times so far, rewritten after every scoring: what a rerun of a
+# killed run takes up (DevEvaluationListener.resume).
+STATE_FILE_NAME = "dev_state.json"
 
 
 def copy_weights(checkpoint_prefix, target_dir):
@@ -81,6 +87,7 @@ class DevEvaluationListener(tf.train.CheckpointSaverListener):
         self._trainer = trainer
         self._evaluate_fn = evaluate_fn
         self._best_dir = os.path.join(model_dir, BEST_DIR_NAME)
+        self._state_path = os.path.join(model_dir, STATE_FILE_NAME)
         self._metric = selection_metric
         self._log_fn = log_fn
         self._extra_best_files = tuple(extra_best_files)
@@ -88,6 +95,23 @@ class DevEvaluationListener(tf.train.CheckpointSaverListener):
         self.best = None
         self.eval_seconds = self.copy_seconds = 0.0
         self.scoring_seconds = []
+        self.resumed_from = None
+
+    def resume(self, step):
+        """Takes up the curve and best of the run that saved `step` (its latest checkpoint):
+        the scorings it recorded up to that step (a kill can fall between a save and its
+        scoring: a later one is dropped and scored again when the rerun saves again)."""
+        if not os.path.isfile(self._state_path):  # killed before its first scoring
+            state = {"curve": [], "best": None, "scoring_seconds": []}
+        else:
+            with open(self._state_path, encoding="utf-8") as f:
+                state = json.load(f)
+        kept = [i for i, point in enumerate(state["curve"]) if point["step"] <= step]
+        self.curve = [state["curve"][i] for i in kept]
+        self.scoring_seconds = [state["scoring_seconds"][i] for i in kept]
+        best = state["best"]
+        self.best = best if best is not None and best["step"] <= step else None
+        self.resumed_from = step
 
     def after_save(self, session, global_step_value):
         step = int(global_step_value)
@@ -112,6 +136,8 @@ class DevEvaluationListener(tf.train.CheckpointSaverListener):
             with open(os.path.join(self._best_dir, "best.json"), "w", encoding="utf-8") as f:
                 json.dump(self.best, f, indent=1)
             self.copy_seconds += time.time() - started
+        write_json_atomically(self._state_path, {"curve": self.curve, "best": self.best,
+                                                 "scoring_seconds": self.scoring_seconds})
         shown = ", ".join(f"{name} {value:.4f}" for name, value in point.items()
                           if name != "step" and value is not None)
         if improved:

@@ -10,7 +10,8 @@ fine-tuned once per seed of `--seeds` (the same seeds for every run, default
 `OUTPUT_DIR/runs/<n>-<label>/seed<S>/` (features are built once, in
 `OUTPUT_DIR/feature_cache`). A finished run whose settings and starting point
 are unchanged is collected instead of re-run (`--rerun` forces training;
-`--collect_only` never trains); a run with the same starting point as an
+`--collect_only` never trains), and one that was interrupted (killed) is resumed from its
+last checkpoint; a run with the same starting point as an
 earlier one reuses that run's fine-tunings, so identical starting points give
 identical numbers. `--reuse_from=DIR` also collects matching finished runs from
 another comparison's output folder (a sweep's baseline fine-tuned once).
@@ -43,6 +44,7 @@ from common.cli_options import UserError, option
 from common.file_utils import write_json_atomically, write_text_atomically
 from common.model_configs import resolve_config_file
 from finetune import comparison_report, dev_curve_plot, metrics, run_finetune, statistics, tasks
+from finetune import output_dir as output_dir_lib
 from finetune.progress import format_duration
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading
 from pretrain.models import registry
@@ -260,7 +262,7 @@ def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn, r
                             bert_config_file=plan["bert_config_file"],
                             vocab_file=plan["vocab_file"],
                             spm_model_file=plan["spm_model_file"], output_dir=run_dir,
-                            cache_dir=cache_dir, overwrite_output_dir=True)
+                            cache_dir=cache_dir)
             previous = None if rerun else reusable(run_dir, plan, settings)
             found = (run_dir, previous) if previous is not None else None
             if found is None and not rerun:
@@ -274,9 +276,15 @@ def _fine_tune_all(plans, seeds, common, out_dir, rerun, collect_only, log_fn, r
             if collect_only:
                 raise UserError(f"run {plan['label']!r}, seed {seed}: no finished run with these "
                                 f"settings in {run_dir} (drop --collect_only to train it)")
-            log_fn(f"== {position}{plan['label']}, seed {seed}: fine-tuning from "
-                   f"{plan['init_checkpoint'] or 'random initialisation'} into {run_dir}")
-            done[index, seed] = (run_dir, run_finetune.run(settings, log_fn=log_fn))
+            # An interrupted run of these settings is resumed; anything else there is replaced.
+            latest, changed = output_dir_lib.unfinished_run(settings)
+            resume = latest is not None and not changed and not rerun
+            log_fn(f"== {position}{plan['label']}, seed {seed}: "
+                   + (f"resuming the interrupted run in {run_dir}" if resume else
+                      f"fine-tuning from {plan['init_checkpoint'] or 'random initialisation'} "
+                      f"into {run_dir}"))
+            done[index, seed] = (run_dir, run_finetune.run(
+                dict(settings, overwrite_output_dir=not resume), log_fn=log_fn))
             clock.trained()
     return done
 

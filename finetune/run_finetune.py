@@ -27,7 +27,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 import time
 
 import tensorflow.compat.v1 as tf
@@ -37,6 +36,7 @@ from common.cli_options import option
 from common.file_utils import input_exists, write_json_atomically, write_text_atomically
 from data_gen.tools import lcqmc_format
 from finetune import features as records
+from finetune import output_dir as output_dir_lib
 from finetune import splits as splits_lib
 from finetune import tasks, vocab_files
 from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
@@ -144,7 +144,9 @@ class FinetuneOptions(FinetuneSettings):
                                         "a fine-tuning output: its best); empty = random "
                                         "initialisation.")
     output_dir: str = cli_options.required("Where checkpoints, best/, results.json go.")
-    overwrite_output_dir: bool = option(False, "Delete a previous run in --output_dir.")
+    overwrite_output_dir: bool = option(False, "Delete a previous run in --output_dir (an "
+                                        "unfinished run of the same settings is otherwise "
+                                        "resumed).")
 
 
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(FinetuneOptions)}
@@ -236,17 +238,6 @@ def check_settings(settings, bert_config, tokenizer, assets):
                             + ", ".join(STRATEGIES))
 
 
-def prepare_output_dir(settings):
-    output_dir = settings["output_dir"]
-    if tf.train.latest_checkpoint(output_dir) is not None or os.path.exists(
-            os.path.join(output_dir, "results.json")):
-        if not settings["overwrite_output_dir"]:
-            raise SettingsError(f"{output_dir} already holds a fine-tuning run; pass "
-                                "--overwrite_output_dir or choose another --output_dir")
-        shutil.rmtree(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
-
-
 def build_trainer(model_fn, settings, save_checkpoints_steps):
     """The trainer for --strategy and --training_loop, through pretraining's strategy module
     (TPU not supported here). Fine-tuning's `auto` is the session loop (unless
@@ -262,6 +253,7 @@ def build_trainer(model_fn, settings, save_checkpoints_steps):
     # cost 2.3 s of a 20 s run (BERT L4 H256).
     run_config = run_config.replace(save_graph_def=False)
     return strategies.build_trainer(name, model_fn, run_config,
+                                    params={"input_setup": output_dir_lib.run_setup(settings)},
                                     train_batch_size=settings["train_batch_size"],
                                     eval_batch_size=settings["eval_batch_size"],
                                     training_loop=settings["training_loop"],
@@ -312,7 +304,7 @@ def run(settings, log_fn=print):
             log_fn(f"{split.path}: {ill_formed[split.path]} ill-formed tag transition(s) in the "
                    f"{task.scheme} scheme (e.g. an E- with no B- before it); entities are read "
                    "as conlleval reads them")
-    prepare_output_dir(settings)
+    resumed_step = output_dir_lib.prepare(settings)
     output_dir = settings["output_dir"]
     description = task.description(labels, settings)
     model_files = checkpoint_assets.write_assets(  # also copied into best/ (the listener)
@@ -363,6 +355,10 @@ def run(settings, log_fn=print):
     listener = DevEvaluationListener(
         trainer, evaluate_dev, output_dir, selection_metric=selection_metric, log_fn=log_fn,
         extra_best_files=model_files)
+    if resumed_step is not None:
+        listener.resume(resumed_step)
+        log_fn(f"resuming the unfinished run in {output_dir} at step {resumed_step} (its "
+               f"weights, optimizer, input position and {len(listener.curve)} dev scorings)")
     train_input_fn = records.input_fn_builder(splits["train"].record_path, spec,
                                               settings["train_batch_size"], is_training=True,
                                               seed=settings["random_seed"], batching=batching)
@@ -379,7 +375,10 @@ def run(settings, log_fn=print):
         raise RuntimeError("training finished without any dev evaluation; no checkpoint was saved")
 
     best = listener.best["checkpoint"]
-    dev_collected = dev_predictions[listener.best["step"]]  # scored already: not again
+    dev_collected = dev_predictions.get(listener.best["step"])  # scored already: not again
+    if dev_collected is None:  # scored before a resume: again, from best/
+        dev_collected = splits_lib.predict(trainer, task, dev, spec, labels, settings, best,
+                                           batching)
     dev_scores = task.score(dev.examples, dev_collected, labels)
     collapse = _collapse(task, dev, dev_collected, log_fn)
     _write_predictions(task, dev, dev_collected, labels, output_dir)
@@ -397,6 +396,7 @@ def run(settings, log_fn=print):
         "selection_metric": selection_metric, "dev": dev_scores, "test": test_scores,
         "best_step": listener.best["step"], "best_checkpoint": best,
         "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
+        "resumed_from_step": resumed_step,
         "dev_curve": listener.curve, "collapsed": collapse["collapsed"], "collapse": collapse,
         "data": {split.name: {"file": os.path.abspath(split.path), "read": split.account,
                               "records": split.counts,
