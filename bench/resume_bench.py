@@ -68,7 +68,8 @@ def _pipeline(paths, shuffle_buffer):
     iterator = tf.data.make_initializable_iterator(input_fn({}))
     batch = iterator.get_next()
     tf.train.get_or_create_global_step()
-    tracked = input_state.Tracked(iterator._iterator_resource, 1)  # pylint: disable=protected-access
+    resource = iterator._iterator_resource  # pylint: disable=protected-access
+    tracked = input_state.Tracked(resource, 1)
     return batch, tracked, iterator.initializer
 
 

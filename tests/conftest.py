@@ -1,9 +1,10 @@
 """Shared pytest fixtures: repository paths and the optional ../shared data; the test tiers
 (slow, live) and the tests that need tf.estimator (needs_estimator), which are skipped on the
-TensorFlow 2.21 runtime."""
+TensorFlow 2.21 runtime; in_one_runtime for tests that do not depend on the runtime."""
 import importlib.util
 import os
 import pathlib
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tiny models: TensorFlow's graph optimizer would take longer than their few steps, in this
@@ -18,6 +19,16 @@ import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+NEWEST_RUNTIME = REPO_ROOT / ".venv-tf2.21"
+
+
+def in_one_runtime(why):
+    """A skipif marker for what does not depend on the runtime: it runs in the newest
+    runtime's environment when that is built (make test runs the suite in both), else here."""
+    return pytest.mark.skipif(
+        (NEWEST_RUNTIME / ".installed").is_file()
+        and not pathlib.Path(sys.prefix).samefile(NEWEST_RUNTIME),
+        reason=f"{why}: tested once, in {NEWEST_RUNTIME.name}, which make test also runs")
 
 
 def shared_path(*parts):

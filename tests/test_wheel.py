@@ -29,16 +29,11 @@ import tarfile
 import pytest
 
 from cli_testutil import run_parallel, tool_env
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, in_one_runtime
 from common.model_configs import shipped_names
 
 PACKAGES = ("common", "data_gen", "pretrain", "finetune")
-NEWEST_RUNTIME = REPO_ROOT / ".venv-tf2.21"
-pytestmark = pytest.mark.skipif(
-    (NEWEST_RUNTIME / ".installed").is_file()
-    and not pathlib.Path(sys.prefix).samefile(NEWEST_RUNTIME),
-    reason=f"the fresh install is tested in {NEWEST_RUNTIME.name}, which make test also runs "
-           "(the packaging does not depend on the runtime)")
+pytestmark = in_one_runtime("the packaging does not depend on the runtime")
 README_LINE = re.compile(r"^pip install '\.\[cpu\]'$")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import datagen_testutil as util
 from cli_testutil import tool_env
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, in_one_runtime
 from pretrain_testdata import tiny_config
 from finetune import verdicts
 from pretrain.models import flops, registry
@@ -35,6 +35,8 @@ def _failing_python(tmp_path):
     return str(path)
 
 
+@in_one_runtime("the script is bash, the same under both runtimes; each tool it runs is "
+                "tested under both")
 def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     """Data with span boundaries, pretraining with the SBO head, one comparison of
     fine-tuning from random init and from the checkpoint (one seed; several seeds:

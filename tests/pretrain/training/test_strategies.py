@@ -171,9 +171,11 @@ def _save_initial_weights(config_file, path):
             return tf.train.Saver().save(sess, path)
 
 
-@pytest.mark.parametrize("loop", strategy_lib.available_training_loops())
+@pytest.mark.parametrize("loop", [strategy_lib.resolve_training_loop("auto", "mirrored")])
 def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path, loop):
-    """3 steps mirrored vs on one device, in each training loop; then both resume for a 4th
+    """3 steps mirrored vs on one device, in the runtime's default loop (the Estimator on
+    2.15, the session loop elsewhere; the session loop's mirrored training on 2.15, against
+    one device: test_collectives.py); then both resume for a 4th
     step, the mirrored run from its checkpoint with the slots renamed to the old names. One subprocess (the logical
     CPUs are set before TensorFlow starts) runs both mirrored steps while this process runs
     the single-device ones. Kernel-path sensitive: the replicas' batches of 4 against one
