@@ -28,7 +28,7 @@ def estimator_model_fn(model_fn):
         # The input position, as the session loop's (not under a strategy: distributed input)
         if mode == tf.estimator.ModeKeys.TRAIN and not tf.distribute.has_strategy():
             hooks.append(input_state.track(random_draws.graph_seed(),
-                                           input_state.only_iterator()))
+                                           input_state.only_iterator(), params))
         return tf.estimator.EstimatorSpec(
             mode=mode, loss=spec.loss, train_op=spec.train_op,
             eval_metric_ops=spec.metric_ops() or None, predictions=spec.predictions,

@@ -165,7 +165,7 @@ class TrainingLoop:
             tf.train.get_or_create_global_step()
             features, labels, input_hooks, iterator = self._features(input_fn)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN)
-            position = input_state.track(random_draws.graph_seed(), iterator)
+            position = input_state.track(random_draws.graph_seed(), iterator, self.params)
             return spec.loss, spec.train_op, spec.training_hooks, input_hooks + [position]
         with distribution.scope():
             iterator = distribution.make_input_fn_iterator(
@@ -186,7 +186,7 @@ class TrainingLoop:
                 replica_step, args=(features, labels))
             loss = distribution.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
             train_op = distribution.group(train_ops)
-        position = input_state.track(random_draws.graph_seed(), None)
+        position = input_state.track(random_draws.graph_seed(), None, self.params)
         return loss, train_op, specs[0].training_hooks, [
             _RunAtStart(iterator.initialize), position]
 
