@@ -379,9 +379,15 @@ def runs(tmp_path_factory):
     procs = [_spawn("mirrored", out)] + [
         _spawn("multi_worker", out, {"TF_CONFIG": json.dumps(
             {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
-    for proc in procs:
-        text, _ = proc.communicate(timeout=400)
-        assert proc.returncode == 0 and "DONE" in text, text[-4000:]
+    try:
+        for proc in procs:
+            text, _ = proc.communicate(timeout=400)
+            assert proc.returncode == 0 and "DONE" in text, text[-4000:]
+    finally:  # a worker that failed or hung leaves its peers waiting: none outlives the test
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
     def load(setup, case=None):
         if case is None:
