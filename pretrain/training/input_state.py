@@ -75,6 +75,7 @@ class Tracked:
                 if restore:
                     self.restore = gen_dataset_ops.deserialize_iterator(
                         iterator_resource, tf.io.parse_tensor(self.state, tf.variant))
+        self.restore_requested = restore
         self.ready = False  # set once the hook has restored (or started) the iterator
 
 
@@ -127,7 +128,7 @@ class InputPositionHook(tf.train.SessionRunHook):
             session.run(state.restore)
             logging.info("resumed at step %d, input position restored", step)
         elif state.capture is not None and step:
-            if blob:
+            if not state.restore_requested:
                 logging.info("resumed at step %d; the input is read from a new start "
                              "(--ignore_data_skip)", step)
             else:

@@ -23,6 +23,7 @@ from hf_testutil import write_tiny_vocab
 
 SEQ, PREDS, BATCH = 16, 4, 8
 RUN = ("import json, sys, tensorflow as tf; tf.get_logger().setLevel('INFO'); "
+       "from absl import logging; logging.set_verbosity(logging.INFO); "
        "from pretrain import run_pretraining; "
        "print('RESULT ' + json.dumps(run_pretraining.run(json.loads(sys.argv[1])), default=str))")
 
@@ -48,10 +49,11 @@ def data(tmp_path_factory):
 
 
 def _options(data, out, steps):
+    """3 steps, then a rerun to 6 (a schedule change, accepted on purpose)."""
     return run_options(SEQ, PREDS, BATCH, bert_config_file=data["cfg"],
                        input_file=data["records"], output_dir=out, vocab_file=data["vocab"],
                        learning_rate=3e-3, num_train_steps=steps, precision="fp16",
-                       save_checkpoints_steps=3)
+                       save_checkpoints_steps=3, allow_schedule_change=steps > 3)
 
 
 def _run_other(python, options):
@@ -77,8 +79,9 @@ def test_a_run_resumes_under_the_other_runtime(data, tmp_path, other, first):
         assert _run_other(other, _options(data, out, 3))[0]["global_step"] == 3
         result, log = run_pretraining.run(_options(data, out, 6)), ""
     assert result["global_step"] == 6
-    if log:  # restored, not started again
+    if log:  # restored, input position too, not started again
         assert re.search(r"Restoring parameters from \S*model\.ckpt-3\b", log), log[-3000:]
+        assert "resumed at step 3, input position restored" in log
     before, at_3 = _shapes(out, 3)
     after, at_6 = _shapes(out, 6)
     assert after == before  # the same names and shapes

@@ -190,14 +190,16 @@ def test_mirrored_two_logical_cpus_matches_single_device(data, tmp_path, loop):
     # (<var>/AdamWeightDecay, _1): restored through the mapping, written back as adam_m/v.
     # The resumed update also uses Adam's bias correction (its update count read on
     # each device), which must agree between the two as well.
-    resume_opts = dict(mirrored_opts, num_train_steps=4, adam_bias_correction=True)
+    resume_opts = dict(mirrored_opts, num_train_steps=4, adam_bias_correction=True,
+                       allow_schedule_change=True)  # 3 -> 4 updates
     proc = _run_python(MIRRORED_SCRIPT.format(OPTS=repr(mirrored_opts),
                                               RESUME_OPTS=repr(resume_opts),
                                               KEPT=str(tmp_path / "mirrored_step3")))
     single_result = run_pretraining.run(dict(base, strategy="cpu",
                                              output_dir=str(tmp_path / "cpu")))
     run_pretraining.run(dict(base, strategy="cpu", output_dir=str(tmp_path / "cpu"),
-                             num_train_steps=4, adam_bias_correction=True))
+                             num_train_steps=4, adam_bias_correction=True,
+                             allow_schedule_change=True))
     resumed_result, log = _result(proc, with_log=True)  # the last RESULT line; the first:
     first, _ = [l for l in log.splitlines() if l.startswith("RESULT ")]
     mirrored_result = json.loads(first[len("RESULT "):])
@@ -283,7 +285,8 @@ def test_multi_worker_two_local_processes(data, tmp_path):
     assert [os.path.basename(p) for p in saved] == ["model.ckpt-0", "model.ckpt-3"]
     at_3 = tf.train.load_variable(str(out), "bert/embeddings/word_embeddings")
     cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
-    results = _multi_worker_run(dict(opts, num_train_steps=5), cluster)
+    results = _multi_worker_run(dict(opts, num_train_steps=5, allow_schedule_change=True),
+                                cluster)
     assert [r["global_step"] for r in results] == [5, 5]
     assert tf.train.latest_checkpoint(str(out)).endswith("model.ckpt-5")
     at_5 = tf.train.load_variable(str(out), "bert/embeddings/word_embeddings")

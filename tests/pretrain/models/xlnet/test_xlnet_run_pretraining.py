@@ -111,7 +111,8 @@ def test_mixed_precision_accumulation_and_resume(data, tmp_path):
                  gradient_accumulation_steps=accumulation, do_eval=False)
     assert run_pretraining.run(opts)["global_step"] == 3 * accumulation  # micro-steps
     first = tf.train.load_checkpoint(str(out)).get_tensor("model/lm_loss/bias")
-    resumed = run_pretraining.run(dict(opts, num_train_steps=5, do_eval=True))
+    resumed = run_pretraining.run(dict(opts, num_train_steps=5, do_eval=True,
+                                       allow_schedule_change=True))  # 3 -> 5 updates
     assert resumed["global_step"] == 5 * accumulation
     reader = tf.train.load_checkpoint(str(out))
     assert np.isfinite(resumed["eval_results"]["plm_loss"])
