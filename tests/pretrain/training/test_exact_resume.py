@@ -24,7 +24,7 @@ from pretrain_testdata import (make_examples, make_span_examples, make_xlnet_exa
                                run_options, tiny_config, tiny_xlnet_config, write_records,
                                write_xlnet_records)
 
-SEQ, PREDS, BATCH, STEPS = 16, 4, 4, 12
+SEQ, PREDS, BATCH, STEPS = 16, 4, 4, 8
 
 
 def _state(output_dir):

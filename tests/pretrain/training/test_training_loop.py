@@ -87,24 +87,6 @@ def test_fine_tuning_picks_the_same_best_step_with_either_loop(tmp_path):
         np.testing.assert_array_equal(best["session"][name], value, err_msg=name)
 
 
-def test_the_loop_resumes_where_it_stopped(data, tmp_path):
-    """12 steps in one run, or 5 then 12 in two: the same variables at 12 (5 then 12 is a
-    schedule change, accepted with --allow_schedule_change; exact resume:
-    test_exact_resume.py)."""
-    _pretrain(data, tmp_path / "once", "session", save_checkpoints_steps=1000, shuffle_buffer=0)
-    first = _pretrain(data, tmp_path / "twice", "session", num_train_steps=5, shuffle_buffer=0,
-                      save_checkpoints_steps=1000)
-    assert first["global_step"] == 5
-    slots_at_5 = _weights(tmp_path / "twice", 5)
-    second = _pretrain(data, tmp_path / "twice", "session", shuffle_buffer=0,
-                       save_checkpoints_steps=1000, allow_schedule_change=True)
-    assert second["global_step"] == 12
-    resumed, straight = _weights(tmp_path / "twice"), _weights(tmp_path / "once")
-    assert sorted(resumed) == sorted(straight)
-    assert any(not np.array_equal(resumed[name], slots_at_5[name]) for name in slots_at_5)
-    assert int(resumed["global_step"]) == 12
-
-
 def test_fine_tunings_auto_is_the_session_loop_unless_the_variable_says_otherwise(monkeypatch):
     monkeypatch.setattr(strategy_lib, "estimator_available", lambda: True)
     monkeypatch.delenv(strategy_lib.TRAINING_LOOP_VARIABLE, raising=False)

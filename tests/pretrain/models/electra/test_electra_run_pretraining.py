@@ -1,9 +1,8 @@
 """ELECTRA through run_pretraining: trains on data_gen-shaped records, writes upstream's
 eval metric names and upstream's variable names, refuses the heads it has not got, and
-continues from a checkpoint google-research/electra wrote (its Adam slots ignored), and
-resumes its own."""
+continues from a checkpoint google-research/electra wrote (its Adam slots ignored). Its
+exact resume (both networks, their slots, the sampled replacements): test_exact_resume.py."""
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -11,11 +10,9 @@ import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
 from pretrain import run_pretraining
-from pretrain.training import input_state
 from modeling_helpers import (random_tensors, upstream_electra_case,
                               with_upstream_optimizer_state, write_checkpoint)
-from pretrain_testdata import (ARGMAX_ELECTRA, make_examples, run_options, tiny_config,
-                              write_records)
+from pretrain_testdata import make_examples, run_options, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
 UPSTREAM_METRICS = ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
@@ -124,39 +121,3 @@ def test_continues_from_an_upstream_checkpoint_without_its_optimizer_state(data,
     assert max(moved.values()) > 0.5 * learning_rate
 
 
-def test_resume_restores_both_networks_and_their_adam_slots(data, tmp_path):
-    """A run resumed from its step-2 checkpoint ends where the straight 4-step run ends:
-    step, both networks' weights and every Adam slot restored (tests/pretrain/training/test_resume.py kills
-    BERT mid-run; the data here is one batch, so where the input restarts is moot, and the
-    replacements are the generator's argmax, as a resumed session draws new noise). The
-    records carry SOP labels, which ELECTRA leaves unread."""
-    config = tiny_config(tmp_path / "argmax.json", **ARGMAX_ELECTRA)
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    options = dict(bert_config_file=config, input_file=data["albert"], num_train_steps=4,
-                   save_checkpoints_steps=2, do_eval=False)
-    assert run_pretraining.run(_opts(data, straight, **options))["sentence_head"] is False
-    resumed.mkdir()
-    for path in straight.glob("model.ckpt-2.*"):
-        shutil.copy(path, resumed)
-    (resumed / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-2"\n')
-    result = run_pretraining.run(_opts(data, resumed, **options))
-    assert result["global_step"] == 4
-    at_2 = tf.train.load_checkpoint(str(straight / "model.ckpt-2"))
-    want = tf.train.load_checkpoint(str(straight / "model.ckpt-4"))
-    got = tf.train.load_checkpoint(str(resumed / "model.ckpt-4"))
-    # (the input position too, whose bytes may differ in how far prefetching had read)
-    bookkeeping = ["global_step"] + [name for name in want.get_variable_to_shape_map()
-                                     if name.startswith("input_pipeline/")]
-    names = sorted(name for name in want.get_variable_to_shape_map() if name not in bookkeeping)
-    assert sorted(got.get_variable_to_shape_map()) == sorted(names + bookkeeping)
-    assert {name.split("/")[0] for name in names} == {
-        "electra", "generator", "generator_predictions", "discriminator_predictions",
-        input_state.SEED_NAME}
-    assert sum(name.endswith(("/adam_m", "/adam_v")) for name in names) > 60
-    # The resumed steps 3-4 run the straight run's graph, shapes and kernels, in this
-    # process, on the same batch from bit-identical restored values, with the same
-    # replacements (argmax; the new noise cannot tip it): equal bit for bit.
-    for name in names:
-        np.testing.assert_array_equal(got.get_tensor(name), want.get_tensor(name), err_msg=name)
-    # Steps 3 and 4 did train: the compared tensors are not the step-2 ones.
-    assert max(np.abs(want.get_tensor(n) - at_2.get_tensor(n)).max() for n in names) > 1e-3
