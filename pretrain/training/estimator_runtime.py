@@ -48,7 +48,11 @@ class PositionSavingEstimator:
         return getattr(self.estimator, name)
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        listeners = [input_state.InputPositionListener()] + list(saving_listeners or ())
+        config = self.estimator.config
+        saves = config.save_checkpoints_steps or config.save_checkpoints_secs
+        # (the Estimator refuses listeners when nothing saves checkpoints)
+        listeners = ([input_state.InputPositionListener()] if saves else []) + list(
+            saving_listeners or ())
         self.estimator.train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
                              saving_listeners=listeners)
         return self

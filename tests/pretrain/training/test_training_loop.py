@@ -111,3 +111,21 @@ def test_choices_this_runtime_cannot_run_are_refused_in_one_line(monkeypatch):
     monkeypatch.setenv(strategy_lib.TRAINING_LOOP_VARIABLE, "fast")
     with pytest.raises(UserError, match="ZH_PRETRAIN_TRAINING_LOOP='fast' is not one of"):
         strategy_lib.resolve_training_loop("auto", "cpu")
+
+
+@pytest.mark.parametrize("loop", strategy_lib.available_training_loops())
+def test_either_loop_trains_without_checkpoints(data, tmp_path, loop):
+    """No checkpoint saving (as the step benchmarks run): nothing to save the input position
+    with, and the Estimator refuses saving listeners then: none is passed."""
+    from pretrain.models import registry  # pylint: disable=import-outside-toplevel
+    from pretrain.training import input_pipeline, pretraining_model_fn  # pylint: disable=import-outside-toplevel
+    config = registry.read_config(data["cfg"])
+    model_fn = pretraining_model_fn.model_fn_builder(config, learning_rate=1e-3,
+                                                     num_train_steps=2, num_warmup_steps=0)
+    settings = strategy_lib.make_run_config("cpu", str(tmp_path), save_checkpoints_steps=None,
+                                            save_summary_steps=None, log_step_count_steps=None)
+    trainer = strategy_lib.build_trainer("cpu", model_fn, settings, train_batch_size=BATCH,
+                                         training_loop=loop)
+    trainer.train(input_pipeline.input_fn_builder(data["records"], SEQ, PREDS, True, seed=1),
+                  max_steps=2)
+    assert tf.train.latest_checkpoint(str(tmp_path)) is None
