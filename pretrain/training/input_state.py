@@ -64,6 +64,7 @@ class Tracked:
                                      use_resource=False)
             self.state_step = tf.Variable(tf.constant(0, tf.int64), trainable=False,
                                           name=STATE_STEP_NAME, use_resource=False)
+            self.has_state = tf.strings.length(self.state) > 0  # not the bytes into Python
             self.record_setup = self.setup.assign(setup)  # after a restore: this run's
             self.capture = self.restore = None
             if iterator_resource is not None:
@@ -120,7 +121,7 @@ class InputPositionHook(tf.train.SessionRunHook):
     def after_create_session(self, session, coord):
         del coord
         state = self._tracked
-        step, blob, state_step = session.run([self._step, state.state, state.state_step])
+        step, blob, state_step = session.run([self._step, state.has_state, state.state_step])
         if blob and state_step != step:
             raise ValueError(f"the checkpoint of step {step} holds the input position of step "
                              f"{state_step}: it was not written by the run's own saver")
