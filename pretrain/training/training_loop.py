@@ -320,7 +320,12 @@ class Predictor:
         with self._graph.as_default():
             tf.train.get_or_create_global_step()
             dataset = loop._call_input_fn(input_fn)  # pylint: disable=protected-access
-            self._iterator = tf.data.make_initializable_iterator(dataset)
+            # Each run re-initialises the iterator, which first waits for tf.data's autotuning
+            # thread of the last one to wake: measured 1 to 9 s of a 1.3 s dev scoring. A
+            # scoring input has nothing to tune, so it runs without.
+            options = tf.data.Options()
+            options.autotune.enabled = False
+            self._iterator = tf.data.make_initializable_iterator(dataset.with_options(options))
             features, _ = _split(self._iterator.get_next())
             spec = loop._call_model_fn(  # pylint: disable=protected-access
                 features, None, ModeKeys.PREDICT)
