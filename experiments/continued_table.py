@@ -1,9 +1,9 @@
 r"""The continued-pretraining tables: one row per task and model, general vs general +
 continued; and a sweep's, one row per continuing recipe.
 
-    python -m finetune.continued_table --runs_dir=runs/continued \
+    python -m experiments.continued_table --runs_dir=runs/continued \
         [--output_file=runs/continued/table.md]
-    python -m finetune.continued_table --sweep_dir=runs/continued/lcqmc/roberta/sweep \
+    python -m experiments.continued_table --sweep_dir=runs/continued/lcqmc/roberta/sweep \
         [--output_file=runs/continued/lcqmc/roberta/sweep/table.md]
 
 Reads what scripts/continued_experiment.sh leaves in RUNS_DIR/TASK/MODEL/:
@@ -29,8 +29,8 @@ import re
 
 from common import cli_options
 from common.cli_options import UserError, option
+from experiments.from_scratch_table import MISSING, mean_sd, show_and_write
 from finetune import compare, comparison_report, verdicts
-from finetune.experiment_table import MISSING, mean_sd, show_and_write
 from pretrain.training import learning_check
 
 GENERAL, CONTINUED, RANDOM = "general", "general + continued", "random init"
@@ -240,7 +240,7 @@ def sweep_table(sweep):
 
 @dataclasses.dataclass
 class ContinuedTableOptions:
-    """The flags of `python -m finetune.continued_table`."""
+    """The flags of `python -m experiments.continued_table`."""
     runs_dir: str = option("", "The RUNS folder of scripts/continued_experiment.sh.")
     sweep_dir: str = option("", "Instead: a sweep's folder (RUNS/TASK/MODEL/sweep of "
                                 "continued_experiment.sh TASK MODEL sweep).")

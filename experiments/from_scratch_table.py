@@ -1,6 +1,6 @@
 r"""The reference experiment's table: one row per pretraining recipe, over its seeds.
 
-    python -m finetune.experiment_table --runs_dir=runs/lcqmc_experiment \
+    python -m experiments.from_scratch_table --runs_dir=runs/lcqmc_experiment \
         [--output_file=runs/lcqmc_experiment/table.md]
 
 Reads what scripts/lcqmc_experiment.sh leaves in RUNS_DIR:
@@ -23,7 +23,8 @@ import sys
 from common import cli_options
 from common.cli_options import UserError, option, required
 from common.file_utils import write_text_atomically
-from finetune import comparison_report, experiment_recipes, verdicts
+from experiments import recipe_files
+from finetune import comparison_report, verdicts
 from pretrain.models import registry
 from pretrain.training import learning_check
 
@@ -81,11 +82,11 @@ def read_comparison(path, recipe=None):
 
 def collect_rows(runs_dir, left_out=None):
     """One row per recipe with a finished comparison, in the recipes' order
-    (finetune/recipes/*.json), then by name. A comparison of random init alone is
+    (experiments/recipes/*.json), then by name. A comparison of random init alone is
     not a row yet: its UnfinishedRow message goes to `left_out` (a list), if given."""
     found = [os.path.basename(os.path.dirname(os.path.dirname(path)))
              for path in glob.glob(os.path.join(runs_dir, "*", COMPARISON))]
-    order = [recipe.name for recipe in experiment_recipes.all_recipes()]
+    order = [recipe.name for recipe in recipe_files.all_recipes()]
     recipes = [r for r in order if r in found] + sorted(set(found) - set(order))
     rows = []
     for recipe in recipes:
@@ -194,7 +195,7 @@ def markdown_table(rows):
 
 def _label(recipe):
     """The row's label from its finetune/recipes file (the folder name for another row)."""
-    labels = {found.name: found.label for found in experiment_recipes.all_recipes()}
+    labels = {found.name: found.label for found in recipe_files.all_recipes()}
     return labels.get(recipe, recipe)
 
 
@@ -230,7 +231,7 @@ def render(rows):
 
 @dataclasses.dataclass
 class TableOptions:
-    """The flags of `python -m finetune.experiment_table`."""
+    """The flags of `python -m experiments.from_scratch_table`."""
     runs_dir: str = required("The RUNS folder of scripts/lcqmc_experiment.sh.")
     output_file: str = option("", "Also write the Markdown table here.")
 

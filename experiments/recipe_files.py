@@ -1,15 +1,15 @@
-r"""The reference experiment's rows, one JSON file each: finetune/recipes/NAME.json.
+r"""The reference experiment's rows, one JSON file each: experiments/recipes/NAME.json.
 
 A row's file holds everything that makes it that row: its label in the table, its order,
 the model config (a shipped config's name, common.model_configs), how LCQMC's text becomes
 documents, its data_gen and run_pretraining flags and its pretraining defaults (steps, optimizer, learning rate, bias correction, warmup),
 with why they were chosen. scripts/lcqmc_experiment.sh reads a row through
 
-    python -m finetune.experiment_recipes --recipe=NAME     # bash assignments to eval
-    python -m finetune.experiment_recipes --list             # the names, in table order
-    python -m finetune.experiment_recipes --usage            # one help line per row
+    python -m experiments.recipe_files --recipe=NAME     # bash assignments to eval
+    python -m experiments.recipe_files --list             # the names, in table order
+    python -m experiments.recipe_files --usage            # one help line per row
 
-and finetune.experiment_table takes the labels and the order from the same files. A new
+and experiments.from_scratch_table takes the labels and the order from the same files. A new
 row is a new file.
 """
 import dataclasses
@@ -123,7 +123,7 @@ def usage_lines():
 
 @dataclasses.dataclass
 class RecipeOptions:
-    """The flags of `python -m finetune.experiment_recipes`."""
+    """The flags of `python -m experiments.recipe_files`."""
     recipe: str = option("", "Print the bash assignments of this recipe.")
     list: bool = option(False, "Print the recipes' names in table order.")
     usage: bool = option(False, "Print one help line per recipe and its defaults.")

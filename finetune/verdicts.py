@@ -1,7 +1,7 @@
 """One verdict for every comparison of two fine-tuning runs, and the flags that withhold it.
 
 finetune.compare, its results.md (finetune.comparison_report) and the experiment table
-(finetune.experiment_table) all judge a difference here, so results.json stores exactly
+(experiments.from_scratch_table) all judge a difference here, so results.json stores exactly
 what the tables show:
 
     judged = judge(interval_verdict, num_seeds, baseline, compared)

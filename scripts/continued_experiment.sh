@@ -9,7 +9,6 @@ set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 SCRIPT_NAME="continued_experiment.sh"
-DEPRECATED_SETTINGS=()
 source "${SCRIPT_DIR}/settings.sh"
 SHARED="${REPO_ROOT}/../shared/data"
 
@@ -278,7 +277,7 @@ if [[ "${STAGE}" == sweep ]]; then
     --output_dir="${ROW}/sweep/${COMPARE_NAME}" --seeds="${SEEDS}" "${REUSE[@]}" \
     "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
   stage "sweep table"
-  run "${PYTHON}" -m finetune.continued_table --sweep_dir="${ROW}/sweep" \
+  run "${PYTHON}" -m experiments.continued_table --sweep_dir="${ROW}/sweep" \
     --comparison="${COMPARE_NAME}" --output_file="${ROW}/sweep/${SWEEP_TABLE}"
   exit 0
 fi
@@ -295,4 +294,4 @@ stage "fine-tuning: ${LABELS} on ${EXAMPLES} examples, seeds ${SEEDS}"
 run "${PYTHON}" -m finetune.compare --data_dir="${DATA_DIR}" --output_dir="${ROW}/${COMPARE_NAME}" \
   --seeds="${SEEDS}" "${REUSE[@]}" "${RUN_FLAGS[@]}" "${FINETUNE[@]}"
 stage "table of every finished row"
-run "${PYTHON}" -m finetune.continued_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"
+run "${PYTHON}" -m experiments.continued_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"

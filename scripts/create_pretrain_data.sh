@@ -24,11 +24,8 @@ GENERATION_SETTINGS=(MODE:mode MAX_SEQ_LENGTH:max_seq_length MAX_PREDICTIONS:max
   MASKED_LM_PROB:masked_lm_prob DUPE_FACTOR:dupe_factor SEED:random_seed
   NUM_WORKERS:num_workers COMPRESSION:compression DO_LOWER_CASE:do_lower_case)
 VOCAB_SETTINGS=(VOCAB_SIZE:vocab_size DO_LOWER_CASE:do_lower_case)
-# Old names, OLD:NEW: still read (environment and --old option), with a warning.
-DEPRECATED_SETTINGS=(RANDOM_SEED:SEED)
 SCRIPT_NAME="create_pretrain_data.sh"
 source "${SCRIPT_DIR}/settings.sh"
-apply_deprecated_settings
 for pair in "${GENERATION_SETTINGS[@]}" "${VOCAB_SETTINGS[@]}"; do
   variable="${pair%%:*}"; declare "${variable}=${!variable:-}"
 done
@@ -70,9 +67,6 @@ default applies (see python -m data_gen.create_pretraining_data --help).
   --dry_run             DRY_RUN=1       print the commands with every path resolved, run nothing
   -h, --help                            this text
 
-Deprecated names, still read (environment or option) with a warning:
-$(deprecated_help)
-
 Arguments after "--" go unchanged to python -m data_gen.create_pretraining_data,
 e.g.  bash scripts/create_pretrain_data.sh --mode albert -- --ngram=2 --short_seq_prob=0.2
 Examples:
@@ -109,11 +103,6 @@ while [[ $# -gt 0 ]]; do
     --*) variable="${option#--}"; variable="${variable^^}" ;;
     *) die "unknown argument '${option}' (see --help; flags for the Python CLI go after --)" ;;
   esac
-  for pair in "${DEPRECATED_SETTINGS[@]}"; do
-    if [[ "${variable}" == "${pair%%:*}" ]]; then
-      variable="${pair#*:}"; deprecated "${option}" "--${variable,,}"
-    fi
-  done
   [[ " ${VALUE_OPTIONS[*]} " == *" ${variable} "* ]] \
     || die "unknown argument '${option}' (see --help; flags for the Python CLI go after --)"
   [[ $# -ge 2 ]] || die "${option} needs a value (see --help)"

@@ -9,12 +9,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 
 SCRIPT_NAME="demo.sh"
-# Old names, OLD:NEW: still read from the environment, with a warning.
-DEPRECATED_SETTINGS=(PRETRAIN_SEQ_LENGTH:PRETRAIN_MAX_SEQ_LENGTH
-  PRETRAIN_PREDICTIONS:PRETRAIN_MAX_PREDICTIONS PRETRAIN_LR:PRETRAIN_LEARNING_RATE
-  FINETUNE_LR:FINETUNE_LEARNING_RATE FINETUNE_SEQ_LENGTH:FINETUNE_MAX_SEQ_LENGTH)
 source "${SCRIPT_DIR}/settings.sh"
-apply_deprecated_settings
 
 DEMO_DIR="${DEMO_DIR:-${REPO_ROOT}/output/demo}"
 CONFIG="${CONFIG:-${REPO_ROOT}/common/model_configs/demo_tiny_bert.json}"
@@ -64,9 +59,6 @@ Settings (environment variables):
   EVAL_EVERY                dev evaluation interval (steps)     [${EVAL_EVERY}]
   SEED                      seed for data, pretraining, fine-tuning [${SEED}]
   PYTHON                    interpreter (default .venv/bin/python, else python3)
-
-Deprecated names, still read with a warning:
-$(for pair in "${DEPRECATED_SETTINGS[@]}"; do printf '  %-30s -> %s\n' "${pair%%:*}" "${pair#*:}"; done)
 EOF
 }
 

@@ -12,15 +12,10 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 
 SCRIPT_NAME="lcqmc_experiment.sh"
-# Old names, OLD:NEW: still read from the environment, with a warning.
-DEPRECATED_SETTINGS=(PRETRAIN_WARMUP:PRETRAIN_WARMUP_STEPS PRETRAIN_BATCH:PRETRAIN_BATCH_SIZE
-  PRETRAIN_LR:PRETRAIN_LEARNING_RATE FINETUNE_LR:FINETUNE_LEARNING_RATE
-  FINETUNE_EXAMPLES:FINETUNE_MAX_TRAIN_EXAMPLES)
 source "${SCRIPT_DIR}/settings.sh"
-apply_deprecated_settings
 choose_python
-# The rows: one file each, finetune/recipes/RECIPE.json (finetune.experiment_recipes).
-recipes() { "${PYTHON}" -m finetune.experiment_recipes "$@"; }
+# The rows: one file each, experiments/recipes/RECIPE.json (experiments.recipe_files).
+recipes() { "${PYTHON}" -m experiments.recipe_files "$@"; }
 read -r -a RECIPES <<< "$(recipes --list)"
 
 LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
@@ -80,7 +75,7 @@ starting point are unchanged, and the random-init runs of another row of RUNS wi
 model). A stage whose recorded inputs or settings differ from this run's stops the script:
 move its folder away.
 
-RECIPE (finetune/recipes/RECIPE.json: the row's label, model, data and pretraining
+RECIPE (experiments/recipes/RECIPE.json: the row's label, model, data and pretraining
 flags and defaults, and why; a new row is a new file):
 $(recipes --usage)
 
@@ -113,9 +108,6 @@ Settings (environment variables) [defaults]:
                      plateau (pretrain.training.learning_check; the row is then marked "not learned")
   PYTHON             interpreter                         [.venv/bin/python, else python3]
   DRY_RUN=1          (or --dry_run) print the commands of every stage, run nothing
-
-Deprecated names, still read with a warning:
-$(for pair in "${DEPRECATED_SETTINGS[@]}"; do printf '  %-30s -> %s\n' "${pair%%:*}" "${pair#*:}"; done)
 EOF
 }
 
@@ -290,4 +282,4 @@ else
 fi
 
 stage "table"
-run "${PYTHON}" -m finetune.experiment_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"
+run "${PYTHON}" -m experiments.from_scratch_table --runs_dir="${RUNS}" --output_file="${RUNS}/table.md"

@@ -11,16 +11,12 @@ SCRIPT_NAME="lcqmc_finetune.sh"
 
 # This script's own settings (every other one is finetune.sh's, by the same name).
 LCQMC_DIR="${LCQMC_DIR:-${REPO_ROOT}/../shared/data/lcqmc}"
-# LCQMC's task, always, and its presets for the finetune.sh settings left unset:
-# finetune.run_lcqmc's own defaults (tests/scripts/test_script_defaults.py checks they agree).
+# LCQMC's task, always, and its presets for the finetune.sh settings left unset.
 LCQMC_TASK=pair
 LCQMC_SETTINGS=(MAX_SEQ_LENGTH=64)
 # Where the comparison starts from and writes to, unless given.
 LCQMC_PATHS=(AFTER="${REPO_ROOT}/output/demo/pretrain" OUT="${REPO_ROOT}/results/lcqmc")
-# Old names, OLD:NEW: still read (environment and --old option), with a warning.
-DEPRECATED_SETTINGS=(WARMUP:WARMUP_PROPORTION)
 source "${SCRIPT_DIR}/settings.sh"
-apply_deprecated_settings
 
 usage() {
   cat <<EOF
@@ -38,8 +34,6 @@ settings: every option and setting of finetune.sh (below) works here too.
 Always --task ${LCQMC_TASK} --data_dir LCQMC_DIR. LCQMC's presets, for the settings
 left unset: ${LCQMC_SETTINGS[*]}
   and the paths: ${LCQMC_PATHS[*]}
-Deprecated names, still read (environment or option) with a warning:
-$(deprecated_help)
 
 LCQMC format: one pair per line, text_a<TAB>text_b<TAB>label (label 1 =
 same meaning, 0 = not), UTF-8, files train.txt, dev.txt and test.txt.
@@ -71,14 +65,6 @@ while [[ $# -gt 0 ]]; do
     --data_dir|--data_dir=*|--task|--task=*)
       die "${option%%=*} is LCQMC's here: use --lcqmc_dir (LCQMC_DIR), or scripts/finetune.sh for other data" ;;
     *)
-      name="${option%%=*}"; name="${name#--}"
-      for pair in "${DEPRECATED_SETTINGS[@]}"; do
-        old="${pair%%:*}"; new="${pair#*:}"
-        if [[ "${option}" == --* && "${name^^}" == "${old}" ]]; then
-          deprecated "--${old,,}" "--${new,,}"
-          if [[ "${option}" == *=* ]]; then option="--${new,,}=${option#*=}"; else option="--${new,,}"; fi
-        fi
-      done
       FORWARDED_ARGS+=("${option}"); shift ;;
   esac
 done

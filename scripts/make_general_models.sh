@@ -8,7 +8,6 @@ set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 SCRIPT_NAME="make_general_models.sh"
-DEPRECATED_SETTINGS=()
 source "${SCRIPT_DIR}/settings.sh"
 
 GENERAL_CORPUS="${GENERAL_CORPUS:-${REPO_ROOT}/../shared/data/corpus/clue_small_sample.txt}"

@@ -17,11 +17,8 @@ TRAINING_SETTINGS=(STEPS:num_train_steps WARMUP_STEPS:num_warmup_steps BATCH_SIZ
   MAX_PREDICTIONS:max_predictions_per_seq LOG_EVERY:log_every_n_steps
   SAVE_EVERY:save_checkpoints_steps INIT_CHECKPOINT:init_checkpoint
   EVAL_INPUT:eval_input_file SEED:random_seed VOCAB:vocab_file)
-# Old names, OLD:NEW: still read (environment and --old option), with a warning.
-DEPRECATED_SETTINGS=(LR:LEARNING_RATE WARMUP:WARMUP_STEPS)
 SCRIPT_NAME="pretrain.sh"
 source "${SCRIPT_DIR}/settings.sh"
-apply_deprecated_settings
 for pair in "${TRAINING_SETTINGS[@]}"; do variable="${pair%%:*}"; declare "${variable}=${!variable:-}"; done
 # The demo: used when no --input/INPUT is given, for the settings left empty.
 DEMO_PATHS=(CONFIG="${REPO_ROOT}/common/model_configs/demo_tiny_bert.json"
@@ -74,8 +71,6 @@ resumes from its last checkpoint.
   --dry_run               DRY_RUN=1        print the command, run nothing
   -h, --help                               this help
 
-Deprecated names, still read (environment or option) with a warning:
-$(deprecated_help)
 The demo (no --input): ${DEMO_PATHS[*]}
   and, for the settings left unset: ${DEMO_SETTINGS[*]}
 Arguments after -- go to run_pretraining unchanged (e.g. -- --keep_checkpoint_max=2).
@@ -96,11 +91,6 @@ while [[ $# -gt 0 ]]; do
     --*) variable="${option#--}"; variable="${variable^^}" ;;
     *) die "unknown argument '${option}' (see --help; flags for run_pretraining go after --)" ;;
   esac
-  for pair in "${DEPRECATED_SETTINGS[@]}"; do
-    if [[ "${variable}" == "${pair%%:*}" ]]; then
-      variable="${pair#*:}"; deprecated "${option}" "--${variable,,}"
-    fi
-  done
   [[ " ${VALUE_OPTIONS[*]} " == *" ${variable} "* ]] \
     || die "unknown option ${option} (see --help; flags for run_pretraining go after --)"
   [[ $# -ge 2 ]] || die "${option} needs a value (see --help)"

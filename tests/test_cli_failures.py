@@ -14,8 +14,8 @@ import textwrap
 
 import pytest
 
-from cli_testutil import module_command, run_main_in_process, run_parallel
-from pretrain_testdata import make_examples, tiny_config, write_records
+from tests.testutil.cli_runs import module_command, run_main_in_process, run_parallel
+from tests.testutil.pretrain_data import make_examples, tiny_config, write_records
 
 VOCAB = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n" + "".join(f"{c}\n" for c in "我们今天去公园散步天气很好")
 CORPUS = "我们今天去公园散步。\n天气很好。\n\n今天天气很好。\n我们去公园。\n"
@@ -85,7 +85,7 @@ CASES = [
     ("export_hf: missing checkpoint", "pretrain.interop.export_hf",
      ["--init_checkpoint=no_such_ckpt", "--bert_config_file=cfg.json", "--vocab_file=vocab.txt",
       "--output_dir=out/hf"], "no_such_ckpt"),
-    ("run_lcqmc: missing data", "finetune.run_lcqmc",
+    ("run_finetune: missing data", "finetune.run_finetune",
      ["--data_dir=no_such_dir", "--vocab_file=vocab.txt", "--bert_config_file=cfg.json",
       "--output_dir=out/ft", "--max_seq_length=16"], "no_such_dir"),
     # bad flag values
@@ -175,7 +175,7 @@ GENERATE = ["--input_file=corpus.txt", "--vocab_file=vocab.txt", "--num_workers=
 # build a model and read records (and those under `ulimit -f`) are real subprocesses.
 IN_PROCESS = ("pretrain: unknown optimizer", "pretrain: stray argument", "pretrain: batch 0",
               "pretrain: missing config", "pretrain: missing data",
-              "pretrain: output under a file", "run_lcqmc: missing data",
+              "pretrain: output under a file", "run_finetune: missing data",
               "pretrain: extra eval without NAME=", "pretrain: extra eval matching no file",
               "import_hf: missing model", "export_hf: missing checkpoint")
 SLOW_FIRST = ("pretrain: nan loss", "pretrain: truncated record", "pretrain: skip corrupt records",

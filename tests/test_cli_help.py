@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from cli_testutil import REPO_ROOT, console_scripts, run_parallel
+from tests.testutil.cli_runs import REPO_ROOT, console_scripts, run_parallel
 
 # absl's own flags (listed by --help beside the tool's flags, or advertised after them).
 ABSL_FLAGS = {"help", "helpshort", "helpfull", "helpxml", "flagfile", "undefok", "only_check_args",
@@ -42,7 +42,13 @@ def help_outputs(tmp_path_factory):
 
 def test_entries_are_read_from_setup_cfg():
     names = [name for name, _, _ in console_scripts()]
-    assert "zh-run-lcqmc" in names and "zh-reduce-vocab" in names and len(names) >= 8
+    assert "zh-run-finetune" in names and "zh-vocab-surgery" in names and len(names) >= 8
+
+
+def test_each_console_script_is_named_after_its_module():
+    """One command scheme: `zh-<module>` runs `python -m <package>.<module>`."""
+    for name, module, _ in console_scripts():
+        assert name == "zh-" + module.rsplit(".", 1)[-1].replace("_", "-"), (name, module)
     modules = {m for _, m, _ in console_scripts()}
     assert len(help_commands()) == len(modules)
 

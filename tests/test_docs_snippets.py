@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from cli_testutil import REPO_ROOT, tool_env
+from tests.testutil.cli_runs import REPO_ROOT, tool_env
 
 PACKAGES = ("common", "data_gen", "pretrain", "finetune")
 IMPORT = re.compile(r"(?:^|`)\s*((?:from (%s)[\w.]* import [\w, ]+)|(?:import (%s)[\w.]*))\s*(?:$|`)"

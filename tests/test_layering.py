@@ -1,10 +1,14 @@
-"""docs/architecture.md's layering holds in the code: imports go finetune -> pretrain -> data_gen -> common.
+"""docs/architecture.md's layering holds in the code: imports go experiments -> finetune -> pretrain ->
+data_gen -> common.
 
 Each package may import only what the table there lists; the contracts
 between stages (record features, sidecar, globs, atomic writes, LCQMC) are
 imported from data_gen, never declared again. Inside pretrain, each room
 (models, checkpoints, training, interop) imports only the rooms its section
-there allows, and pretrain/ itself holds only run_pretraining and cpu_kernels.
+there allows, and pretrain/ itself holds only run_pretraining and cpu_kernels; so
+for data_gen's rooms (native, text, records, modes, runner, tools) under its entry
+(config, create_pretraining_data). No module of the project reaches itself through
+its imports.
 """
 import ast
 import pathlib
@@ -25,6 +29,7 @@ ALLOWED = {
     "finetune": {"finetune", "pretrain", "common", "data_gen.text.tokenization",
                  "data_gen.text.spm_tokenization", "data_gen.tools.lcqmc_format",
                  "data_gen.text.unreadable_input", "data_gen.records.record_schema"},
+    "experiments": {"experiments", "finetune", "pretrain", "common"},
 }
 
 # pretrain's rooms: which of pretrain's modules each may import (its own room always).
@@ -38,6 +43,22 @@ ROOMS = {
 # Directly in pretrain/: the package's setup and the training CLI, which sits on top of
 # the rooms.
 PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining"}
+
+# data_gen's rooms: which of data_gen's modules each may import (its own room always);
+# an entry ending in "=" allows that module alone, not the modules under it.
+DATA_GEN_ROOMS = {
+    "data_gen.native": set(),
+    "data_gen.text": {"data_gen.native"},
+    "data_gen.records": {"data_gen.native"},
+    "data_gen.modes": {"data_gen.native", "data_gen.text", "data_gen.records",
+                       "data_gen.runner.chunk_processing"},
+    "data_gen.runner": {"data_gen.native", "data_gen.text", "data_gen.records",
+                        "data_gen.modes=", "data_gen.config"},
+    "data_gen.tools": {"data_gen.native", "data_gen.text", "data_gen.records",
+                      "data_gen.modes"},
+}
+# Directly in data_gen/: the flags and the local run, on top of the rooms.
+DATA_GEN_ROOT = {"__init__", "config", "create_pretraining_data"}
 
 
 def _project_imports(path):
@@ -96,6 +117,105 @@ def test_interop_reaches_a_family_converter_only_through_the_registry():
         imported = [name for name in _project_imports(path)
                     if name.startswith("pretrain.models.") and name.endswith(".hf")]
         assert not imported, f"{path.relative_to(REPO)} imports {imported}"
+
+
+@pytest.mark.parametrize("room", sorted(DATA_GEN_ROOMS))
+def test_each_room_of_data_gen_imports_only_the_rooms_it_may(room):
+    exact = {entry[:-1] for entry in DATA_GEN_ROOMS[room] if entry.endswith("=")}
+    allowed = {entry for entry in DATA_GEN_ROOMS[room] if not entry.endswith("=")} | {room}
+    bad = []
+    for path in sorted(REPO.joinpath(*room.split(".")).rglob("*.py")):
+        for name in sorted(_project_imports(path)):
+            if name.split(".")[0] != "data_gen" or name == "data_gen" or name in exact:
+                continue
+            # `from data_gen.text import vocab_gaps` also yields the bare room name.
+            bare_room_allowed = name in DATA_GEN_ROOMS and any(
+                entry.startswith(name) for entry in allowed | exact)
+            if not bare_room_allowed and not _allowed(name, allowed):
+                bad.append(f"{path.relative_to(REPO)} imports {name}")
+    assert not bad, "imports against docs/architecture.md's rooms of data_gen:\n" + "\n".join(bad)
+
+
+def test_data_gen_itself_holds_only_its_flags_and_local_run():
+    assert {path.stem for path in (REPO / "data_gen").glob("*.py")} == DATA_GEN_ROOT
+
+
+def _module_graph():
+    """{module: the project's modules it imports}, a package standing for its __init__.py.
+    `from package import module` imports that module, and the package only when the
+    importer is outside it (an importer's own packages are loaded before it)."""
+    modules = {}
+    for package in ALLOWED:
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def with_packages(name, importer):
+        while name and name not in modules:  # `import package.module.Class`
+            name = name.rpartition(".")[0]
+        found = set()
+        while name:
+            if not importer.startswith(name + "."):
+                found.add(name)
+            name = name.rpartition(".")[0]
+        return found
+
+    graph = {}
+    for module, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    targets |= with_packages(alias.name, module)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & set(modules)
+                targets |= with_packages(node.module, module) if len(submodules) < len(
+                    node.names) else set().union(*(with_packages(name, module)
+                                                   for name in submodules))
+        graph[module] = {target for target in targets
+                         if target != module and target.split(".")[0] in ALLOWED}
+    return graph
+
+
+def _loops(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, loops = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                loops.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return loops
+
+
+def test_no_module_reaches_itself_through_its_imports():
+    graph = _module_graph()
+    assert {"data_gen.create_pretraining_data", "data_gen.runner.beam_pipeline"} <= set(graph)
+    assert _loops(graph) == []
+
+
+def test_the_loop_finder_finds_a_loop():
+    assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_pretrain_itself_holds_only_its_cli_and_setup():

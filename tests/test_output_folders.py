@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-import datagen_testutil as util
-from cli_testutil import run_main_in_process
+from tests.testutil import data_gen_runs as util
+from tests.testutil.cli_runs import run_main_in_process
 
 LCQMC_ROWS = "".join(f"{a}\t{b}\t{i % 2}\n" for i, (a, b) in enumerate(
     zip(util.SENTENCES, util.SENTENCES[1:] + util.SENTENCES[:1])))

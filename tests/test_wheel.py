@@ -28,11 +28,11 @@ import tarfile
 
 import pytest
 
-from cli_testutil import run_parallel, tool_env
+from tests.testutil.cli_runs import run_parallel, tool_env
 from conftest import REPO_ROOT, in_one_runtime
 from common.model_configs import shipped_names
 
-PACKAGES = ("common", "data_gen", "pretrain", "finetune")
+PACKAGES = ("common", "data_gen", "pretrain", "finetune", "experiments")
 pytestmark = in_one_runtime("the packaging does not depend on the runtime")
 README_LINE = re.compile(r"^pip install '\.\[cpu\]'$")
 
@@ -169,7 +169,7 @@ def console_scripts():
 # per other stage. Each of the others starts TensorFlow (4-8 s of CPU on 2 cores) to print
 # its flags, which tests/test_cli_help.py checks for every script's module in both runtimes;
 # what the install adds, the wrapper pip writes for each entry, is checked for all of them.
-HELP_RUNS = ("zh-run-pretraining", "zh-finetune")
+HELP_RUNS = ("zh-run-pretraining", "zh-run-finetune")
 
 
 def test_every_console_script_runs_its_entry_and_answers_help(installed):
@@ -207,7 +207,7 @@ def test_the_shipped_files_are_found_in_the_package(installed):
     listing = run_installed(installed, [python, "-m", "common.model_configs"])
     assert listing.returncode == 0, listing.stderr
     assert [line.split()[0] for line in listing.stdout.splitlines()] == shipped_names()
-    recipe = run_installed(installed, [python, "-m", "finetune.experiment_recipes",
+    recipe = run_installed(installed, [python, "-m", "experiments.recipe_files",
                                        "--recipe=roberta"])
     assert recipe.returncode == 0, recipe.stderr
     (config,) = [shlex.split(line.split("=", 1)[1])[0] for line in recipe.stdout.splitlines()

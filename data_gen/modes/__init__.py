@@ -24,7 +24,7 @@ MODES = {mode.name: mode for mode in (
              needs="documents of 2+ sentences"),
     DataMode("xlnet", "zihangdai/xlnet's permutation-LM records (reuse window, A, B; "
              "whole-word spans to predict)", "none", "xlnet_spans", xlnet_records.XLNET_FEATURES,
-             xlnet, native_modules=("_xlnet",),
+             xlnet,
              needs="a chunk's stream of at least max_seq_length - 2 tokens",
              tokenizer_flag="--spm_model_file"),
 )}

@@ -22,7 +22,7 @@ class DataMode:
     label means ("none" | "sop" | "nsp", the sidecar's field). masking: the recipe
     --masking=auto means. features: the records' record_schema.Feature table.
     token_boundary: records carry token_boundary. room: the module of its room (see
-    the module doc). native_modules: C modules only this mode uses (data_gen.native).
+    the module doc).
     needs: what the corpus must give to make a record (the empty-output message).
     tokenizer_flag: another flag that may stand in for --vocab_file, or "".
     """
@@ -33,7 +33,6 @@ class DataMode:
     features: tuple
     room: object
     token_boundary: bool = False
-    native_modules: tuple = ()
     needs: str = ""
     tokenizer_flag: str = ""
 

@@ -11,9 +11,9 @@ environment sets ZH_PRETRAIN_PURE_PYTHON=1.
 import importlib
 import os
 
-# The modules every mode uses; a data mode's own are declared by its registry entry
-# (data_gen.modes, DataMode.native_modules). module_names() lists both.
-MODULES = ("_jieba", "_tokenize", "_records", "_instances", "_tfrecord")
+# Every C module (setup.py builds these, importing this list: keep this file free of
+# imports beyond the standard library; _xlnet serves the xlnet mode only).
+MODULES = ("_jieba", "_tokenize", "_records", "_instances", "_tfrecord", "_xlnet")
 DISABLE_VARIABLE = "ZH_PRETRAIN_PURE_PYTHON"
 
 
@@ -23,10 +23,8 @@ def disabled():
 
 
 def module_names():
-    """Every C module's name: MODULES, then the data modes' own."""
-    from data_gen import modes  # pylint: disable=import-outside-toplevel (modes use this loader)
-    return MODULES + tuple(name for mode in modes.MODES.values()
-                           for name in mode.native_modules if name not in MODULES)
+    """Every C module's name."""
+    return MODULES
 
 
 def _check_name(name):

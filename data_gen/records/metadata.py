@@ -10,7 +10,6 @@ import os
 
 from common.file_utils import (SIDECAR_SUFFIX, input_exists, is_remote, open_input,
                                  write_json_atomically)
-from data_gen import modes
 
 FORMAT_VERSION = 1
 TOOL = "data_gen.create_pretraining_data"
@@ -27,14 +26,14 @@ def metadata_path(output_path):
     return output_path + SIDECAR_SUFFIX
 
 
-def build_metadata(config, vocab_size, vocab_sha256, max_token_id, file_counts, run_counts,
-                   extra=None):
-    """Returns the sidecar dict for one output file; `extra`: the fields of
-    data_gen.text.vocabulary.RunVocabulary.sidecar (the mode's own), added as they are.
+def build_metadata(config, mode, vocab_size, vocab_sha256, max_token_id, file_counts,
+                   run_counts, extra=None):
+    """Returns the sidecar dict for one output file; mode: config.mode's DataMode
+    (data_gen.modes); `extra`: the fields of data_gen.text.vocabulary.RunVocabulary.sidecar
+    (the mode's own), added as they are.
 
     With --spm_model_file, vocab_file / vocab_sha256 name the sentencepiece model."""
     vocab_file = config.vocab_file or config.spm_model_file
-    mode = modes.get(config.mode)
     meta = {
         "format_version": FORMAT_VERSION,
         "tool": TOOL,
@@ -84,11 +83,9 @@ def read_metadata(path):
 
 
 def sentence_task(meta):
-    """'none' | 'sop' | 'nsp' of a sidecar dict (from its mode when the field is absent),
-    or None when it says neither."""
-    if not meta:
-        return None
-    return meta.get("sentence_task") or modes.sentence_task(meta.get("mode"))
+    """'none' | 'sop' | 'nsp' of a sidecar dict (build_metadata writes it), or None when
+    there is no sidecar or it has no such field."""
+    return meta.get("sentence_task") if meta else None
 
 
 def detect_compression(path, meta=None, requested=None):

@@ -55,11 +55,11 @@ from data_gen import modes
 from data_gen.runner import beam_dask
 from data_gen.config import GenerationConfig
 from data_gen.runner.corpus_chunks import CorpusLayout
-from data_gen.text.corpus_reader import CorpusError, expand_input_patterns
+from data_gen.text.corpus_reader import (CorpusError, check_unreadable_share,
+                                         expand_input_patterns)
 from data_gen.text.document_split import DocumentSplit
-from data_gen.text.unreadable_input import check_unreadable_share
-from data_gen.create_pretraining_data import (USER_ERRORS, EmptyOutputError, format_account,
-                                              make_account, why_empty)
+from data_gen.runner.run_account import (USER_ERRORS, EmptyOutputError, format_account,
+                                         make_account, why_empty)
 from data_gen.records.metadata import build_metadata, metadata_path
 from data_gen.runner.parallel import ChunkJob, run_chunk
 from data_gen.records.shard_pieces import ShardTotals, piece_name
@@ -472,10 +472,10 @@ def _commit(config, vocabulary, account, totals, temp_dir, output_paths, split_s
             committed.append(path)
             FileSystems.rename([FileSystems.join(temp_dir, f"shard-{shard:05d}")], [path])
         for shard, path in enumerate(output_paths):
-            metadata = build_metadata(config, vocabulary.size, vocabulary.sha256,
-                                      totals.max_ids[shard], totals.file_counts(shard),
-                                      run_counts, dict(vocabulary.sidecar or {},
-                                                       **split_sidecar))
+            metadata = build_metadata(config, modes.get(config.mode), vocabulary.size,
+                                      vocabulary.sha256, totals.max_ids[shard],
+                                      totals.file_counts(shard), run_counts,
+                                      dict(vocabulary.sidecar or {}, **split_sidecar))
             committed.append(metadata_path(path))
             _write_atomically(metadata_path(path), (json.dumps(
                 metadata, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -14,6 +14,7 @@ import io
 import os
 
 from common import file_utils
+from data_gen.text import unreadable_input
 
 DECODE_ERROR_POLICIES = ("error", "skip")
 _BOM = b"\xef\xbb\xbf"
@@ -155,8 +156,7 @@ class CorpusReader:
             except UnicodeDecodeError as error:
                 bad_offset = offset + error.start
                 if self.on_decode_error == "error":
-                    from data_gen.text.unreadable_input import decode_error_message  # cycle
-                    raise CorpusError(decode_error_message(
+                    raise CorpusError(unreadable_input.decode_error_message(
                         path, bad_offset, raw[error.start], error.reason)) from None
                 account.add("lines_skipped_invalid_utf8")
                 continue
@@ -192,3 +192,19 @@ def _read_exactly(handle, count, path):
         parts.append(block)
         count -= len(block)
     return b"".join(parts)
+
+
+def check_unreadable_share(account, files, max_share):
+    """Raises CorpusError when more than `max_share` of the lines could not be read
+    (--on_decode_error=skip dropped them)."""
+    share = unreadable_input.unreadable_share(account)
+    if share <= max_share:
+        return
+    path, number = unreadable_input.first_undecodable_line(files)
+    flag = unreadable_input.SHARE_FLAG
+    dropped = account.get("lines_skipped_invalid_utf8", 0)
+    raise CorpusError(
+        f"{dropped} of {dropped + account.get('sentences', 0)} lines ({share:.1%}) were not "
+        f"UTF-8 and were dropped, more than {flag}={max_share}; the first is {path}: line "
+        f"{number}: {unreadable_input.advice(path) if path else 'convert the input to UTF-8'} "
+        f"(or raise {flag} to accept the loss); no output was written")

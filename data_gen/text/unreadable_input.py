@@ -4,13 +4,11 @@ Two jobs, both for messages that name the fix rather than a way to lose data qui
   * a line that is not UTF-8 -> `decode_error_message`: file, line, byte offset and, when
     the file as a whole reads as GB18030 (GBK, GB2312) or Big5, that encoding and the
     `iconv` command that converts it;
-  * a run with --on_decode_error=skip -> `check_unreadable_share`: if more than
-    --max_unreadable_share of the non-blank lines were dropped, a CorpusError naming the
-    share, the first offending file and line, and the flag.
+  * a run with --on_decode_error=skip -> `unreadable_share` and `first_undecodable_line`,
+    from which data_gen.text.corpus_reader.check_unreadable_share names the share, the
+    first offending file and line, and the flag.
 """
 import os
-
-from data_gen.text.corpus_reader import CorpusError
 
 SHARE_FLAG = "--max_unreadable_share"
 SAMPLE_BYTES = 1 << 18  # enough lines to tell an encoding; read only on the failure path
@@ -133,21 +131,3 @@ def first_undecodable_line(files):
                 if not _decodes(raw, "utf-8"):
                     return path, number
     return None, None
-
-
-def check_unreadable_share(account, files, max_share):
-    """Raises CorpusError when more than `max_share` of the lines could not be read."""
-    share = unreadable_share(account)
-    if share <= max_share:
-        return
-    path, number = first_undecodable_line(files)
-    sample = _sample(path) if path else b""
-    encoding = guess_encoding(sample) if sample else None
-    fix = (conversion_advice(path, encoding) if encoding else
-           "convert the input to UTF-8")
-    raise CorpusError(
-        f"{account.get('lines_skipped_invalid_utf8', 0)} of "
-        f"{account.get('lines_skipped_invalid_utf8', 0) + account.get('sentences', 0)} lines "
-        f"({share:.1%}) were not UTF-8 and were dropped, more than {SHARE_FLAG}={max_share}; "
-        f"the first is {path}: line {number}: {fix} (or raise {SHARE_FLAG} to accept the loss); "
-        "no output was written")

@@ -12,7 +12,6 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.models import random_draws
 from pretrain.training import input_state
-from pretrain.training import strategy as strategy_lib
 
 
 def estimator_model_fn(model_fn):
@@ -90,7 +89,7 @@ def build_estimator(strategy_name, model_fn, settings, params=None, train_batch_
     passes the per-call batch as `params["batch_size"]` and sets
     `params["use_tpu"]` itself.
     """
-    params = dict(params or {}, training_loop="estimator")
+    params = dict(params or {}, training_loop="estimator")  # strategy.build_trainer's facts
     config = run_config(strategy_name, settings)
     if strategy_name == "tpu":
         use_tpu = not _tpu_estimator_on_cpu
@@ -99,11 +98,6 @@ def build_estimator(strategy_name, model_fn, settings, params=None, train_batch_
             use_tpu=use_tpu, model_fn=estimator_model_fn(model_fn), config=config,
             params=params, train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
             predict_batch_size=predict_batch_size)
-    replicas = strategy_lib.num_replicas(settings.distribution)
-    if train_batch_size:
-        strategy_lib.per_replica_batch_size(train_batch_size, replicas)
-    params.update(strategy=strategy_name, num_replicas=replicas, use_tpu=False,
-                  train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
     return PositionSavingEstimator(tf.estimator.Estimator(
         model_fn=estimator_model_fn(model_fn), config=config, params=params))
 

@@ -313,17 +313,18 @@ def build_trainer(strategy_name, model_fn, run_settings, params=None, train_batc
     params["num_replicas"] and params["training_loop"]."""
     loop = resolve_training_loop(training_loop, strategy_name, auto_loop)
     params = dict(params or {}, training_loop=loop)
+    if strategy_name != "tpu":  # TPUEstimator sets its own
+        replicas = num_replicas(run_settings.distribution)
+        if train_batch_size:
+            per_replica_batch_size(train_batch_size, replicas)
+        params.update(strategy=strategy_name, num_replicas=replicas, use_tpu=False,
+                      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
     if loop == "estimator":
         from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel
         return estimator_runtime.build_estimator(
             strategy_name, model_fn, run_settings, params=params,
             train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
     from pretrain.training import training_loop as loop_lib  # pylint: disable=import-outside-toplevel
-    replicas = num_replicas(run_settings.distribution)
-    if train_batch_size:
-        per_replica_batch_size(train_batch_size, replicas)
-    params.update(strategy=strategy_name, num_replicas=replicas, use_tpu=False,
-                  train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
     return loop_lib.TrainingLoop(model_fn, run_settings, params)
 
 

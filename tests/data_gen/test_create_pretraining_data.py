@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from conftest import REPO_ROOT
 from data_gen.runner import parallel
 from data_gen.config import ConfigError, GenerationConfig

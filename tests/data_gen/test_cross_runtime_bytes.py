@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from cli_testutil import PARALLEL_RUNS, REPO_ROOT, RUNTIMES, TIMEOUT_SECONDS, other_runtime, tool_env
+from tests.testutil.cli_runs import PARALLEL_RUNS, REPO_ROOT, RUNTIMES, TIMEOUT_SECONDS, other_runtime, tool_env
 
 CORPUS_BYTES = 24000  # the head of the demo's corpus: ~90 documents
 COMMON = ["--max_seq_length=64", "--max_predictions_per_seq=10", "--random_seed=7"]

@@ -1,12 +1,12 @@
-"""finetune/continued_table.py: the continued-pretraining table read from what
+"""experiments/continued_table.py: the continued-pretraining table read from what
 scripts/continued_experiment.sh leaves (compare's results.json and the continued run's
 eval_results.txt); the Δ is the continued model's against the general one."""
 import json
 
 import pytest
 
-from cli_testutil import run_main_in_process
-from finetune import continued_table
+from tests.testutil.cli_runs import run_main_in_process
+from experiments import continued_table
 from test_comparison_report import cells, difference, seed_result, table_lines
 
 
@@ -103,12 +103,12 @@ def test_a_comparison_without_the_general_run_is_refused_by_name(tmp_path):
 
 
 def test_the_cli_writes_the_table_or_says_what_to_run(tmp_path):
-    code, _, err, _ = run_main_in_process("finetune.continued_table",
+    code, _, err, _ = run_main_in_process("experiments.continued_table",
                                           [f"--runs_dir={tmp_path}"], tmp_path)
     assert code == 2 and "bash scripts/continued_experiment.sh TASK MODEL" in err
     _write_row(tmp_path, "msra", "albert")
     code, out, err, _ = run_main_in_process(
-        "finetune.continued_table", [f"--runs_dir={tmp_path}",
+        "experiments.continued_table", [f"--runs_dir={tmp_path}",
                                      f"--output_file={tmp_path}/table.md"], tmp_path)
     assert code == 0, err
     written = (tmp_path / "table.md").read_text(encoding="utf-8")
@@ -180,12 +180,12 @@ def test_the_cli_takes_runs_dir_or_sweep_dir(tmp_path):
                            "give --runs_dir (the rows' table) or --sweep_dir"),
                           ([f"--sweep_dir={tmp_path}"],
                            "bash scripts/continued_experiment.sh TASK MODEL sweep")):
-        code, _, err, _ = run_main_in_process("finetune.continued_table", args, tmp_path)
+        code, _, err, _ = run_main_in_process("experiments.continued_table", args, tmp_path)
         assert code == 2 and message in err and "Traceback" not in err
     _write_sweep(tmp_path / "sweep", [("lr 1e-4, 500 steps", "p", 0.01, 0.002, "better",
                                        0.1, 0.2)])
     code, out, err, _ = run_main_in_process(
-        "finetune.continued_table", [f"--sweep_dir={tmp_path}/sweep",
+        "experiments.continued_table", [f"--sweep_dir={tmp_path}/sweep",
                                      f"--output_file={tmp_path}/sweep/table.md"], tmp_path)
     assert code == 0, err
     assert "| lr 1e-4, 500 steps | 10.0 → 20.0 |" in (tmp_path / "sweep" / "table.md").read_text()
@@ -193,7 +193,7 @@ def test_the_cli_takes_runs_dir_or_sweep_dir(tmp_path):
     _write_sweep(tmp_path / "sweep", [("lr 1e-4, 500 steps", "p", -0.02, -0.03, "worse",
                                        0.1, 0.2)], "compare_train40000", examples=40000)
     code, out, err, _ = run_main_in_process(
-        "finetune.continued_table", [f"--sweep_dir={tmp_path}/sweep",
+        "experiments.continued_table", [f"--sweep_dir={tmp_path}/sweep",
                                      "--comparison=compare_train40000"], tmp_path)
     assert code == 0, err
     assert "| -2.00 [-3.00, -1.50] | **worse** |" in out
@@ -202,6 +202,6 @@ def test_the_cli_takes_runs_dir_or_sweep_dir(tmp_path):
                            "compare_trainN"),
                           ("compare_train9", "no compare_train9/results.json yet")):
         code, _, err, _ = run_main_in_process(
-            "finetune.continued_table", [f"--sweep_dir={tmp_path}/sweep",
+            "experiments.continued_table", [f"--sweep_dir={tmp_path}/sweep",
                                          f"--comparison={name}"], tmp_path)
         assert code == 2 and message in err and "Traceback" not in err

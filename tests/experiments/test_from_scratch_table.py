@@ -1,4 +1,4 @@
-"""finetune.experiment_table: one row per recipe from scripts/lcqmc_experiment.sh's
+"""experiments.from_scratch_table: one row per recipe from scripts/lcqmc_experiment.sh's
 RUNS/RECIPE/compare/results.json (finetune.compare's results) and pretraining eval.
 
 Tolerances: float64 means and differences of the results given, so pytest.approx's default
@@ -10,8 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from cli_testutil import tool_env
-from finetune import comparison_report, experiment_table, statistics
+from tests.testutil.cli_runs import tool_env
+from experiments import from_scratch_table
+from finetune import comparison_report, statistics
 from pretrain.models import flops
 from pretrain.models.bert.config import BertConfig
 
@@ -115,7 +116,7 @@ def _delta(comparison):
 
 def test_rows_come_from_each_recipes_comparison_in_recipe_order(runs_dir):
     folder, saved = runs_dir
-    rows = experiment_table.collect_rows(str(folder))
+    rows = from_scratch_table.collect_rows(str(folder))
     assert [row["recipe"] for row in rows] == ["roberta", "albert", "span", "custom"]
     roberta = rows[0]
     assert roberta["seeds"] == [1, 2, 3] and roberta["model"] == BERT
@@ -136,8 +137,8 @@ def test_rows_come_from_each_recipes_comparison_in_recipe_order(runs_dir):
 
 def test_table_cells_are_compares_means_sds_differences_and_verdicts(runs_dir):
     folder, saved = runs_dir
-    header, rule, roberta, albert, span, custom = experiment_table.markdown_table(
-        experiment_table.collect_rows(str(folder))).splitlines()
+    header, rule, roberta, albert, span, custom = from_scratch_table.markdown_table(
+        from_scratch_table.collect_rows(str(folder))).splitlines()
     assert header == ("| recipe | model | pretraining eval | random init dev / test acc. "
                       "| pretrained dev / test acc. | Δ test acc. [95% CI] | verdict | seeds "
                       "| pretraining TFLOP |")
@@ -176,8 +177,8 @@ def test_electras_cell_shows_replaced_token_detection_beside_its_baseline(tmp_pa
         "disc_accuracy = 0.859\ndisc_auc = 0.6064\ndisc_majority_accuracy = 0.8583\n"
         "disc_recall = 0.0096\nmasked_lm_accuracy = 0.13\nmasked_lm_loss = 5.71\n"
         "masked_lm_unigram_accuracy = 0.045\n")
-    (row,) = experiment_table.markdown_table(
-        experiment_table.collect_rows(str(tmp_path))).splitlines()[2:]
+    (row,) = from_scratch_table.markdown_table(
+        from_scratch_table.collect_rows(str(tmp_path))).splitlines()[2:]
     assert row.startswith("| ELECTRA: replaced-token detection | electra L4 H256 V21128 | MLM loss "
                           "5.71, MLM acc 13.0%, unigram 4.5%, RTD AUC 0.606, RTD acc 85.9%, "
                           "always original 85.8% | ")
@@ -185,7 +186,7 @@ def test_electras_cell_shows_replaced_token_detection_beside_its_baseline(tmp_pa
 
 def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
     folder, saved = runs_dir
-    rows = experiment_table.collect_rows(str(folder))
+    rows = from_scratch_table.collect_rows(str(folder))
     three_seeds = saved["roberta"]["differences"][0]["method"]
     assert three_seeds == (f"Hierarchical paired bootstrap: each of {BOOTSTRAP} replicates "
                            f"resamples the 3 seeds and the {N} examples with replacement, the "
@@ -203,11 +204,11 @@ def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
                 "forward and backward (steps × batch × the model family's count per example, "
                 "pretrain.models.flops): the rows share batch and, unless a recipe sets its "
                 "own, steps; not compute.")
-    assert experiment_table.footnote(rows[:3]) == expected
+    assert from_scratch_table.footnote(rows[:3]) == expected
     # Rows with another number of seeds have another method: each is named by its recipe.
     one_seed = saved["custom"]["differences"][0]["method"]
     assert "resamples the 1 seeds" in one_seed
-    assert experiment_table.footnote(rows) == expected.replace(
+    assert from_scratch_table.footnote(rows) == expected.replace(
         f"CI: {three_seeds}", "CI: " + " ".join(
             [f"{label}: {three_seeds}" for label in ("RoBERTa: whole-word masking",
                                                      "ALBERT: SOP + n-gram masking",
@@ -216,7 +217,7 @@ def test_footnote_says_what_the_numbers_are_with_compares_method(runs_dir):
 
 
 def _table_cli(*args):
-    return subprocess.run([sys.executable, "-m", "finetune.experiment_table", *args],
+    return subprocess.run([sys.executable, "-m", "experiments.from_scratch_table", *args],
                           capture_output=True, text=True, env=tool_env(), timeout=120)
 
 
@@ -225,7 +226,7 @@ def test_the_command_writes_table_and_footnote_and_refuses_an_empty_runs_dir(run
     out = tmp_path / "table.md"
     done = _table_cli(f"--runs_dir={folder}", f"--output_file={out}")
     assert done.returncode == 0, done.stderr
-    expected = experiment_table.render(experiment_table.collect_rows(str(folder)))
+    expected = from_scratch_table.render(from_scratch_table.collect_rows(str(folder)))
     assert out.read_text(encoding="utf-8") == expected + "\n"
     assert done.stdout == f"{expected}\nwrote {out}\n"
     assert expected.splitlines()[7].startswith("Accuracies in %: mean ± sample standard")
@@ -250,13 +251,13 @@ def test_a_comparison_of_random_init_alone_is_left_out_with_a_line_not_an_error(
     full["differences"] = []
     (folder / "xlnet" / "compare" / "results.json").write_text(json.dumps(full))
     left_out = []
-    rows = experiment_table.collect_rows(str(folder), left_out)
+    rows = from_scratch_table.collect_rows(str(folder), left_out)
     assert [row["recipe"] for row in rows] == ["roberta", "albert", "span", "custom"]
     assert left_out == [f"{folder / 'xlnet' / 'compare' / 'results.json'}: random init only, "
                         "no pretrained run yet"]
     done = _table_cli(f"--runs_dir={folder}")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == experiment_table.render(rows) + "\n"
+    assert done.stdout == from_scratch_table.render(rows) + "\n"
     assert done.stderr.strip().endswith(f"left out of the table: {left_out[0]}")
     full["rows"], full["runs"] = [], []
     (folder / "xlnet" / "compare" / "results.json").write_text(json.dumps(full))

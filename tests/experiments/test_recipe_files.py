@@ -1,23 +1,23 @@
-"""An experiment row is one file (finetune/recipes/NAME.json), read by
-scripts/lcqmc_experiment.sh and by finetune.experiment_table alike."""
+"""An experiment row is one file (experiments/recipes/NAME.json), read by
+scripts/lcqmc_experiment.sh and by experiments.from_scratch_table alike."""
 import json
 import os
 import subprocess
 
 import pytest
 
-import datagen_testutil as util
-from cli_testutil import REPO_ROOT, tool_env
+from tests.testutil import data_gen_runs as util
+from tests.testutil.cli_runs import REPO_ROOT, tool_env
 from common.cli_options import UserError
 from common.model_configs import shipped_path
-from finetune import experiment_recipes, experiment_table
+from experiments import from_scratch_table, recipe_files
 
 
 def test_the_rows_are_the_files_in_their_order():
-    recipes = experiment_recipes.all_recipes()
+    recipes = recipe_files.all_recipes()
     assert [r.name for r in recipes] == ["roberta", "albert", "span", "macbert", "electra",
                                          "xlnet"]
-    albert = experiment_recipes.get_recipe("albert")
+    albert = recipe_files.get_recipe("albert")
     assert albert.label == "ALBERT: SOP + n-gram masking" and albert.documents == "one question each"
     assert albert.pretraining == {"steps": 1000, "optimizer": "lamb", "learning_rate": "0.00176",
                                   "bias_correction": 0, "warmup_steps": 100}
@@ -26,7 +26,7 @@ def test_the_rows_are_the_files_in_their_order():
 
 
 def test_the_script_takes_a_rows_flags_from_its_file(tmp_path):
-    lines = experiment_recipes.shell_assignments(experiment_recipes.get_recipe("span"))
+    lines = recipe_files.shell_assignments(recipe_files.get_recipe("span"))
     assert "RECIPE_DATA_FLAGS=(--mode=roberta --masking=span)" in lines
     assert "RECIPE_PRETRAIN_FLAGS=(--span_boundary_objective)" in lines
     assert f"RECIPE_CONFIG={shipped_path('lcqmc_small_bert')}" in lines
@@ -48,14 +48,14 @@ def test_a_bad_file_names_itself_and_the_field(tmp_path):
     data = json.loads((REPO_ROOT / "finetune" / "recipes" / "roberta.json").read_text())
     path.write_text(json.dumps(dict(data, learning_rate="1e-4")))
     with pytest.raises(UserError, match=r"mine.json: unknown field\(s\) learning_rate"):
-        experiment_recipes.read_recipe(str(path))
+        recipe_files.read_recipe(str(path))
     path.write_text(json.dumps(dict(data, documents="pairs")))
     with pytest.raises(UserError, match="mine.json: documents must be one of"):
-        experiment_recipes.read_recipe(str(path))
+        recipe_files.read_recipe(str(path))
     with pytest.raises(UserError, match="unknown RECIPE 'nope': choose one of roberta albert"):
-        experiment_recipes.get_recipe("nope")
+        recipe_files.get_recipe("nope")
 
 
 def test_the_table_labels_rows_from_the_files():
-    assert experiment_table._label("macbert") == "MacBERT: similar-word n-grams"
-    assert experiment_table._label("my_own_row") == "my_own_row"
+    assert from_scratch_table._label("macbert") == "MacBERT: similar-word n-grams"
+    assert from_scratch_table._label("my_own_row") == "my_own_row"

@@ -15,10 +15,11 @@ import sys
 import pytest
 import tensorflow.compat.v1 as tf
 
-from cli_testutil import run_main_in_process
+from tests.testutil.cli_runs import run_main_in_process
 from common.cli_options import UserError
-from finetune import comparison_report, compare, dev_curve_plot, experiment_table
-from finetune_helpers import TINY_CONFIG, fast_settings, trained_run
+from experiments import from_scratch_table
+from finetune import comparison_report, compare, dev_curve_plot
+from tests.testutil.finetune_task import TINY_CONFIG, fast_settings, trained_run
 from pretrain.models.bert.config import BertConfig
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -150,14 +151,14 @@ def test_compare_layout_table_files_and_reuse(tmp_path, tmp_path_factory):
     assert (out / "dev_curve.png").is_file() == HAVE_MATPLOTLIB
     assert ("one line per starting point (mean over seeds): dev_curve.png" in markdown
             ) == HAVE_MATPLOTLIB
-    # experiment_table reads a comparison's results.json: both runs and the accuracy Δ.
-    row = experiment_table.read_comparison(str(out / "results.json"), "solved")
+    # experiments.from_scratch_table reads a comparison's results.json: both runs and the accuracy Δ.
+    row = from_scratch_table.read_comparison(str(out / "results.json"), "solved")
     assert row["model"] == "bert L2 H32 V32" and row["seeds"] == [3]
     assert row["random_init"]["dev"]["accuracy"] == {"mean": random_init["dev_accuracy"],
                                                      "std": None}
     assert row["pretrained"]["test"]["accuracy"]["mean"] == solved["test_accuracy"]
     assert row["difference"] == differences["accuracy"] and row["split"] == "test"
-    line = experiment_table.markdown_table([dict(row, pretraining={})]).splitlines()[2]
+    line = from_scratch_table.markdown_table([dict(row, pretraining={})]).splitlines()[2]
     # A random-init run at this budget may predict one class: the verdict then says so too.
     collapsed = comparison["rows"][0]["collapsed_seeds"]
     assert collapsed == ([3] if random_init["per_seed"][0]["collapsed"] else [])

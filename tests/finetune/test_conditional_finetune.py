@@ -19,11 +19,11 @@ import tensorflow.compat.v1 as tf
 
 from data_gen.tools import lcqmc_format
 from data_gen.text.tokenization import FullTokenizer
-from finetune import features, formats, run_lcqmc, tasks
+from finetune import features, formats, run_finetune, tasks
 from finetune.model_fn import model_fn_builder
 from finetune.tasks.base import TaskDataError
 from finetune.tasks.classification import encode_texts, parse_conditions
-from finetune_helpers import FILLERS, KEYS, SPECIALS, TINY_CONFIG, fast_settings, read_jsonl
+from tests.testutil.finetune_task import FILLERS, KEYS, SPECIALS, TINY_CONFIG, fast_settings, read_jsonl
 from pretrain.models.bert.modeling import BertConfig
 from pretrain.training.model_spec import ModeKeys
 
@@ -293,7 +293,7 @@ def test_conditional_finetuning_learns_a_task_only_the_condition_explains(tmp_pa
     task = write_condition_task(tmp_path / "task")
     settings = fast_settings(task, tmp_path / "run", max_seq_length=8, train_batch_size=32,
                              eval_batch_size=100, num_train_epochs=4, eval_every_steps=20)
-    results = run_lcqmc.run(settings, log_fn=lambda m: None)
+    results = run_finetune.run(settings, log_fn=lambda m: None)
     assert {split: data["read"]["used"] for split, data in results["data"].items()} == {
         "train": 320, "dev": 100, "test": 100}
     assert results["dev_curve"][0]["step"] == 0 and results["dev_curve"][0]["accuracy"] < 0.7
@@ -320,7 +320,7 @@ def test_run_stops_on_a_missing_or_unexpected_condition(tmp_path):
     plain.write_text(json.dumps(TINY_CONFIG), encoding="utf-8")
     with pytest.raises(TaskDataError, match="train.txt:1: a condition .'.'. but the model "
                                             "config has no layer_norm_cond_size"):
-        run_lcqmc.run(fast_settings(dict(task, bert_config_file=str(plain)), tmp_path / "a"),
+        run_finetune.run(fast_settings(dict(task, bert_config_file=str(plain)), tmp_path / "a"),
                       log_fn=lambda m: None)
     with open(train, encoding="utf-8") as f:
         lines = f.readlines()
@@ -328,4 +328,4 @@ def test_run_stops_on_a_missing_or_unexpected_condition(tmp_path):
     write(train, lines)
     with pytest.raises(TaskDataError, match="train.txt:5: no condition: the model config sets "
                                             "layer_norm_cond_size=2"):
-        run_lcqmc.run(fast_settings(task, tmp_path / "b"), log_fn=lambda m: None)
+        run_finetune.run(fast_settings(task, tmp_path / "b"), log_fn=lambda m: None)

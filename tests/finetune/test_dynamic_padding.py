@@ -12,7 +12,7 @@ from data_gen.text.tokenization import FullTokenizer
 from finetune import features, splits, tasks
 from finetune.model_fn import model_fn_builder
 from finetune.tasks import layout as layout_lib
-from finetune_helpers import SAMPLES, TINY_CONFIG, model  # noqa: F401
+from tests.testutil.finetune_task import SAMPLES, TINY_CONFIG, model  # noqa: F401
 from pretrain.models import registry
 from pretrain.training.model_spec import ModeKeys
 from pretrain.training.strategy import RunSettings

@@ -1,4 +1,4 @@
-"""Fine-tuning end to end on a synthetic pair task (run_lcqmc: run_finetune's pair task),
+"""Fine-tuning end to end on a synthetic pair task (run_finetune's pair task),
 best-on-dev selection, results files."""
 import json
 import os
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from finetune import run_lcqmc
+from finetune import run_finetune
 from finetune.best_checkpoint import DevEvaluationListener
 from pretrain.checkpoints import checkpoint_io
 from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError
-from finetune_helpers import (fast_settings, probabilities_sum_tolerance, read_jsonl,
+from tests.testutil.finetune_task import (fast_settings, probabilities_sum_tolerance, read_jsonl,
                               trained_run, write_task)
 
 
@@ -125,7 +125,7 @@ def test_init_from_a_finetuned_dir_uses_its_config_and_weights(trained, tmp_path
     settings = fast_settings(dict(task, bert_config_file=None), tmp_path / "again",
                              init_checkpoint=str(run_dir / "best"), max_train_examples=64,
                              num_train_epochs=1, eval_every_steps=100, learning_rate=1e-5)
-    again = run_lcqmc.run(settings, log_fn=lambda m: None)
+    again = run_finetune.run(settings, log_fn=lambda m: None)
     assert again["bert_config_file"] == str(run_dir / "best" / "bert_config.json")
     assert again["assets"] == {"config": "checkpoint", "vocab": "flag"}
     assert again["data"]["train"]["read"]["limited_to"] == 64
@@ -145,8 +145,8 @@ def test_ignore_invalid_weights_starts_from_a_checkpoint_of_another_shape(traine
                              max_train_examples=64, num_train_epochs=1, eval_every_steps=100)
     with pytest.raises(CheckpointMismatchError, match="token_type_embeddings: model shape "
                        r"\[3, 32\], checkpoint shape \[2, 32\]"):
-        run_lcqmc.run(settings, log_fn=lambda m: None)
-    lenient = run_lcqmc.run(dict(settings, output_dir=str(tmp_path / "lenient"),
+        run_finetune.run(settings, log_fn=lambda m: None)
+    lenient = run_finetune.run(dict(settings, output_dir=str(tmp_path / "lenient"),
                                  ignore_invalid_weights=True), log_fn=lambda m: None)
     assert lenient["init"]["shape_mismatches"] == ["bert/embeddings/token_type_embeddings"]
     assert lenient["init"]["loaded"] > 10 and lenient["dev_curve"][0]["step"] == 0
@@ -238,22 +238,22 @@ def test_settings_errors_name_the_problem(tmp_path):
     big_vocab = tmp_path / "big_vocab.txt"
     big_vocab.write_text("".join(f"[unused{i}]\n" for i in range(40))
                          + "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
-    with pytest.raises(run_lcqmc.SettingsError, match="45 entries.*vocab_size=32"):
-        run_lcqmc.run(fast_settings(dict(task, vocab_file=str(big_vocab)), tmp_path / "a"))
-    with pytest.raises(run_lcqmc.SettingsError, match="max_position_embeddings=16"):
-        run_lcqmc.run(fast_settings(task, tmp_path / "b", max_seq_length=32))
-    with pytest.raises(run_lcqmc.SettingsError, match="no model config"):
-        run_lcqmc.run(fast_settings(dict(task, bert_config_file=None), tmp_path / "c"))
-    with pytest.raises(run_lcqmc.SettingsError, match=r"--pad_to_multiple_of=0: use a positive"):
-        run_lcqmc.run(fast_settings(task, tmp_path / "f", pad_to_multiple_of=0))
+    with pytest.raises(run_finetune.SettingsError, match="45 entries.*vocab_size=32"):
+        run_finetune.run(fast_settings(dict(task, vocab_file=str(big_vocab)), tmp_path / "a"))
+    with pytest.raises(run_finetune.SettingsError, match="max_position_embeddings=16"):
+        run_finetune.run(fast_settings(task, tmp_path / "b", max_seq_length=32))
+    with pytest.raises(run_finetune.SettingsError, match="no model config"):
+        run_finetune.run(fast_settings(dict(task, bert_config_file=None), tmp_path / "c"))
+    with pytest.raises(run_finetune.SettingsError, match=r"--pad_to_multiple_of=0: use a positive"):
+        run_finetune.run(fast_settings(task, tmp_path / "f", pad_to_multiple_of=0))
     missing = str(tmp_path / "task" / "other_test.txt")
-    with pytest.raises(run_lcqmc.SettingsError) as error:
-        run_lcqmc.run(fast_settings(task, tmp_path / "d", test_file=missing))
+    with pytest.raises(run_finetune.SettingsError) as error:
+        run_finetune.run(fast_settings(task, tmp_path / "d", test_file=missing))
     assert str(error.value) == f"--test_file={missing}: no such file"
     os.remove(tmp_path / "task" / "dev.txt")
-    with pytest.raises(run_lcqmc.SettingsError, match=r"no dev data: pass --dev_file \(or "
+    with pytest.raises(run_finetune.SettingsError, match=r"no dev data: pass --dev_file \(or "
                                                       r"--data_dir holding dev.txt"):
-        run_lcqmc.run(fast_settings(task, tmp_path / "e"))
+        run_finetune.run(fast_settings(task, tmp_path / "e"))
     assert sorted(os.listdir(tmp_path)) == ["big_vocab.txt", "task"]  # nothing written
 
 
@@ -261,13 +261,13 @@ def test_cli_errors_are_one_line_with_exit_code_2(repo_root, tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(repo_root))
     task = write_task(tmp_path / "task", sizes=(("train", 4), ("dev", 2), ("test", 2)))
     commands = {
-        "error: missing required flag(s): --data_dir, --output_dir": [],
+        "error: missing required flag(s): --output_dir": [],
         f"error: --bert_config_file='{tmp_path}/missing.json' does not exist": [
             f"--data_dir={task['data_dir']}", f"--vocab_file={task['vocab_file']}",
             f"--output_dir={tmp_path}/out", f"--bert_config_file={tmp_path}/missing.json"],
     }
     processes = {message: subprocess.Popen(
-        [sys.executable, "-m", "finetune.run_lcqmc", *flags], cwd=tmp_path, env=env,
+        [sys.executable, "-m", "finetune.run_finetune", *flags], cwd=tmp_path, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for message, flags in commands.items()}
     for message, process in processes.items():

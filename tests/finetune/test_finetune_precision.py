@@ -7,7 +7,7 @@ import tensorflow.compat.v1 as tf
 
 from finetune import tasks
 from finetune.model_fn import model_fn_builder
-from finetune_helpers import TINY_CONFIG
+from tests.testutil.finetune_task import TINY_CONFIG
 from pretrain.models import registry
 from pretrain.training.model_spec import ModeKeys
 

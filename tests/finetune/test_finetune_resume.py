@@ -10,9 +10,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
-from finetune import compare, run_lcqmc
-from finetune_helpers import fast_settings, trained_run
-from resume_testutil import Crash, instrument
+from finetune import compare, run_finetune
+from tests.testutil.finetune_task import fast_settings, trained_run
+from tests.testutil.resume_runs import Crash, instrument
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def test_a_killed_run_resumes_and_ends_as_the_unkilled_run(trained, tmp_path, mo
     steps = {}
     instrument(monkeypatch, steps, crash_after=150)  # its last checkpoint: step 100
     with pytest.raises(Crash):
-        run_lcqmc.run(settings, log_fn=lambda message: None)
+        run_finetune.run(settings, log_fn=lambda message: None)
     monkeypatch.undo()
     killed_dir = tmp_path / "killed"
     state = json.loads((killed_dir / "dev_state.json").read_text(encoding="utf-8"))
@@ -37,11 +37,11 @@ def test_a_killed_run_resumes_and_ends_as_the_unkilled_run(trained, tmp_path, mo
     with pytest.raises(UserError, match=r"holds an unfinished run with other settings: "
                                         r"--learning_rate=0.001 \(was 0.003\); rerun with its "
                                         r"settings to resume it, or pass --overwrite_output_dir"):
-        run_lcqmc.run(dict(settings, learning_rate=1e-3), log_fn=lambda message: None)
+        run_finetune.run(dict(settings, learning_rate=1e-3), log_fn=lambda message: None)
 
     messages, resumed_steps = [], {}
     instrument(monkeypatch, resumed_steps)
-    resumed = run_lcqmc.run(settings, log_fn=messages.append)
+    resumed = run_finetune.run(settings, log_fn=messages.append)
     assert any(m.startswith(f"resuming the unfinished run in {killed_dir} at step 100")
                for m in messages)
     assert min(resumed_steps) == 100  # no step before the checkpoint trained again

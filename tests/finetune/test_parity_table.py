@@ -3,7 +3,7 @@ seed collapsed on both sides gets no parity verdict."""
 import importlib.util
 import json
 
-from cli_testutil import REPO_ROOT
+from tests.testutil.cli_runs import REPO_ROOT
 
 
 def _parity_table():

@@ -12,9 +12,9 @@ import pathlib
 import pytest
 import tensorflow.compat.v1 as tf
 
-from cli_testutil import run_main_in_process
+from tests.testutil.cli_runs import run_main_in_process
 from finetune import formats, metrics, run_finetune, tag_schemes
-from finetune_helpers import (COMMON, SAMPLES, SEQ,  # noqa: F401
+from tests.testutil.finetune_task import (COMMON, SAMPLES, SEQ,  # noqa: F401
                               model, probabilities_sum_tolerance, read_eval_results, read_jsonl)
 from conftest import REPO_ROOT
 

@@ -2,7 +2,7 @@
 continued-pretraining scripts' plans (dry runs)."""
 import subprocess
 
-from cli_testutil import run_main_in_process
+from tests.testutil.cli_runs import run_main_in_process
 from conftest import REPO_ROOT
 from finetune import task_text
 
@@ -67,7 +67,7 @@ def test_the_continued_experiment_compares_the_general_model_first(tmp_path):
     assert code == 0, err
     assert "finetune.task_text --task=classification" in out
     assert f"--init_checkpoint={general}" in out and "--extra_eval_input_file=general=" in out
-    assert out.rstrip().splitlines()[-1].endswith("-m finetune.continued_table --runs_dir="
+    assert out.rstrip().splitlines()[-1].endswith("-m experiments.continued_table --runs_dir="
                                                   f"{tmp_path}/runs --output_file="
                                                   f"{tmp_path}/runs/table.md")
     compare = [line for line in out.splitlines() if "finetune.compare" in line][0]
@@ -176,7 +176,7 @@ def test_the_sweep_continues_each_recipe_once_and_reuses_the_rows_fine_tunings(t
         "lr 5e-4, 1000 steps"]
     assert f"lr\\ 1e-4\\,\\ 500\\ steps={row}/continued" in compare
     assert out.rstrip().splitlines()[-1].endswith(
-        f"-m finetune.continued_table --sweep_dir={row}/sweep --comparison=compare "
+        f"-m experiments.continued_table --sweep_dir={row}/sweep --comparison=compare "
         f"--output_file={row}/sweep/table.md")
     # Another recipe on record: the row's run is not taken for the 1e-4 x 500 point.
     (row / "continued" / "continue_recipe.json").write_text(

@@ -70,11 +70,8 @@ def test_options_env_vars_and_passthrough(repo_root, tmp_path):
     assert "--mode=albert" in result.stdout  # the option wins over MODE=bert
     assert "--dupe_factor=3" in result.stdout and "--random_seed=7" in result.stdout
     assert result.stdout.rstrip().endswith("--ngram=2")
-    # SEED is the setting's name; RANDOM_SEED, its old one, still works and says so.
-    for name in ("SEED", "RANDOM_SEED"):
-        seeded = run_script([script(repo_root), "--dry_run"], tmp_path, clean_env(**{name: "9"}))
-        assert seeded.returncode == 0 and "--random_seed=9" in seeded.stdout
-        assert ("RANDOM_SEED is deprecated; use SEED" in seeded.stderr) == (name == "RANDOM_SEED")
+    seeded = run_script([script(repo_root), "--dry_run"], tmp_path, clean_env(SEED="9"))
+    assert seeded.returncode == 0 and "--random_seed=9" in seeded.stdout and not seeded.stderr
 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")

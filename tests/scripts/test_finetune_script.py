@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cli_testutil import clean_env
+from tests.testutil.cli_runs import clean_env
 from absl import flags
 
 from common import cli_options

@@ -1,6 +1,6 @@
 """scripts/lcqmc_experiment.sh: one row end to end at a toy budget, and its refusals;
-scripts/train_word_vectors.sh: what it needs, said clearly. (Its dry run and its deprecated
-names: tests/scripts/test_script_defaults.py.)"""
+scripts/train_word_vectors.sh: what it needs, said clearly. (Its dry run:
+tests/scripts/test_script_defaults.py.)"""
 import json
 import subprocess
 import sys
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import datagen_testutil as util
-from cli_testutil import tool_env
+from tests.testutil import data_gen_runs as util
+from tests.testutil.cli_runs import tool_env
 from conftest import REPO_ROOT, in_one_runtime
-from pretrain_testdata import tiny_config
+from tests.testutil.pretrain_data import tiny_config
 from finetune import verdicts
 from pretrain.models import flops, registry
 
@@ -29,7 +29,7 @@ def _failing_python(tmp_path):
     script gets as far as its first tool)."""
     path = tmp_path / "failing_python"
     path.write_text("#!/bin/bash\n"
-                    f'[[ "$2" == finetune.experiment_recipes ]] && exec {sys.executable} "$@"\n'
+                    f'[[ "$2" == experiments.recipe_files ]] && exec {sys.executable} "$@"\n'
                     "exit 1\n")
     path.chmod(0o755)
     return str(path)
@@ -58,7 +58,6 @@ def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
                   FINETUNE_NOT_LEARNED="1")  # 2 steps do not leave the plateau
     result = _run(["span"], **budget)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "deprecated" not in result.stderr
     meta = (runs / "span" / "data" / "lcqmc-00000-of-00004.meta.json").read_text()
     assert '"has_span_boundaries": true' in meta and '"max_seq_length": 32' in meta
     evals = (runs / "span" / "pretrain" / "eval_results.txt").read_text()

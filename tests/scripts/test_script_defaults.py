@@ -6,14 +6,12 @@ dataclass (a renamed flag fails here); the script gives none of those
 variables a default of its own; and a dry run outside the demo forwards no
 flag the user did not set, so the Python default applies. The Makefile
 repeats no script setting either. lcqmc_finetune.sh forwards through
-finetune.sh; its LCQMC presets must be finetune.run_lcqmc's own defaults.
+finetune.sh; its LCQMC presets are settings finetune.sh forwards.
 
 The vocabulary: one name per setting in every script (LEARNING_RATE,
 WARMUP_STEPS, WARMUP_PROPORTION, SEED, MAX_SEQ_LENGTH, BATCH_SIZE, EPOCHS, ...,
 with a PRETRAIN_ / FINETUNE_ prefix where a script has both stages), each
-script option the lower-case name of its variable, and every old name an
-alias in the script's DEPRECATED_SETTINGS table that warns once on stderr
-and does exactly what the new name does.
+script option the lower-case name of its variable.
 """
 import dataclasses
 import re
@@ -22,12 +20,12 @@ import subprocess
 
 import pytest
 
-from cli_testutil import clean_env
+from tests.testutil.cli_runs import clean_env
 from common.model_configs import shipped_path
 
 from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
-from finetune import run_lcqmc
+from finetune import run_finetune
 from finetune.compare import CompareOptions
 from pretrain.run_pretraining import PretrainingOptions
 
@@ -72,13 +70,6 @@ def settings_table(text, table):
     return [tuple(item.split(":", 1)) for item in bash_array(text, table)]
 
 
-def deprecated_aliases(text):
-    """{OLD: NEW} of the script's DEPRECATED_SETTINGS table ({} without one)."""
-    if not re.search(r"^DEPRECATED_SETTINGS=\(", text, re.MULTILINE):
-        return {}
-    return dict(settings_table(text, "DEPRECATED_SETTINGS"))
-
-
 def _all_settings(repo_root):
     for script, tables in TABLES.items():
         text = _script_text(repo_root, script)
@@ -119,18 +110,18 @@ def test_scripts_give_forwarded_settings_no_default_of_their_own(repo_root):
         assert not literal, f"{script} assigns {variable}={literal}"
 
 
-def test_lcqmc_presets_are_run_lcqmcs_own_defaults(repo_root):
-    """lcqmc_finetune.sh's MAX_SEQ_LENGTH=64 and task pair are finetune.run_lcqmc's defaults,
-    forwarded through finetune.sh's table to the same flags."""
+def test_lcqmc_presets_are_settings_of_finetune_sh(repo_root):
+    """lcqmc_finetune.sh's presets (MAX_SEQ_LENGTH=64, task pair) are settings finetune.sh
+    forwards, to flags of run_finetune."""
     text = _script_text(repo_root, "lcqmc_finetune.sh")
     table = {variable: flag for script, _, variable, flag, _ in _all_settings(repo_root)
              if script == "finetune.sh"}
     presets = dict(item.split("=", 1) for item in bash_array(text, "LCQMC_SETTINGS"))
     assert presets == {"MAX_SEQ_LENGTH": "64"}
-    for variable, value in presets.items():
-        assert str(run_lcqmc.DEFAULTS[table[variable]]) == value, variable
+    fields = {field.name for field in dataclasses.fields(run_finetune.FinetuneOptions)}
+    assert {table[variable] for variable in presets} <= fields
     task = re.search(r"^LCQMC_TASK=(\w+)$", text, re.MULTILINE).group(1)
-    assert task == run_lcqmc.DEFAULTS["task"] == "pair"
+    assert task == "pair"
 
 
 
@@ -201,15 +192,15 @@ def test_lcqmc_dry_run_forwards_its_presets_and_what_was_set(repo_root, tmp_path
 def test_lcqmc_experiment_trains_the_recipes_model_unless_model_config_is_set(
         repo_root, tmp_path, recipe, config):
     make_inputs(tmp_path)
-    command = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe, **_alias_env(tmp_path))
+    command = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe, **_dry_run_env(tmp_path))
     assert f"--bert_config_file={shipped_path('lcqmc_small_' + config)}" in command
     (tmp_path / "mine.json").write_text("{}", encoding="utf-8")
     command = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe, MODEL_CONFIG="mine.json",
-                       **_alias_env(tmp_path))
+                       **_dry_run_env(tmp_path))
     assert f"--bert_config_file={tmp_path}/mine.json" in command
     assert "lcqmc_small" not in command
     missing = _run(repo_root, tmp_path, "lcqmc_experiment.sh", "--dry_run", recipe,
-                   MODEL_CONFIG="nope.json", **_alias_env(tmp_path))
+                   MODEL_CONFIG="nope.json", **_dry_run_env(tmp_path))
     assert missing.returncode == 2
     assert missing.stderr == "lcqmc_experiment.sh: error: MODEL_CONFIG=nope.json not found\n"
 
@@ -261,15 +252,6 @@ def test_one_name_per_setting_in_every_script(repo_root):
         if option.upper() in VOCABULARY:
             assert stem(variable) == option.upper(), f"{script}: --{option} \"${{{variable}}}\""
     assert len(script_options) >= 10
-    # Old names live only in the alias tables.
-    old_names = {old for script in SCRIPTS
-                 for old in deprecated_aliases(_script_text(repo_root, script))}
-    assert {"LR", "WARMUP", "RANDOM_SEED", "PRETRAIN_LR", "FINETUNE_LR"} <= old_names
-    for script in SCRIPTS:
-        text = _script_text(repo_root, script)
-        body = re.sub(r"^DEPRECATED_SETTINGS=\([^)]*\)", "", text, flags=re.MULTILINE)
-        for old in old_names:
-            assert not re.search(rf"\b{old}\b", body), f"{script} still uses {old}"
 
 
 def help_options(repo_root, script):
@@ -288,93 +270,17 @@ def test_each_option_is_its_variable_in_lower_case(repo_root, script):
         assert option.upper() == variable, f"{script}: --{option} sets {variable}"
 
 
-def _alias_cases(repo_root):
-    """(script, OLD, NEW, dry-run arguments, value) for every alias of every script."""
-    args = {"create_pretrain_data.sh": DRY_RUNS["create_pretrain_data.sh"][0],
-            "pretrain.sh": DRY_RUNS["pretrain.sh"][0],
-            "lcqmc_finetune.sh": ["--lcqmc_dir", "lcqmc", "--after", "after"],
-            "lcqmc_experiment.sh": ["roberta"], "demo.sh": []}
-    cases = []
-    for script in SCRIPTS:
-        for old, new in deprecated_aliases(_script_text(repo_root, script)).items():
-            cases.append((script, old, new, args[script], "0.0123" if "LEARNING_RATE" in new
-                          or "PROPORTION" in new else "7741"))
-    return cases
-
-
-def _alias_env(tmp_path):
+def _dry_run_env(tmp_path):
     """Settings that let the dry runs of lcqmc_experiment.sh and demo.sh pass their checks."""
     return dict(LCQMC_DIR=str(tmp_path / "lcqmc"), VOCAB=str(tmp_path / "vocab.txt"),
                 RUNS=str(tmp_path / "runs"), DEMO_DIR=str(tmp_path / "demo"))
 
 
-def test_every_script_with_old_names_has_an_alias_table(repo_root):
-    cases = _alias_cases(repo_root)
-    assert {(script, old) for script, old, _, _, _ in cases} >= {
-        ("pretrain.sh", "LR"), ("pretrain.sh", "WARMUP"),
-        ("create_pretrain_data.sh", "RANDOM_SEED"),
-        ("lcqmc_finetune.sh", "WARMUP"), ("lcqmc_experiment.sh", "PRETRAIN_WARMUP"),
-        ("lcqmc_experiment.sh", "PRETRAIN_LR"), ("lcqmc_experiment.sh", "FINETUNE_LR"),
-        ("lcqmc_experiment.sh", "PRETRAIN_BATCH"), ("lcqmc_experiment.sh", "FINETUNE_EXAMPLES"),
-        ("demo.sh", "PRETRAIN_LR"), ("demo.sh", "FINETUNE_LR"),
-        ("demo.sh", "PRETRAIN_SEQ_LENGTH"), ("demo.sh", "FINETUNE_SEQ_LENGTH")}
-    assert not deprecated_aliases(_script_text(repo_root, "finetune.sh"))  # new: no old names
-
-
-def _untimed(output):
-    """A dry run's output without demo.sh's elapsed-time stamps `(t = N s)`."""
-    return re.sub(r"\(t = \d+ s\)", "(t = ? s)", output)
-
-
-def test_each_deprecated_variable_warns_once_and_does_what_the_new_name_does(repo_root, tmp_path):
-    make_inputs(tmp_path)
-    env = _alias_env(tmp_path)
-    for script, old, new, args, value in _alias_cases(repo_root):
-        with_new = _run(repo_root, tmp_path, script, "--dry_run", *args, **env, **{new: value})
-        with_old = _run(repo_root, tmp_path, script, "--dry_run", *args, **env, **{old: value})
-        assert with_new.returncode == with_old.returncode == 0, (script, old, with_old.stderr)
-        assert _untimed(with_old.stdout) == _untimed(with_new.stdout), (
-            f"{script}: {old} does not act as {new}")
-        assert value in with_new.stdout, f"{script}: {new}={value} is not forwarded"
-        assert with_new.stderr == ""
-        assert with_old.stderr.splitlines() == [
-            f"{script}: warning: {old} is deprecated; use {new}"], with_old.stderr
-
-
-@pytest.mark.parametrize("script", ["create_pretrain_data.sh", "pretrain.sh", "lcqmc_finetune.sh"])
-def test_each_deprecated_option_warns_once_and_does_what_the_new_option_does(repo_root, tmp_path,
-                                                                            script):
-    make_inputs(tmp_path)
-    cases = [case for case in _alias_cases(repo_root) if case[0] == script]
-    assert cases
-    for _, old, new, args, value in cases:
-        for form in ("separate", "joined"):
-            def option(name):
-                flag = f"--{name.lower()}"
-                return [f"{flag}={value}"] if form == "joined" else [flag, value]
-            with_new = _run(repo_root, tmp_path, script, "--dry_run", *args, *option(new))
-            with_old = _run(repo_root, tmp_path, script, "--dry_run", *args, *option(old))
-            assert with_new.returncode == with_old.returncode == 0, (old, with_old.stderr)
-            assert shlex.split(with_old.stdout) == shlex.split(with_new.stdout)
-            assert value in with_new.stdout and with_new.stderr == ""
-            assert with_old.stderr.splitlines() == [
-                f"{script}: warning: --{old.lower()} is deprecated; use --{new.lower()}"]
-
-
-def test_the_new_name_wins_over_the_old_one(repo_root, tmp_path):
-    make_inputs(tmp_path)
-    command = _dry_run(repo_root, tmp_path, "pretrain.sh", *DRY_RUNS["pretrain.sh"][0],
-                       LR="1e-3", LEARNING_RATE="2e-3")
-    assert "--learning_rate=2e-3" in command and "1e-3" not in command
-    command = _dry_run(repo_root, tmp_path, "pretrain.sh", *DRY_RUNS["pretrain.sh"][0],
-                       "--learning_rate", "3e-3", LR="1e-3")
-    assert "--learning_rate=3e-3" in command and "1e-3" not in command
-
 
 def _experiment_commands(repo_root, tmp_path, recipe, **settings):
     """{module: [its flags]} of lcqmc_experiment.sh's dry run (one command per module)."""
     lines = _dry_run(repo_root, tmp_path, "lcqmc_experiment.sh", recipe,
-                     **_alias_env(tmp_path), **settings).splitlines()
+                     **_dry_run_env(tmp_path), **settings).splitlines()
     commands = [shlex.split(line) for line in lines if not line.startswith("#")]
     by_module = {command[2]: command[3:] for command in commands}
     assert len(by_module) == len(commands), lines  # each module once
@@ -394,7 +300,7 @@ def test_the_experiment_uses_max_seq_length_for_data_and_fine_tuning(repo_root, 
         "--learning_rate=1e-4", "--eval_every_steps=250", "--strategy=cpu",
         f"--output_dir={runs}/span/compare", "--seeds=3,4", "--run=random init=",
         f"--run=span={runs}/span/pretrain"]
-    assert by_module["finetune.experiment_table"] == [f"--runs_dir={runs}",
+    assert by_module["experiments.from_scratch_table"] == [f"--runs_dir={runs}",
                                                        f"--output_file={runs}/table.md"]
     assert not (tmp_path / "runs").exists()  # a dry run writes nothing
 
@@ -415,7 +321,7 @@ def test_the_albert_row_reads_every_question_as_its_own_document(repo_root, tmp_
 
 def recipe_defaults(repo_root):
     """{recipe: {setting: default}} from the RECIPE section of --help (each recipe's line,
-    then its 'pretraining: NAME=VALUE ...' line, read from finetune/recipes/)."""
+    then its 'pretraining: NAME=VALUE ...' line, read from experiments/recipes/)."""
     done = _run(repo_root, repo_root, "lcqmc_experiment.sh", "--help")
     section = done.stdout.split("\nRECIPE")[1].split("\n\n")[0]
     defaults, recipe = {}, None

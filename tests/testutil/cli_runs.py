@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 PARALLEL_RUNS = 4
 TIMEOUT_SECONDS = 240
 

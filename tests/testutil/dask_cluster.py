@@ -9,11 +9,11 @@ import time
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from cli_testutil import REPO_ROOT, free_ports
+from tests.testutil.cli_runs import REPO_ROOT, free_ports
 
 START_SECONDS = 60
 STOP_SECONDS = 15
-TESTS = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Cluster:

@@ -5,22 +5,22 @@ transformers' ElectraForPreTraining / ElectraForMaskedLM.
     ours["disc_logits"], ours["gen_mlm_log_probs"], ...
 
 `electra_chain` counts what float32_bounds needs for their bounds, `electra_bound` gives them
-(see hf_testutil).
+(see hf_interop).
 """
 import pathlib
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from hf_testutil import encoder_chain, interop_ulps, log_softmax_bound
+from tests.testutil.hf_interop import encoder_chain, interop_ulps, log_softmax_bound
 from pretrain.models.electra import hf as hf_electra
 from pretrain.models import registry
 from pretrain.models.electra import pretraining
 from pretrain.models.electra.config import ElectraConfig
 from pretrain.models.electra.modeling import ElectraEncoder
-from tests.float32_bounds import magnitude
+from tests.testutil.float32_bounds import magnitude
 
-FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "hf_electra"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "hf_electra"
 
 
 def read_config(config):
@@ -64,7 +64,7 @@ def electra_outputs(config, checkpoint, input_ids, attention_mask, token_type_id
 
 def electra_chain(config, seq_length, output):
     """(roundings, elementwise) on the longest chain of an electra_outputs `output` on
-    [B, seq_length] inputs (hf_testutil.encoder_chain): the network's encoder, after the
+    [B, seq_length] inputs (hf_interop.encoder_chain): the network's encoder, after the
     projection of the E wide embeddings where E is not its width, and
     - disc_logits: the discriminator head's dense (H) and activation, and its dense_1 (H);
     - gen_mlm_log_probs: the generator head's dense (Hg) and activation, its LayerNorm over
@@ -84,7 +84,7 @@ def electra_chain(config, seq_length, output):
 
 
 def electra_bound(config, ours, key, expected, real):
-    """(ulps, scale): the bound of our graph against transformers' (hf_testutil.interop_ulps
+    """(ulps, scale): the bound of our graph against transformers' (hf_interop.interop_ulps
     of electra_chain) on electra_outputs' `key` at the `real` positions ([B, S] bool) where
     `expected` (already selected) is compared, and the magnitude it refers to: for the
     log-probs as log_softmax_bound says; for disc_logits the discriminator's sequence

@@ -79,7 +79,7 @@ _TRAINED_RUN = {}
 
 
 def trained_run(tmp_path_factory):
-    """One fine-tuning run (finetune.run_lcqmc, i.e. run_finetune's pair task) from random
+    """One fine-tuning run (finetune.run_finetune's pair task) from random
     initialisation, shared by every test module of the pytest process (about 20 s).
     Returns (task, run_dir, results, messages). Callers must not modify run_dir."""
     if "run" not in _TRAINED_RUN:
@@ -87,8 +87,8 @@ def trained_run(tmp_path_factory):
         task = write_task(folder / "task")
         messages = []
         # Local import: keeps this helper importable without TensorFlow for task writing.
-        from finetune import run_lcqmc
-        results = run_lcqmc.run(fast_settings(task, folder / "run"), log_fn=messages.append)
+        from finetune import run_finetune
+        results = run_finetune.run(fast_settings(task, folder / "run"), log_fn=messages.append)
         _TRAINED_RUN["run"] = (task, folder / "run", results, messages)
     return _TRAINED_RUN["run"]
 
@@ -96,8 +96,8 @@ def trained_run(tmp_path_factory):
 def probabilities_sum_tolerance(num_labels):
     """How far the rounded probabilities of one prediction may sum from 1: each is written
     rounded to 6 decimals (5e-7), after a float32 softmax whose normalisation is within
-    summation_ulps(num_labels) + ELEMENTWISE_ULPS + 2 ulps of 1 (tests/float32_bounds.py)."""
-    from tests.float32_bounds import ELEMENTWISE_ULPS, summation_ulps, tolerance  # pylint: disable=import-outside-toplevel
+    summation_ulps(num_labels) + ELEMENTWISE_ULPS + 2 ulps of 1 (tests/testutil/float32_bounds.py)."""
+    from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, summation_ulps, tolerance  # pylint: disable=import-outside-toplevel
     softmax = tolerance(summation_ulps(num_labels) + ELEMENTWISE_ULPS + 2, 1.0)
     return num_labels * (5e-7 + softmax)
 

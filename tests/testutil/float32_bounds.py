@@ -20,10 +20,10 @@ three situations:
    ELEMENTWISE_ULPS each: Eigen's float32 versions were measured within 2.7 ulps of the
    largest value against float64 on [-8, 8], and 8 leaves room for other builds.
    Our graph against another library's (transformers' torch models and their fixtures)
-   bounds its sums by case 3's probabilistic rule instead (hf_testutil.interop_ulps): there
+   bounds its sums by case 3's probabilistic rule instead (hf_interop.interop_ulps): there
    the worst case comes within 1-5x of a wrong GELU's effect, which those tests must catch.
    Training comparisons add how far two runs' weights may drift apart over their updates
-   (pretrain_testdata.weight_drift).
+   (pretrain_data.weight_drift).
 3. **Reduced precision** (bf16 / fp16 compute against float32): the worst-case chain
    bound in that format's ulps is larger than the values themselves, so the bound used is
    the probabilistic one (Higham and Mary, SIAM J. Sci. Comput. 41(5), 2019): the

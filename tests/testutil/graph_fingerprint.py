@@ -13,7 +13,7 @@ left out; it is one set for every runtime, so it shows that 2.21 builds the
 graph 2.15 builds. Regenerate only for an intended change of the default graph,
 in each runtime's environment (the portable set is written by the first):
 
-    python -m tests.graph_fingerprint --write
+    python -m tests.testutil.graph_fingerprint --write
 """
 import hashlib
 import json
@@ -26,9 +26,9 @@ from tensorflow.python.framework import op_def_registry
 from pretrain.models import registry
 from pretrain.models.bert import modeling
 
-from tests.modeling_helpers import tiny_config
+from tests.testutil.tiny_models import tiny_config
 
-FIXTURE = pathlib.Path(__file__).resolve().parent / "fixtures" / "default_graph_fingerprints.json"
+FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "default_graph_fingerprints.json"
 PORTABLE = "portable"
 
 LAYOUTS = {
@@ -107,7 +107,7 @@ def recorded_fingerprints(key=None):
         raise LookupError(f"{FIXTURE.name} has no fingerprints for TensorFlow {key} (it has "
                           f"{', '.join(sorted(set(sets) - {PORTABLE}))}): check that the portable "
                           "set still matches, then record this runtime's set with "
-                          "`python -m tests.graph_fingerprint --write`")
+                          "`python -m tests.testutil.graph_fingerprint --write`")
     return sets[key]
 
 
@@ -125,7 +125,7 @@ if __name__ == "__main__":
         write_fixture()
         print(f"recorded TensorFlow {runtime()}'s fingerprints in {FIXTURE}")
     elif sys.argv[1:]:
-        sys.exit("usage: python -m tests.graph_fingerprint [--write]  (prints, or records, this "
+        sys.exit("usage: python -m tests.testutil.graph_fingerprint [--write]  (prints, or records, this "
                  "runtime's fingerprints)")
     else:
         print(json.dumps(all_fingerprints(), indent=1, sort_keys=True))

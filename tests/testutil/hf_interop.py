@@ -8,8 +8,8 @@ every model variable from the checkpoint. Only the pooler may be missing
 (transformers' *ForMaskedLM has none): pooled_output is None then. Any other
 missing variable is an error, so a comparison never runs on random weights.
 
-The bounds of those comparisons (tests/float32_bounds.py) are here too: `bert_chain` (and
-electra_hf_testutil / xlnet_hf_testutil's) counts the roundings and elementwise functions
+The bounds of those comparisons (tests/testutil/float32_bounds.py) are here too: `bert_chain` (and
+electra_hf_bounds / xlnet_hf_bounds's) counts the roundings and elementwise functions
 on the longest chain of an output; `interop_ulps` turns them into the bound of our graph
 against transformers', `worst_case_ulps` into the bound of two TensorFlow graphs.
 """
@@ -22,13 +22,13 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.models import heads, registry
 from pretrain.models.bert.config import BertConfig
-from tests.float32_bounds import (ELEMENTWISE_ULPS, assert_close, encoder_ulps, magnitude,
+from tests.testutil.float32_bounds import (ELEMENTWISE_ULPS, assert_close, encoder_ulps, magnitude,
                                   random_rounding_ulps)
 
 POOLER = "bert/pooler/"
 
 
-# ---- bounds (tests/float32_bounds.py) -------------------------------------------------------
+# ---- bounds (tests/testutil/float32_bounds.py) -------------------------------------------------------
 
 def encoder_chain(hidden, intermediate, seq_length, num_heads, layers, extra_widths=(),
                   extra_elementwise=0):
@@ -63,7 +63,7 @@ def interop_ulps(chain):
     random_rounding_ulps of them at 6 sigmas (fails with p < 2e-8 per output). The
     elementwise functions, which two libraries compute by different formulas (a systematic
     difference), keep their worst case, ELEMENTWISE_ULPS each. Measured: within 9 ulps,
-    5% of this bound, on every CPU kernel path (tests/kernel_paths.py)."""
+    5% of this bound, on every CPU kernel path (tests/testutil/kernel_paths.py)."""
     roundings, elementwise = chain
     return random_rounding_ulps(2 * roundings) + elementwise * ELEMENTWISE_ULPS
 
@@ -236,7 +236,7 @@ def run_main(module, *args):
     """(exit code, stderr) of `python -m MODULE ARGS` (an absl CLI), run in this process."""
     import contextlib  # pylint: disable=import-outside-toplevel
     import io  # pylint: disable=import-outside-toplevel
-    from cli_testutil import remove_tool_flags  # pylint: disable=import-outside-toplevel
+    from tests.testutil.cli_runs import remove_tool_flags  # pylint: disable=import-outside-toplevel
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):

@@ -1,13 +1,13 @@
 """Runs test files on each CPU kernel path this machine can take, and prints the margins.
 
-    .venv/bin/python tests/kernel_paths.py tests/pretrain/models/test_modeling_numerics.py [more files]
+    .venv/bin/python tests/testutil/kernel_paths.py tests/pretrain/models/test_modeling_numerics.py [more files]
 
 Paths: Eigen (TF_ENABLE_ONEDNN_OPTS=0) and oneDNN capped at AVX2, at AVX-512
 (ONEDNN_MAX_CPU_ISA=AVX512_CORE) and uncapped (avx512_bf16 / AMX kernels where the CPU has
 them). Under the AVX2 cap, tests with bf16 in their id are deselected: TensorFlow still
 sees the CPU's avx512_bf16 and sends bf16 matmuls to oneDNN, which aborts the process
 under the cap (a real AVX2 CPU has no such kernels to choose). One JSON line per path: the pytest outcome, and each comparison's largest measured
-difference against its bound (tests/float32_bounds.py, FLOAT32_BOUNDS_REPORT), worst
+difference against its bound (tests/testutil/float32_bounds.py, FLOAT32_BOUNDS_REPORT), worst
 ratio first.
 """
 import json

@@ -177,9 +177,9 @@ def span_boundary_log_probs(w, sequence, table, positions, left, right, act=gelu
 def assert_weighted_prediction_loss(got, ref_log_probs, labels, weights, ulps):
     """got = (loss, per_example [N], log_probs [N, V]) of a prediction head match
     ref_log_probs [N, V] with labels / weights [B, P] (the weighted mean of
-    pretrain.models.heads), within `ulps` (tests/float32_bounds.py) of the log-probs'
+    pretrain.models.heads), within `ulps` (tests/testutil/float32_bounds.py) of the log-probs'
     magnitude: the head's chain of sums up to and including the log-softmax over V."""
-    from tests.float32_bounds import assert_close, summation_ulps  # pylint: disable=import-outside-toplevel
+    from tests.testutil.float32_bounds import assert_close, summation_ulps  # pylint: disable=import-outside-toplevel
     got_loss, got_per_example, got_log_probs = got
     count = ref_log_probs.shape[0]
     ref_per_example = -ref_log_probs[np.arange(count), labels.reshape(-1)]

@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 import tensorflow as tf
 
-from float32_bounds import EPS32, assert_close, encoder_ulps, magnitude, summation_ulps, tolerance
+from tests.testutil.float32_bounds import EPS32, assert_close, encoder_ulps, magnitude, summation_ulps, tolerance
 from pretrain.models.electra.config import ElectraConfig
 
 
@@ -229,7 +229,7 @@ def tiny_xlnet_config(path, n_token=50, d_model=32, layers=2, **extra):
     return str(path)
 
 
-# ---- bounds for comparing two trainings (tests/float32_bounds.py, case 2, through Adam) ----
+# ---- bounds for comparing two trainings (tests/testutil/float32_bounds.py, case 2, through Adam) ----
 ADAM_BETAS = (0.9, 0.999)
 # One Adam / LAMB update's own roundings, in ulps of the step: m (two products and a sum), v
 # (three), the sqrt, + epsilon, the divide, the bias corrections (three), the decay's product
@@ -330,7 +330,7 @@ def assert_trained_alike(got, want, names, drift, m_ulps):
 
 
 # google-research/electra's variables for a few hparams (make_upstream_variables.py)
-ELECTRA_FIXTURE = (pathlib.Path(__file__).resolve().parent / "fixtures" / "electra"
+ELECTRA_FIXTURE = (pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "electra"
                    / "upstream_variables.json")
 CASES = json.loads(ELECTRA_FIXTURE.read_text(encoding="utf-8"))["cases"]
 

@@ -13,7 +13,7 @@ import pathlib
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-ELECTRA_FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "electra" / "upstream_variables.json"
+ELECTRA_FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "electra" / "upstream_variables.json"
 
 TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
             intermediate_size=24, max_position_embeddings=16, type_vocab_size=2,

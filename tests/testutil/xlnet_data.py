@@ -2,7 +2,7 @@
 special pieces, trained on the data_gen test sentences."""
 import pathlib
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 
 # Upstream's ids 0-8: <unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop>.
 CONTROL_PIECES = ["<cls>", "<sep>", "<pad>", "<mask>"]

@@ -4,7 +4,7 @@ XLNetLMHeadModel (tests/fixtures/hf_xlnet, written by transformers).
     ours = xlnet_outputs(config, "out/model.ckpt", arrays)   # arrays: expected_outputs.npz
     ours["sequence_output"], ours["plm_logits"], ...
 
-`xlnet_chain` counts what float32_bounds needs for their bounds (see hf_testutil).
+`xlnet_chain` counts what float32_bounds needs for their bounds (see hf_interop).
 """
 import pathlib
 import shutil
@@ -13,13 +13,13 @@ import struct
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from hf_testutil import encoder_chain
+from tests.testutil.hf_interop import encoder_chain
 from pretrain.models.xlnet import hf as hf_xlnet
 from pretrain.models import registry, task_heads
 from pretrain.models.xlnet.config import XLNetConfig
 from pretrain.models.xlnet.modeling import XLNetModel, lm_logits
 
-FIXTURE = pathlib.Path(__file__).resolve().parent / "fixtures" / "hf_xlnet"
+FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "hf_xlnet"
 LM_HEAD = FIXTURE / "lm_head"
 WORDPIECE_VOCAB = FIXTURE.parent / "hf" / "vocab"  # 115 tokens
 # XLNetTokenizer's pieces in xlnet-base-cased's order, then ordinary ones.
@@ -78,7 +78,7 @@ def xlnet_outputs(config, checkpoint, arrays, num_labels=0):
 
 def xlnet_chain(config, seq_length, output):
     """(roundings, elementwise) on the longest chain of an xlnet_outputs `output` on
-    [B, seq_length] inputs (hf_testutil.encoder_chain): the encoder as encoder_ulps counts a
+    [B, seq_length] inputs (hf_interop.encoder_chain): the encoder as encoder_ulps counts a
     post-LN layer, plus per layer XLNet's relative attention (the projection of the position
     encoding, d_model; the position and segment scores, d_head each, and the sum of the
     three scores) and once the encoding's sin/cos; the content and the query stream run
@@ -139,12 +139,12 @@ def fixture_copy(target, vocab="vocab.txt", config=None, state=None):
     """A copy of the fixture's lm_head/ with a vocab.txt ("vocab.txt") or spiece.model
     ("spiece.model"), config.json fields changed and state-dict tensors replaced (a
     function of the state dict returning {key: array or None to drop})."""
-    import hf_testutil  # pylint: disable=import-outside-toplevel
+    from tests.testutil import hf_interop  # pylint: disable=import-outside-toplevel
     target = pathlib.Path(target)
     shutil.copytree(LM_HEAD, target)
     if vocab == "vocab.txt":
         shutil.copyfile(WORDPIECE_VOCAB, target / "vocab.txt")
     elif vocab == "spiece.model":
         write_spm_model(target / "spiece.model")
-    hf_testutil.edit_model_dir(target, config, state)
+    hf_interop.edit_model_dir(target, config, state)
     return target

@@ -10,7 +10,7 @@ import jieba
 import pytest
 from jieba import finalseg
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from data_gen import native
 from data_gen.text.jieba_dictionary_cache import initialize_default_tokenizer
 from data_gen.text.jieba_fast import FastJiebaCutter

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from conftest import REPO_ROOT
 
 from data_gen.records import example_proto

@@ -10,7 +10,7 @@ import weakref
 
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from conftest import REPO_ROOT, SHARED_DATA
 from data_gen import modes
 from data_gen.config import GenerationConfig

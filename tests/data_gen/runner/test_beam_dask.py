@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
-import datagen_testutil as util
-from cli_testutil import (free_ports, module_command, run_main_in_process, run_parallel,
+from tests.testutil import data_gen_runs as util
+from tests.testutil.cli_runs import (free_ports, module_command, run_main_in_process, run_parallel,
                           tool_env)
 
 pytest.importorskip("apache_beam", reason="apache-beam is not installed (the .[beam] extra)")
 pytest.importorskip("distributed", reason="dask.distributed is not installed (the .[dask] extra)")
-import dask_testutil  # noqa: E402  (needs distributed)
+from tests.testutil import dask_cluster  # noqa: E402  (needs distributed)
 from data_gen.config import GenerationConfig  # noqa: E402
 from data_gen.create_pretraining_data import run  # noqa: E402
 
@@ -32,7 +32,7 @@ MODES = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    started = dask_testutil.Cluster(str(tmp_path_factory.mktemp("dask_cluster")))
+    started = dask_cluster.Cluster(str(tmp_path_factory.mktemp("dask_cluster")))
     try:
         started.wait_until_ready()
         yield started
@@ -122,7 +122,7 @@ def test_dask_writes_the_cli_bytes_in_every_mode(corpus, cluster):
     assert meta["run_counts"]["files"] == 4 and meta["run_counts"]["empty_files"] == 1
     assert meta["run_counts"]["similar_words_words_kept"] == 3  # counted once, not per worker
     with cluster.client() as client:  # both workers made chunks
-        assert all(client.run(dask_testutil.made_chunks).values())
+        assert all(client.run(dask_cluster.made_chunks).values())
 
 
 def _meta(path):
@@ -137,13 +137,13 @@ def test_a_lost_worker_loses_nothing(corpus, cluster, tmp_path):
     reference = _references(corpus, {"lost-worker": settings})["lost-worker"]
     claim = tmp_path / "killed.pid"
     with cluster.client() as client:
-        client.register_plugin(dask_testutil.KillOnFirstPiece(str(claim)))
+        client.register_plugin(dask_cluster.KillOnFirstPiece(str(claim)))
         try:
             results = run_parallel([("dask", _beam_command(
                 settings, "--runner=DaskRunner", f"--dask_client_address={cluster.address}"))],
                 cwd=corpus, env=tool_env())
         finally:
-            client.unregister_worker_plugin(dask_testutil.KillOnFirstPiece.name)
+            client.unregister_worker_plugin(dask_cluster.KillOnFirstPiece.name)
     code, out, err, _ = results["dask"]
     assert code == 0, err[-3000:]
     killed = int(claim.read_text())

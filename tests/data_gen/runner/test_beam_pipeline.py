@@ -7,8 +7,8 @@ import pathlib
 
 import pytest
 
-import datagen_testutil as util
-from cli_testutil import module_command, run_parallel, tool_env
+from tests.testutil import data_gen_runs as util
+from tests.testutil.cli_runs import module_command, run_parallel, tool_env
 from data_gen import native
 from data_gen.config import GenerationConfig
 from data_gen.create_pretraining_data import run

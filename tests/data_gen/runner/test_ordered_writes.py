@@ -10,12 +10,13 @@ import time
 
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from data_gen.runner import chunk_processing
 from data_gen.runner import ordered_writes
 from data_gen.runner import parallel
 from data_gen.config import GenerationConfig
-from data_gen.create_pretraining_data import format_account, run
+from data_gen.create_pretraining_data import run
+from data_gen.runner.run_account import format_account
 
 SEQ, PRED = 64, 10
 

@@ -6,9 +6,10 @@ import random
 
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from data_gen.config import ConfigError, GenerationConfig
-from data_gen.create_pretraining_data import EmptyOutputError, format_account, run
+from data_gen.create_pretraining_data import run
+from data_gen.runner.run_account import EmptyOutputError, format_account
 from data_gen.text.document_split import DocumentSplit, eval_fraction
 from data_gen.records.metadata import shares_documents
 from data_gen.text.tokenization import FullTokenizer

@@ -2,7 +2,7 @@
 import jieba
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from conftest import shared_path
 from data_gen.text.segmentation import SegmenterError, make_segmenter
 

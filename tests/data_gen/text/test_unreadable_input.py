@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-import datagen_testutil as util
-from cli_testutil import run_main_in_process
+from tests.testutil import data_gen_runs as util
+from tests.testutil.cli_runs import run_main_in_process
 from data_gen.text import unreadable_input
 from data_gen.config import GenerationConfig
 from data_gen.text.corpus_reader import CorpusError

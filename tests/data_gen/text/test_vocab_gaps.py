@@ -1,9 +1,10 @@
 """data_gen's account says which characters of the corpus the vocab maps to [UNK], how many,
 and warns above 3% of the characters, the same for any worker count."""
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from data_gen.text import vocab_gaps
 from data_gen.config import GenerationConfig
-from data_gen.create_pretraining_data import format_account, run
+from data_gen.create_pretraining_data import run
+from data_gen.runner.run_account import format_account
 
 
 def _run(tmp_path, docs, workers=1):

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from cli_testutil import tool_env
+from tests.testutil.cli_runs import tool_env
 from data_gen.tools import build_similar_words as bsw
 from common import cli_options
 from data_gen.modes.mlm import similar_words

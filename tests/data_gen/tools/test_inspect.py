@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from cli_testutil import tool_lines
+from tests.testutil.cli_runs import tool_lines
 from data_gen.tools import build_vocab as bv
 from data_gen.tools import inspect_records as di
 from data_gen.config import GenerationConfig

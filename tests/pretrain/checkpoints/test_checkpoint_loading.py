@@ -8,11 +8,11 @@ from pretrain.checkpoints.checkpoint_loading import CheckpointMismatchError, ini
 from pretrain.models import heads, registry
 from pretrain.models.bert import modeling
 
-from tests.float32_bounds import assert_close, encoder_ulps, magnitude, summation_ulps
-from tests.modeling_helpers import (expected_variables, input_batch, random_tensors,
+from tests.testutil.float32_bounds import assert_close, encoder_ulps, magnitude, summation_ulps
+from tests.testutil.tiny_models import (expected_variables, input_batch, random_tensors,
                                     random_weights, tiny_config, upstream_electra_case,
                                     with_upstream_optimizer_state, write_checkpoint)
-from tests.numpy_bert import NumpyEncoder
+from tests.testutil.numpy_bert import NumpyEncoder
 
 BERT = tiny_config(model_type="bert")
 GOOGLE = tiny_config(model_type="albert", albert_layout="google", embedding_size=8)

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from cli_testutil import run_main_in_process
+from tests.testutil.cli_runs import run_main_in_process
 from data_gen.text.tokenization import FullTokenizer
 from pretrain.checkpoints import checkpoint_io, vocab_extension, vocab_surgery
-from tests.modeling_helpers import (ModelRunner, random_weights, tiny_config,
+from tests.testutil.tiny_models import (ModelRunner, random_weights, tiny_config,
                                     write_checkpoint)
 
 TOKENS = ["[PAD]", "[unused1]", "[unused2]", "[unused3]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -23,9 +23,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 from safetensors import safe_open
 
-from cli_testutil import run_main_in_process
+from tests.testutil.cli_runs import run_main_in_process
 from data_gen.text.tokenization import FullTokenizer
-from hf_testutil import (assert_log_probs_close, bert_chain, dense_scale, interop_ulps,
+from tests.testutil.hf_interop import (assert_log_probs_close, bert_chain, dense_scale, interop_ulps,
                          worst_case_ulps)
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop.export_hf import export_model
@@ -33,8 +33,8 @@ from pretrain.interop.export_saved_model import export_saved_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models import registry, task_heads
 from pretrain.models.bert.config import BertConfig
-from pretrain_testdata import tiny_config
-from tests.float32_bounds import assert_close, summation_ulps
+from tests.testutil.pretrain_data import tiny_config
+from tests.testutil.float32_bounds import assert_close, summation_ulps
 from conftest import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -133,14 +133,14 @@ def our_outputs(model, ids, mask, segments):
 
 
 def head_ulps(model, seq_length, bound=interop_ulps):
-    """The bound (hf_testutil: interop_ulps against transformers, worst_case_ulps between
+    """The bound (hf_interop: interop_ulps against transformers, worst_case_ulps between
     two TF graphs) of the log-probabilities of model's head on [B, seq_length] inputs."""
     return bound(bert_chain(model.config_file, seq_length, model.head,
                             len(model.task["labels"])))
 
 
 def assert_log_probabilities_close(actual, expected, logits, ulps, what=""):
-    """Probabilities compared as their logs (hf_testutil.assert_log_probs_close: the bound of
+    """Probabilities compared as their logs (hf_interop.assert_log_probs_close: the bound of
     log-probs, whose chain is the probabilities'), so that one near 0 keeps its relative
     precision."""
     assert_log_probs_close(np.log(actual), np.log(expected), logits, ulps, what)
@@ -260,7 +260,7 @@ def test_saved_model_serves_our_probabilities_and_carries_the_labels(finetuned, 
     length = batch[0].shape[1]
     # two TF graphs (case 2, at its worst): the encoder's outputs, and the head's
     # probabilities as their logs (which move as the logits do). Past the pooler and the
-    # head, in ulps of their sums of |terms| (hf_testutil.dense_scale: the N(0, 0.2)
+    # head, in ulps of their sums of |terms| (hf_interop.dense_scale: the N(0, 0.2)
     # weights, 32 wide, multiply their inputs' errors by ~5)
     sequence = np.abs(ours["sequence_output"]).max()
     assert_close(served["sequence_output"], ours["sequence_output"],
@@ -423,7 +423,7 @@ def _torch_probabilities(hf, loaded, ids, mask, segments):
 @pytest.mark.parametrize("kind", ["classification", "pair_albert"])
 def test_live_sequence_classifier_gives_our_labels_and_probabilities(hf, finetuned, kind):
     """Kernel-path sensitive: transformers' probabilities against ours, to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     model = finetuned(kind)
     loaded, info = hf.T.AutoModelForSequenceClassification.from_pretrained(
         str(model.hf), output_loading_info=True)
@@ -453,7 +453,7 @@ def test_live_sequence_classifier_gives_our_labels_and_probabilities(hf, finetun
 @pytest.mark.parametrize("kind", ["ner", "ner_albert"])
 def test_live_token_classifier_gives_our_tags_and_probabilities(hf, finetuned, kind):
     """Kernel-path sensitive: transformers' probabilities against ours, to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     model = finetuned(kind)
     loaded, info = hf.T.AutoModelForTokenClassification.from_pretrained(
         str(model.hf), output_loading_info=True)

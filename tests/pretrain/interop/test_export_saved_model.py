@@ -25,10 +25,10 @@ from pretrain.training.model_spec import ModelSpec
 from pretrain.training.strategy import RunSettings
 from pretrain.training.training_loop import TrainingLoop
 
-from cli_testutil import run_main_in_process
-from hf_testutil import bert_chain, dense_scale, interop_ulps, worst_case_ulps
+from tests.testutil.cli_runs import run_main_in_process
+from tests.testutil.hf_interop import bert_chain, dense_scale, interop_ulps, worst_case_ulps
 from tests.conftest import REPO_ROOT
-from tests.float32_bounds import assert_close, magnitude, summation_ulps
+from tests.testutil.float32_bounds import assert_close, magnitude, summation_ulps
 
 SEQ_LENGTH = 12
 TINY_BERT = REPO_ROOT / "tests" / "fixtures" / "configs" / "test_tiny_bert.json"
@@ -119,7 +119,7 @@ def serve(export_dir, inputs):
 def output_bounds(config_file, checkpoint, length, served):
     """{output: (ulps, scale)}: the bound of two TF evaluations (float32_bounds case 2, at
     its worst) of each served output on [B, length] inputs, and the magnitude it refers to:
-    the sequence output's own; for pooled_output the pooler's sum (hf_testutil.dense_scale:
+    the sequence output's own; for pooled_output the pooler's sum (hf_interop.dense_scale:
     its weights, N(0, 0.3) 32 wide, multiply errors by ~8); for probabilities, compared as
     their logs (log-probs move as the logits do: a near-saturated probability keeps its
     relative precision), the classifier's sum, whose input errors the pooler's bound holds."""
@@ -221,7 +221,7 @@ def test_google_albert_export_equals_the_training_loops_predictions(tmp_path):
 def test_model_without_pooler_serves_the_sequence_output_of_transformers(tmp_path, capsys):
     """An import of transformers' BertForMaskedLM fixture (no pooler) exports without
     pooled_output, and its sequence_output is the one transformers computed: kernel-path
-    sensitive, to the bound of two libraries' float32 evaluations (hf_testutil.interop_ulps),
+    sensitive, to the bound of two libraries' float32 evaluations (hf_interop.interop_ulps),
     which a tanh GELU in place of the erf one exceeds 16x (tests/fixtures/hf/README.md)."""
     from pretrain.interop.import_hf import import_model
     fixture = REPO_ROOT / "tests" / "fixtures" / "hf"

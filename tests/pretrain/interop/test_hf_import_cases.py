@@ -10,14 +10,14 @@ import pytest
 from safetensors.numpy import save_file
 
 from data_gen.text.tokenization import VocabError, load_tokenizer_json_vocab
-from cli_testutil import run_main_in_process
-from hf_testutil import random_checkpoint, write_tiny_vocab
+from tests.testutil.cli_runs import run_main_in_process
+from tests.testutil.hf_interop import random_checkpoint, write_tiny_vocab
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop import hf_config, hf_files
 from common.cli_options import UserError
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
-from pretrain_testdata import tiny_config
+from tests.testutil.pretrain_data import tiny_config
 from conftest import REPO_ROOT
 
 REPO = str(REPO_ROOT)
@@ -154,7 +154,7 @@ def test_tokenizer_json_vocab_needs_contiguous_wordpiece_ids(tmp_path):
 
 def _cli(module, *args):
     """stderr of the tool's refusal: main() called in this process as its console script calls
-    it (cli_testutil.run_main_in_process; the refusals come before any model is built, so
+    it (cli_runs.run_main_in_process; the refusals come before any model is built, so
     no TensorFlow start-up per case)."""
     code, _, stderr, _ = run_main_in_process(module, list(args), REPO)
     assert code == 2, stderr

@@ -12,7 +12,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 from safetensors import safe_open
 
-from hf_testutil import (assert_log_probs_close, bert_chain, interop_ulps, model_outputs,
+from tests.testutil.hf_interop import (assert_log_probs_close, bert_chain, interop_ulps, model_outputs,
                          random_checkpoint, sample_batch, worst_case_ulps, write_tiny_vocab)
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io, checkpoint_loading
@@ -20,8 +20,8 @@ from pretrain.interop import hf_files
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.bert.config import BertConfig
-from pretrain_testdata import make_examples, tiny_config, write_records
-from tests.float32_bounds import assert_close, magnitude, tolerance
+from tests.testutil.pretrain_data import make_examples, tiny_config, write_records
+from tests.testutil.float32_bounds import assert_close, magnitude, tolerance
 from conftest import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hf"
@@ -135,7 +135,7 @@ def imported(tmp_path_factory):
 def test_transformers_fixture_imports_with_transformers_numbers(imported, name, hidden_act,
                                                                  weights, key_bias):
     """Kernel-path sensitive: our graph against transformers' numbers, to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     report = imported[name]
     expected = np.load(FIXTURES / "expected_outputs.npz")
     assert report.config.hidden_act == hidden_act and report.weights == weights

@@ -2,9 +2,9 @@
 
 Both directions run in one process: our tools through their CLIs
 (`pretrain.interop.import_hf`, `pretrain.interop.export_hf`), our numbers from our TF graph
-(hf_testutil, pretrain.models.heads, pretrain.models.task_heads), transformers' numbers from
+(hf_interop, pretrain.models.heads, pretrain.models.task_heads), transformers' numbers from
 its models (eval mode, float32). Outputs must agree to the bound of two libraries' float32
-evaluations of the model's longest chain (hf_testutil.interop_ulps: 135-255 ulps of the
+evaluations of the model's longest chain (hf_interop.interop_ulps: 135-255 ulps of the
 compared magnitude here, the logits' for log-probs); the other GELU moves the MLM log-probs
 6x-18x that bound. Every such comparison is kernel-path sensitive (oneDNN or Eigen on our
 side).
@@ -22,15 +22,15 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from data_gen.text.tokenization import FullTokenizer
-from hf_testutil import (assert_log_probs_close, bert_chain, hf,  # noqa: F401  (hf: fixture)
+from tests.testutil.hf_interop import (assert_log_probs_close, bert_chain, hf,  # noqa: F401  (hf: fixture)
                          interop_ulps, log_softmax_bound, logits_of, model_outputs,
                          random_checkpoint)
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
 from pretrain.models import heads, registry, task_heads
 from pretrain.models.bert.config import BertConfig
-from pretrain_testdata import make_examples, rename_slots_to_legacy, tiny_config, write_records
-from tests.float32_bounds import assert_close, tolerance
+from tests.testutil.pretrain_data import make_examples, rename_slots_to_legacy, tiny_config, write_records
+from tests.testutil.float32_bounds import assert_close, tolerance
 from conftest import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -183,8 +183,8 @@ def _random_torch_model(hf, model_class, config, seed=0):
 
 def _close(actual, expected, what, config_file, output, logits=None):
     """actual against expected to the bound of our graph against transformers'
-    (hf_testutil.interop_ulps) on `output`'s chain (hf_testutil.bert_chain); log-probs,
-    given their logits (either side's), as hf_testutil.log_softmax_bound says."""
+    (hf_interop.interop_ulps) on `output`'s chain (hf_interop.bert_chain); log-probs,
+    given their logits (either side's), as hf_interop.log_softmax_bound says."""
     ulps = interop_ulps(bert_chain(config_file, SEQ, output))
     if logits is None:
         assert_close(actual, expected, ulps, err_msg=what)
@@ -212,7 +212,7 @@ LOADERS = {  # arch: (our config fields, optimizer, data mode, the optimizer's o
 @pytest.mark.parametrize("arch", sorted(LOADERS))
 def test_transformers_tf_loader_reads_run_pretraining_checkpoints(hf, tmp_path, arch):
     """Kernel-path sensitive: our numbers against transformers', to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     fields, optimizer, mode, legacy_slot = LOADERS[arch]
     config_file, checkpoint = _pretrain(tmp_path, fields, optimizer, mode)
     names = [name for name, _ in tf.train.list_variables(checkpoint)]
@@ -297,7 +297,7 @@ def exported(hf, tmp_path_factory):
                                   "albert_brightmart"])
 def test_exported_model_loads_in_transformers_with_our_numbers(hf, exported, kind):
     """Kernel-path sensitive: our numbers against transformers', to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     model = exported(kind)
     ids, mask, segments = _batch()
     ours = model_outputs(model.config, model.checkpoint, ids, mask, segments)
@@ -338,7 +338,7 @@ def test_exported_model_loads_in_transformers_with_our_numbers(hf, exported, kin
 
 def test_exported_classifier_is_a_transformers_sequence_classifier(hf, exported):
     """Kernel-path sensitive: our numbers against transformers', to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     model = exported("classifier")
     ids, mask, segments = _batch()
     loaded, info = hf.T.AutoModelForSequenceClassification.from_pretrained(
@@ -365,7 +365,7 @@ IMPORTS = {  # arch: (our config fields for the shapes, transformers hidden_act,
 @pytest.mark.parametrize("arch", sorted(IMPORTS))
 def test_transformers_model_imports_with_its_numbers(hf, tmp_path, arch):
     """Kernel-path sensitive: our numbers against transformers', to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     fields, hf_act, our_act = IMPORTS[arch]
     shapes = tiny_config(tmp_path / "shapes.json", **dict(TINY, **fields))
     model_class = getattr(hf.T, "%sForPreTraining" % arch.capitalize())
@@ -398,7 +398,7 @@ def test_transformers_model_imports_with_its_numbers(hf, tmp_path, arch):
 
 def test_bert_model_without_heads_imports_with_fresh_heads(hf, tmp_path):
     """Kernel-path sensitive: our numbers against transformers', to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    libraries' float32 evaluations (hf_interop.interop_ulps)."""
     shapes = tiny_config(tmp_path / "shapes.json", **TINY)
     torch_model = _random_torch_model(hf, hf.T.BertModel, _hf_config(hf, shapes, hidden_act="gelu"))
     torch_model.save_pretrained(str(tmp_path / "hf"))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain_testdata import CASES, electra_config
+from tests.testutil.pretrain_data import CASES, electra_config
 from pretrain.models import flops, registry
 from pretrain.models.electra import flops as electra_flops
 from pretrain.models.bert.config import BertConfig

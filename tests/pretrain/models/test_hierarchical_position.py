@@ -20,10 +20,10 @@ from finetune import run_finetune
 from pretrain.models.bert import modeling
 from pretrain.models import position_embeddings as positions
 from pretrain.training import data_checks
-from pretrain_testdata import make_examples, write_records
-from tests.float32_bounds import assert_close, encoder_ulps
-from tests.modeling_helpers import ModelRunner, random_weights, tiny_config, write_checkpoint
-from tests.numpy_bert import NumpyEncoder
+from tests.testutil.pretrain_data import make_examples, write_records
+from tests.testutil.float32_bounds import assert_close, encoder_ulps
+from tests.testutil.tiny_models import ModelRunner, random_weights, tiny_config, write_checkpoint
+from tests.testutil.numpy_bert import NumpyEncoder
 
 ALPHA = 0.4
 N, SEQ = 8, 20  # 8 trained positions, 20-token inputs

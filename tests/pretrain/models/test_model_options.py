@@ -2,7 +2,7 @@
 query/key and value widths, conditional LayerNorm.
 
 Each option is checked against the independent NumPy forward pass
-(tests/numpy_bert.py), its variables are listed, and with every option off the
+(tests/testutil/numpy_bert.py), its variables are listed, and with every option off the
 encoder builds exactly the graphs it built before the options existed.
 """
 import json
@@ -20,11 +20,11 @@ from pretrain.models.bert import modeling
 from pretrain.models.bert.config import BertConfig
 from pretrain.models.config import ConfigError
 
-from tests import graph_fingerprint
-from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, encoder_ulps
-from tests.modeling_helpers import (ModelRunner as Runner, expected_variables, input_batch,
+from tests.testutil import graph_fingerprint
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, assert_close, encoder_ulps
+from tests.testutil.tiny_models import (ModelRunner as Runner, expected_variables, input_batch,
                                     random_weights, tiny_config, write_checkpoint)
-from tests.numpy_bert import NumpyEncoder
+from tests.testutil.numpy_bert import NumpyEncoder
 from conftest import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -55,7 +55,7 @@ CONDITION = np.array([[1.0, 0.0, 0.0], [0.3, -1.2, 2.0]], np.float32)
 
 
 def _ulps(config):
-    """Bound on the float32 graph against float64 NumPy (tests/float32_bounds.py case 2): the
+    """Bound on the float32 graph against float64 NumPy (tests/testutil/float32_bounds.py case 2): the
     encoder's chain of sums, with the per-head key width, the ALBERT projection, the pooler
     and its tanh; a conditional LayerNorm adds, at each of its 1 + 2L LayerNorms, the sums of
     its condition dense layers; RealFormer's residual scores add one rounding per layer."""

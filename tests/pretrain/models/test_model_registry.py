@@ -20,7 +20,7 @@ from pretrain.models.electra.config import ElectraConfig
 from pretrain.models.electra.modeling import ElectraDiscriminator
 from pretrain.models.electra.pretraining import electra_pretraining_losses
 from pretrain.training import pretraining_model_fn
-from pretrain_testdata import tiny_config
+from tests.testutil.pretrain_data import tiny_config
 from conftest import REPO_ROOT
 from common.model_configs import shipped_path
 

@@ -8,8 +8,8 @@ from pretrain.models.bert.config import BertConfig
 from pretrain.models.config import ConfigError
 
 from tests.conftest import REPO_ROOT
-from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close
-from tests.modeling_helpers import tiny_config
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, assert_close
+from tests.testutil.tiny_models import tiny_config
 
 
 def test_round_trip_keeps_fields_and_released_extras(tmp_path):

@@ -11,9 +11,9 @@ from pretrain.models.bert import modeling
 from pretrain.models import eval_metrics
 
 from tests.conftest import shared_path
-from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
-from tests.modeling_helpers import tiny_config
-from tests.numpy_bert import assert_weighted_prediction_loss, gelu_tanh, layer_norm
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
+from tests.testutil.tiny_models import tiny_config
+from tests.testutil.numpy_bert import assert_weighted_prediction_loss, gelu_tanh, layer_norm
 
 
 def log_softmax(x):

@@ -6,7 +6,7 @@ import tensorflow.compat.v1 as tf
 from pretrain.models import attention
 from pretrain.models.bert import modeling
 
-from tests.modeling_helpers import tiny_config
+from tests.testutil.tiny_models import tiny_config
 
 
 def mask_values(input_mask, token_type_ids, mode):

@@ -5,11 +5,11 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.models.bert import modeling
 
-from tests.float32_bounds import (EPS16, EPS_BF16, ELEMENTWISE_ULPS, assert_close,
+from tests.testutil.float32_bounds import (EPS16, EPS_BF16, ELEMENTWISE_ULPS, assert_close,
                                   encoder_ulps, random_rounding_ulps)
-from tests.modeling_helpers import (ModelRunner as Runner, input_batch, random_weights,
+from tests.testutil.tiny_models import (ModelRunner as Runner, input_batch, random_weights,
                                     tiny_config, write_checkpoint)
-from tests.numpy_bert import NumpyEncoder
+from tests.testutil.numpy_bert import NumpyEncoder
 
 CONFIGS = {
     "bert": tiny_config(model_type="bert"),

@@ -6,7 +6,7 @@ import tensorflow.compat.v1 as tf
 from pretrain.models import heads, registry
 from pretrain.models.bert import modeling
 
-from tests.modeling_helpers import expected_variables, tiny_config
+from tests.testutil.tiny_models import expected_variables, tiny_config
 
 LAYOUTS = {
     "bert": tiny_config(model_type="bert"),

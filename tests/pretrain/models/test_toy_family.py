@@ -15,7 +15,7 @@ from pretrain.interop import export_hf
 from pretrain.models import config as config_lib
 from pretrain.models import eval_metrics, heads, layers, registry
 from pretrain.models.family import EvalHead, MASKED_LM_HEAD, ModelFamily
-from pretrain_testdata import make_examples, run_options, write_records
+from tests.testutil.pretrain_data import make_examples, run_options, write_records
 
 SEQ, PREDS, BATCH, VOCAB = 16, 4, 8, 50
 

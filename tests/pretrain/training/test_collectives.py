@@ -23,10 +23,10 @@ import sys
 import numpy as np
 import pytest
 
-from cli_testutil import free_ports
-from float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
+from tests.testutil.cli_runs import free_ports
+from tests.testutil.float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
                             random_rounding_ulps, summation_ulps, tolerance)
-from pretrain_testdata import ARGMAX_ELECTRA, encoder_gradient_ulps, weight_drift
+from tests.testutil.pretrain_data import ARGMAX_ELECTRA, encoder_gradient_ulps, weight_drift
 from conftest import REPO_ROOT
 
 REPO = str(REPO_ROOT)
@@ -47,7 +47,7 @@ POISONED = ("lamb", "fp16", 3, 3, (1, 1))
 INITIAL_LOSS_SCALE = 2.0 ** 8
 TRACED = {1: ("adamw", "fp32", 1, 3, None), 2: ("adamw", "fp32", 2, 3, None)}
 # ELECTRA, 2 updates: discriminator width 32 over embeddings of 16, generator 16; its
-# replacements are the generator's argmax (temperature 1e-7, pretrain_testdata.ARGMAX_ELECTRA)
+# replacements are the generator's argmax (temperature 1e-7, pretrain_data.ARGMAX_ELECTRA)
 # so that the replicas sample what one device samples.
 ELECTRA_CONFIG = dict(vocab_size=40, hidden_size=32, num_hidden_layers=1,
                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=8,

@@ -8,8 +8,8 @@ import pytest
 from common.cli_options import UserError
 from pretrain import run_pretraining
 from pretrain.training import continued_eval, learning_check
-from pretrain_testdata import make_examples, run_options, tiny_config, write_records
-from tests.float32_bounds import assert_close
+from tests.testutil.pretrain_data import make_examples, run_options, tiny_config, write_records
+from tests.testutil.float32_bounds import assert_close
 
 SEQ, PREDS, BATCH = 16, 4, 8
 

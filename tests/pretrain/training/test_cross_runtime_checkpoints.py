@@ -16,10 +16,10 @@ import sys
 import pytest
 import tensorflow.compat.v1 as tf
 
-from cli_testutil import TIMEOUT_SECONDS, other_runtime, tool_env
+from tests.testutil.cli_runs import TIMEOUT_SECONDS, other_runtime, tool_env
 from pretrain import run_pretraining
-from pretrain_testdata import make_examples, run_options, tiny_config, write_records
-from hf_testutil import write_tiny_vocab
+from tests.testutil.pretrain_data import make_examples, run_options, tiny_config, write_records
+from tests.testutil.hf_interop import write_tiny_vocab
 
 SEQ, PREDS, BATCH = 16, 4, 8
 RUN = ("import json, sys, tensorflow as tf; tf.get_logger().setLevel('INFO'); "

@@ -3,7 +3,7 @@ import pytest
 
 from pretrain.models.bert import modeling
 from pretrain.training import data_checks
-from pretrain_testdata import make_examples, write_records
+from tests.testutil.pretrain_data import make_examples, write_records
 
 
 def _config(vocab_size=50, max_position=32):

@@ -19,8 +19,8 @@ from common.cli_options import UserError
 from pretrain import run_pretraining
 from pretrain.training import input_state
 from pretrain.training import strategy as strategy_lib
-from resume_testutil import Crash, instrument
-from pretrain_testdata import (make_examples, make_span_examples, make_xlnet_examples,
+from tests.testutil.resume_runs import Crash, instrument
+from tests.testutil.pretrain_data import (make_examples, make_span_examples, make_xlnet_examples,
                                run_options, tiny_config, tiny_xlnet_config, write_records,
                                write_xlnet_records)
 

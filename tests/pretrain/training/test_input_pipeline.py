@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain.training import input_pipeline
-from pretrain_testdata import make_examples, write_records
+from tests.testutil.pretrain_data import make_examples, write_records
 
 
 def _take(input_fn, params, batches, input_context=None):

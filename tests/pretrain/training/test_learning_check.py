@@ -10,8 +10,8 @@ import tensorflow.compat.v1 as tf
 from pretrain import run_pretraining
 from pretrain.models import eval_metrics
 from pretrain.training import learning_check
-from pretrain_testdata import make_examples, run_options, tiny_config, write_records
-from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
+from tests.testutil.pretrain_data import make_examples, run_options, tiny_config, write_records
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
 
 SEQ, PREDS, BATCH = 16, 4, 8
 
@@ -185,7 +185,7 @@ def test_the_check_and_the_experiment_table_do_not_load_tensorflow():
     """Reading eval results back is plain Python: the commands that do it start in a
     fraction of a second instead of paying TensorFlow's import."""
     code = ("import sys; from pretrain.training import learning_check; "
-            "from finetune import experiment_table; print('tensorflow' in sys.modules)")
+            "from experiments import from_scratch_table; print('tensorflow' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["False"]

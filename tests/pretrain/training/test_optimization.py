@@ -4,8 +4,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain.training import mixed_precision, optimization
-from float32_bounds import assert_close, magnitude, summation_ulps, tolerance
-from pretrain_testdata import moment_ulps, norm_ulps, weight_drift
+from tests.testutil.float32_bounds import assert_close, magnitude, summation_ulps, tolerance
+from tests.testutil.pretrain_data import moment_ulps, norm_ulps, weight_drift
 
 INITIAL_KERNEL = np.array([[0.5], [-0.3], [0.1]], np.float32)
 

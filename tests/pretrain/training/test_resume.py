@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from cli_testutil import module_command, tool_env
-from pretrain_testdata import make_examples, tiny_config, write_records
+from tests.testutil.cli_runs import module_command, tool_env
+from tests.testutil.pretrain_data import make_examples, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 4
 SAVE_EVERY = 2  # updates between checkpoints

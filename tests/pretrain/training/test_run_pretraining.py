@@ -9,11 +9,11 @@ import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
 from common.file_utils import file_sha256
-from hf_testutil import write_tiny_vocab
+from tests.testutil.hf_interop import write_tiny_vocab
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io
 from pretrain.training import data_checks
-from pretrain_testdata import (make_examples, rename_slots_to_legacy, run_options, tiny_config,
+from tests.testutil.pretrain_data import (make_examples, rename_slots_to_legacy, run_options, tiny_config,
                               write_records)
 
 SEQ, PREDS, BATCH = 16, 4, 8

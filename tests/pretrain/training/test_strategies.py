@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from cli_testutil import free_ports
-from float32_bounds import magnitude, summation_ulps, tolerance
+from tests.testutil.cli_runs import free_ports
+from tests.testutil.float32_bounds import magnitude, summation_ulps, tolerance
 from pretrain import run_pretraining
 from pretrain.models import registry
 from pretrain.models.bert import modeling
 from pretrain.training import input_pipeline, pretraining_model_fn
 from pretrain.training import estimator_runtime
 from pretrain.training import strategy as strategy_lib
-from pretrain_testdata import (ARGMAX_ELECTRA, assert_trained_alike, encoder_gradient_ulps,
+from tests.testutil.pretrain_data import (ARGMAX_ELECTRA, assert_trained_alike, encoder_gradient_ulps,
                                make_examples, moment_ulps, tiny_config,
                                weight_drift, write_records)
 from conftest import REPO_ROOT
@@ -96,7 +96,7 @@ def test_tpu_run_config_and_estimator_spec_plumbing_on_cpu_in_bf16(data, tmp_pat
     eval metrics (upstream's names) go through TPUEstimator's (metric_fn, tensors) too.
     Kernel-path sensitive: its bf16 matmuls need bf16 kernels (oneDNN's on an avx512_bf16
     CPU, which abort when ONEDNN_MAX_CPU_ISA caps it below them; hence bf16 in the name,
-    which tests/kernel_paths.py deselects on that path)."""
+    which tests/testutil/kernel_paths.py deselects on that path)."""
     settings = strategy_lib.make_run_config(
         "tpu", str(tmp_path / "grpc"), iterations_per_loop=2, num_tpu_cores=8,
         tpu_name="grpc://127.0.0.1:8470")  # an address needs no lookup; nothing connects
@@ -144,7 +144,7 @@ from absl import logging
 logging.set_verbosity(logging.INFO)
 tf2.get_logger().setLevel("INFO")
 from pretrain import run_pretraining
-from pretrain_testdata import rename_slots_to_legacy
+from tests.testutil.pretrain_data import rename_slots_to_legacy
 opts, resume_opts, kept = {OPTS}, {RESUME_OPTS}, {KEPT!r}
 print("RESULT " + json.dumps(run_pretraining.run(opts)), flush=True)
 # The trained checkpoint as it was, for the comparison; then the resume from legacy slot names.

@@ -23,8 +23,8 @@ from pretrain.models import registry
 from pretrain.training import optimization, pretraining_model_fn
 from pretrain.training import strategy as strategy_lib
 from pretrain.training.model_spec import ModeKeys
-from float32_bounds import assert_close, magnitude, summation_ulps, tolerance
-from pretrain_testdata import (ARGMAX_ELECTRA, encoder_gradient_ulps, make_examples, norm_ulps,
+from tests.testutil.float32_bounds import assert_close, magnitude, summation_ulps, tolerance
+from tests.testutil.pretrain_data import (ARGMAX_ELECTRA, encoder_gradient_ulps, make_examples, norm_ulps,
                                tiny_config, weight_drift, write_records)
 
 SHARDS = 8

@@ -11,11 +11,11 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
-from finetune import run_lcqmc
-from finetune_helpers import fast_settings, write_task
+from finetune import run_finetune
+from tests.testutil.finetune_task import fast_settings, write_task
 from pretrain import run_pretraining
 from pretrain.training import strategy as strategy_lib
-from pretrain_testdata import make_examples, run_options, tiny_config, write_records
+from tests.testutil.pretrain_data import make_examples, run_options, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
 needs_estimator = pytest.mark.skipif(not strategy_lib.estimator_available(),
@@ -72,7 +72,7 @@ def test_fine_tuning_picks_the_same_best_step_with_either_loop(tmp_path):
     # 10 steps an epoch, dev scored 5 times (steps 4, 8, ..., 20): every scoring and the
     # choice among them compared, as small as that stays
     task = write_task(tmp_path / "task", sizes=(("train", 320), ("dev", 100), ("test", 100)))
-    results = {loop: run_lcqmc.run(fast_settings(task, tmp_path / loop, num_train_epochs=2,
+    results = {loop: run_finetune.run(fast_settings(task, tmp_path / loop, num_train_epochs=2,
                                                  eval_every_steps=4, eval_batch_size=100,
                                                  training_loop=loop),
                                    log_fn=lambda message: None)

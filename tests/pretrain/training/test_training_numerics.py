@@ -13,9 +13,9 @@ import tensorflow.compat.v1 as tf
 
 from pretrain.models.bert import modeling
 from pretrain.training import mixed_precision, optimization, pretraining_model_fn, training_hooks
-from float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
+from tests.testutil.float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
                             random_rounding_ulps, summation_ulps, tolerance)
-from pretrain_testdata import make_examples, moment_ulps, norm_ulps, weight_drift
+from tests.testutil.pretrain_data import make_examples, moment_ulps, norm_ulps, weight_drift
 from pretrain.training.model_spec import ModeKeys
 
 EXCLUDED_FROM_DECAY = ("LayerNorm", "layer_norm", "bias")

@@ -2,9 +2,9 @@
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from cli_testutil import module_command, run_parallel, tool_env
-from float32_bounds import magnitude
-from pretrain_testdata import (assert_trained_alike, encoder_gradient_ulps, make_examples,
+from tests.testutil.cli_runs import module_command, run_parallel, tool_env
+from tests.testutil.float32_bounds import magnitude
+from tests.testutil.pretrain_data import (assert_trained_alike, encoder_gradient_ulps, make_examples,
                                moment_ulps, tiny_config, weight_drift, write_records)
 
 XLA_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"

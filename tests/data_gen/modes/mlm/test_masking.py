@@ -5,14 +5,14 @@ import random
 import jieba
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from conftest import shared_path
 from data_gen.modes.mlm import masking
 from data_gen import modes
 from data_gen.modes.mlm.mlm_processing import MaskedLMChunkProcessor
 from data_gen.config import GenerationConfig
 from data_gen.text.tokenization import is_cjk_char
-from tests.float32_bounds import binomial_tolerance
+from tests.testutil.float32_bounds import binomial_tolerance
 
 MASK_ID = 4
 

@@ -253,7 +253,7 @@ SEQ, PRED = 64, 12
 
 @pytest.fixture
 def corpus_setup(tmp_path):
-    import datagen_testutil as util
+    from tests.testutil import data_gen_runs as util
     vocab = util.write_vocab(tmp_path)
     corpus = util.write_corpus(tmp_path / "corpus.txt", util.documents(120, 4))
     similar = tmp_path / "similar.tsv"
@@ -293,7 +293,7 @@ def test_recipe_output_is_identical_for_any_worker_count(corpus_setup, recipe):
 def test_span_records_carry_boundaries_google_readers_ignore(corpus_setup):
     import json
 
-    import datagen_testutil as util
+    from tests.testutil import data_gen_runs as util
     from data_gen.records import record_schema
     tf = pytest.importorskip("tensorflow")
     tmp_path, vocab, corpus, _ = corpus_setup

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-import datagen_testutil as util
-from cli_testutil import module_command, run_parallel, tool_env
+from tests.testutil import data_gen_runs as util
+from tests.testutil.cli_runs import module_command, run_parallel, tool_env
 from data_gen.config import GenerationConfig
 from data_gen.create_pretraining_data import run
 
@@ -30,9 +30,9 @@ def _flags(output, **tokenizer):
 
 def test_beam_writes_the_cli_xlnet_files(tmp_path):
     pytest.importorskip("sentencepiece", reason="the spm extra (pip install sentencepiece)")
-    import xlnet_testutil
+    from tests.testutil import xlnet_data
     vocab = util.write_vocab(tmp_path)
-    spm_model = xlnet_testutil.train_spm(tmp_path)
+    spm_model = xlnet_data.train_spm(tmp_path)
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     util.write_corpus(inputs / "a.txt", util.documents(90, 3))

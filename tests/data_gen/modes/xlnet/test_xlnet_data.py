@@ -8,15 +8,16 @@ import re
 import jieba
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from data_gen.tools import inspect_records
 from data_gen.runner import parallel
 from data_gen.modes.xlnet import xlnet_masking
 from data_gen.config import GenerationConfig
-from data_gen.create_pretraining_data import format_account, run
+from data_gen.create_pretraining_data import run
+from data_gen.runner.run_account import format_account
 from data_gen.modes.xlnet.xlnet_records import XLNET_FEATURES, xlnet_feature_lengths
 from data_gen.text.tokenization import FullTokenizer
-from tests.float32_bounds import binomial_tolerance
+from tests.testutil.float32_bounds import binomial_tolerance
 
 SEQ, PRED, REUSE = 64, 10, 32
 

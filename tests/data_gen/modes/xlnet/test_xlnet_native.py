@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from data_gen.config import GenerationConfig
 from data_gen.modes.xlnet.xlnet_instances import XLNetRecipe, pass_documents
 from data_gen.modes.xlnet.xlnet_masking import _SPAN_CUMULATIVE

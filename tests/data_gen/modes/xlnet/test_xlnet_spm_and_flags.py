@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-import datagen_testutil as util
+from tests.testutil import data_gen_runs as util
 from conftest import REPO_ROOT
 from data_gen.config import ConfigError, GenerationConfig
 from data_gen.create_pretraining_data import run
@@ -27,8 +27,8 @@ def config(directory, corpus, **overrides):
 @pytest.fixture(scope="module")
 def spm_model(tmp_path_factory):
     pytest.importorskip("sentencepiece", reason="the spm extra (pip install sentencepiece)")
-    import xlnet_testutil
-    return xlnet_testutil.train_spm(tmp_path_factory.mktemp("spm"))
+    from tests.testutil import xlnet_data
+    return xlnet_data.train_spm(tmp_path_factory.mktemp("spm"))
 
 
 def test_pieces_belong_to_the_jieba_word_they_begin_in(spm_model):

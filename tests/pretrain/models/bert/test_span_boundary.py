@@ -12,16 +12,16 @@ import pytest
 import tensorflow.compat.v1 as tf
 from tensorflow.python.tpu import tpu as tpu_lib
 
-from cli_testutil import module_command, run_parallel
+from tests.testutil.cli_runs import module_command, run_parallel
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_loading
 from pretrain.models.bert import modeling, span_boundary
 from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
 from pretrain.training.model_spec import ModeKeys
-from pretrain_testdata import make_examples, make_span_examples, tiny_config, write_records
-from tests import modeling_helpers
-from tests.float32_bounds import ELEMENTWISE_ULPS, magnitude, summation_ulps, tolerance
-from tests.numpy_bert import assert_weighted_prediction_loss, span_boundary_log_probs
+from tests.testutil.pretrain_data import make_examples, make_span_examples, tiny_config, write_records
+from tests.testutil import tiny_models
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, magnitude, summation_ulps, tolerance
+from tests.testutil.numpy_bert import assert_weighted_prediction_loss, span_boundary_log_probs
 
 SEQ, PREDS = 16, 4
 SBO = "cls/span_boundary/"
@@ -52,7 +52,7 @@ def _variable_shapes(config, sbo, preds=3):
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_head_variable_names_and_shapes(layout):
-    config = modeling.BertConfig.from_dict(modeling_helpers.tiny_config(**LAYOUTS[layout]))
+    config = modeling.BertConfig.from_dict(tiny_models.tiny_config(**LAYOUTS[layout]))
     h, v = 16, 50
     e = 8 if layout.startswith("albert") else h
     outputs, shapes = _variable_shapes(config, sbo=True)
@@ -74,7 +74,7 @@ def test_head_variable_names_and_shapes(layout):
 
 @pytest.mark.parametrize("layout", ["bert", "albert_google"])
 def test_head_matches_numpy_reference(layout):
-    config = modeling.BertConfig.from_dict(modeling_helpers.tiny_config(**LAYOUTS[layout]))
+    config = modeling.BertConfig.from_dict(tiny_models.tiny_config(**LAYOUTS[layout]))
     e = 8 if layout.startswith("albert") else 16
     rng = np.random.RandomState(5)
     sequence = rng.normal(size=(2, 9, 16)).astype(np.float32)
@@ -100,7 +100,7 @@ def test_head_matches_numpy_reference(layout):
     ref_log_probs = span_boundary_log_probs(values, sequence, table, positions, left, right)
     assert ref_log_probs.shape == (8, 50)
     # the MLP's sums (3h in, h, LayerNorm's two; h to e, LayerNorm's two), its two GELUs,
-    # the tied decoder (e) and the log-softmax over 50 (tests/float32_bounds.py case 2)
+    # the tied decoder (e) and the log-softmax over 50 (tests/testutil/float32_bounds.py case 2)
     ulps = summation_ulps(3 * 16, 16, 16, 16, 16, e, e, e, 50) + 4 * ELEMENTWISE_ULPS
     assert_weighted_prediction_loss((got_loss, got_per_example, got_log_probs), ref_log_probs,
                                     labels, weights, ulps)
@@ -229,7 +229,7 @@ def test_export_hf_leaves_the_head_out_and_says_so(trained, tmp_path):
 
 def test_tpu_model_fn_builds_inside_tensorflows_tpu_shard():
     """The SBO head under TensorFlow's TPU rewrite (graph only), as the MLM head."""
-    config = modeling.BertConfig.from_dict(modeling_helpers.tiny_config())
+    config = modeling.BertConfig.from_dict(tiny_models.tiny_config())
     model_fn = pretraining_model_fn.model_fn_builder(config, num_train_steps=10,
                                                      use_sentence_head=False,
                                                      span_boundary_objective=True)
@@ -264,7 +264,7 @@ def _span_gap_data(root):
 
 def test_data_checks_refuse_data_without_boundaries(tmp_path):
     files = _span_gap_data(tmp_path)
-    config = modeling.BertConfig.from_dict(modeling_helpers.tiny_config(max_position_embeddings=32))
+    config = modeling.BertConfig.from_dict(tiny_models.tiny_config(max_position_embeddings=32))
 
     def check(path, sbo=True, preds=PREDS):
         return data_checks.check_input_data(path, SEQ, preds, config, use_sentence_head=False,

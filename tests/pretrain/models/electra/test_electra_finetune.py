@@ -13,7 +13,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from finetune import run_finetune
-from finetune_helpers import (COMMON, SAMPLES, TINY_CONFIG, finetune_from,  # noqa: F401
+from tests.testutil.finetune_task import (COMMON, SAMPLES, TINY_CONFIG, finetune_from,  # noqa: F401
                               model, read_eval_results, write_random_pretraining_checkpoint)
 
 ELECTRA = dict(TINY_CONFIG, model_type="electra", embedding_size=16, generator_hidden_size=0.5)

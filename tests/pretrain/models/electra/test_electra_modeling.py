@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain.models.electra.modeling import ElectraEncoder
-from pretrain_testdata import CASES, electra_config  # noqa: F401
+from tests.testutil.pretrain_data import CASES, electra_config  # noqa: F401
 
 HEADS = ("generator_predictions/", "discriminator_predictions/")  # the objective's, not here
 

@@ -4,9 +4,9 @@ the Gumbel-max sampler's distribution; and where the gradients flow."""
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
-from float32_bounds import (ELEMENTWISE_ULPS, assert_close, binomial_tolerance,
+from tests.testutil.float32_bounds import (ELEMENTWISE_ULPS, assert_close, binomial_tolerance,
                             summation_ulps)
-from pretrain_testdata import CASES, electra_config
+from tests.testutil.pretrain_data import CASES, electra_config
 
 from pretrain.models.electra.config import ElectraConfig
 from pretrain.models.electra.pretraining import (electra_pretraining_losses,

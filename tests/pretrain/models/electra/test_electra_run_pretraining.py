@@ -10,9 +10,9 @@ import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
 from pretrain import run_pretraining
-from modeling_helpers import (random_tensors, upstream_electra_case,
+from tests.testutil.tiny_models import (random_tensors, upstream_electra_case,
                               with_upstream_optimizer_state, write_checkpoint)
-from pretrain_testdata import make_examples, run_options, tiny_config, write_records
+from tests.testutil.pretrain_data import make_examples, run_options, tiny_config, write_records
 
 SEQ, PREDS, BATCH = 16, 4, 8
 UPSTREAM_METRICS = ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",

@@ -7,10 +7,10 @@ import shutil
 
 import numpy as np
 import pytest
-import hf_testutil
+from tests.testutil import hf_interop
 from safetensors.numpy import load_file, save_file
 
-from electra_hf_testutil import (FIXTURES, electra_bound, electra_outputs, load_fixture_arrays,
+from tests.testutil.electra_hf_bounds import (FIXTURES, electra_bound, electra_outputs, load_fixture_arrays,
                                  random_electra_tensors)
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
@@ -19,9 +19,9 @@ from pretrain.models.electra import hf as hf_electra
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.electra.config import ElectraConfig
-from pretrain_testdata import make_examples, write_records
-from pretrain_testdata import electra_config as upstream_case_config
-from tests.float32_bounds import assert_close
+from tests.testutil.pretrain_data import make_examples, write_records
+from tests.testutil.pretrain_data import electra_config as upstream_case_config
+from tests.testutil.float32_bounds import assert_close
 
 DISC, GEN = FIXTURES / "discriminator", FIXTURES / "generator"
 MAPPING = json.loads((FIXTURES / "loader_mapping.json").read_text(encoding="utf-8"))
@@ -46,7 +46,7 @@ def _inputs(arrays):
 
 def assert_matches_transformers(config, ours, arrays, key, values=None):
     """ours[key] (or `values`) against the fixture's arrays[key] at the real positions, to
-    the bound of our graph against transformers' (hf_testutil.interop_ulps; kernel-path
+    the bound of our graph against transformers' (hf_interop.interop_ulps; kernel-path
     sensitive). A tanh GELU in place of the erf GELU moves these 7x-17x the bound."""
     real = arrays["attention_mask"].astype(bool)
     got = ours[key] if values is None else values
@@ -183,14 +183,14 @@ def test_discriminator_alone_imports_with_a_fresh_generator_and_exports_alone(tm
 
 def _main(*args):
     """(exit code, stderr) of `python -m pretrain.interop.import_hf ARGS`, run in this process."""
-    return hf_testutil.run_main(import_hf, *args)
+    return hf_interop.run_main(import_hf, *args)
 
 
 def _variant(tmp_path, name, source, config=None, state=None):
     """A copy of a fixture directory with config.json fields and state-dict tensors changed."""
     target = tmp_path / name
     shutil.copytree(source, target)
-    return hf_testutil.edit_model_dir(target, config, state)
+    return hf_interop.edit_model_dir(target, config, state)
 
 
 def test_bad_input_is_one_clear_message(tmp_path):

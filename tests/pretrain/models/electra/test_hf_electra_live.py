@@ -2,9 +2,9 @@
 torch/transformers (tests/pretrain/models/electra/test_hf_electra.py covers the same ground from a fixture).
 
 Our side runs in this process (run_pretraining, pretrain.interop, our TF graph through
-electra_hf_testutil), transformers' side too (eval mode, float32). Outputs must agree to the
+electra_hf_bounds), transformers' side too (eval mode, float32). Outputs must agree to the
 bound of two libraries' float32 evaluations of each output's longest chain
-(hf_testutil.interop_ulps with electra_hf_testutil.electra_chain; kernel-path sensitive).
+(hf_interop.interop_ulps with electra_hf_bounds.electra_chain; kernel-path sensitive).
 One way to get an environment with both (nothing enters .venv):
 
     python3.11 -m venv /tmp/hflive
@@ -19,16 +19,16 @@ import pytest
 import tensorflow.compat.v1 as tf
 from safetensors.numpy import load_file
 
-from electra_hf_testutil import FIXTURES, electra_bound, electra_outputs, load_fixture_arrays
+from tests.testutil.electra_hf_bounds import FIXTURES, electra_bound, electra_outputs, load_fixture_arrays
 from pretrain import run_pretraining
 from pretrain.checkpoints import checkpoint_io
 from pretrain.models.electra import hf as hf_electra
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models import registry
-from pretrain_testdata import make_examples, tiny_config, write_records
-from hf_testutil import hf  # noqa: F401  the fixture: torch and transformers, or a skip
-from tests.float32_bounds import assert_close
+from tests.testutil.pretrain_data import make_examples, tiny_config, write_records
+from tests.testutil.hf_interop import hf  # noqa: F401  the fixture: torch and transformers, or a skip
+from tests.testutil.float32_bounds import assert_close
 
 VOCAB = FIXTURES / "discriminator" / "vocab.txt"  # 115 tokens
 

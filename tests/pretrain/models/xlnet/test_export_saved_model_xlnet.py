@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from hf_testutil import dense_scale, interop_ulps, worst_case_ulps
+from tests.testutil.hf_interop import dense_scale, interop_ulps, worst_case_ulps
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop import export_saved_model
 from pretrain.interop.import_hf import import_model
-from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, magnitude, summation_ulps
-from xlnet_hf_testutil import fixture_copy, load_fixture_arrays, xlnet_chain, xlnet_outputs
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, assert_close, magnitude, summation_ulps
+from tests.testutil.xlnet_hf_bounds import fixture_copy, load_fixture_arrays, xlnet_chain, xlnet_outputs
 
 SEQ = 10  # the fixture's inputs are [2, 10]
 
@@ -39,7 +39,7 @@ def imported(tmp_path_factory):
 
 def test_a_pretraining_checkpoint_serves_the_content_stream_only(imported, tmp_path, capsys):
     """Kernel-path sensitive: the served content stream against transformers', to the bound
-    of two libraries' float32 evaluations (hf_testutil.interop_ulps)."""
+    of two libraries' float32 evaluations (hf_interop.interop_ulps)."""
     out = tmp_path / "saved"
     export_saved_model.export_saved_model(imported.output_dir, output_dir=str(out))
     assert "has no pooler (model/sequnece_summary/*)" in capsys.readouterr().out

@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-import hf_testutil
+from tests.testutil import hf_interop
 from safetensors.numpy import load_file
 
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io
@@ -16,9 +16,9 @@ from pretrain.models.xlnet import hf as hf_xlnet
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.xlnet.config import XLNetConfig
-from hf_testutil import interop_ulps
-from tests.float32_bounds import assert_close
-from xlnet_hf_testutil import (LM_HEAD, SPM_PIECES, WORDPIECE_VOCAB, fixture_copy,
+from tests.testutil.hf_interop import interop_ulps
+from tests.testutil.float32_bounds import assert_close
+from tests.testutil.xlnet_hf_bounds import (LM_HEAD, SPM_PIECES, WORDPIECE_VOCAB, fixture_copy,
                                load_fixture_arrays, random_xlnet_tensors, write_spm_model,
                                xlnet_chain, xlnet_outputs)
 
@@ -40,7 +40,7 @@ def imported(tmp_path_factory):
 
 def test_imported_fixture_reproduces_transformers_outputs(imported):
     """Kernel-path sensitive: our graph against transformers' numbers, to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps); an erf GELU in place of the
+    libraries' float32 evaluations (hf_interop.interop_ulps); an erf GELU in place of the
     tanh one moves them 5.7x-11x that bound."""
     report, lines = imported
     config = report.config
@@ -229,7 +229,7 @@ def test_a_sequence_classifier_imports_with_its_task_and_exports_back(tmp_path):
 
 def _main(module, *args):
     """(exit code, stderr) of `python -m pretrain.MODULE ARGS`, run in this process."""
-    return hf_testutil.run_main(module, *args)
+    return hf_interop.run_main(module, *args)
 
 
 def test_bad_input_is_one_clear_message(tmp_path):

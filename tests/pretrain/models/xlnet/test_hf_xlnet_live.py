@@ -1,10 +1,10 @@
 """Live XLNet interop against transformers' own code; every test skips without
 torch/transformers (tests/pretrain/models/xlnet/test_hf_xlnet.py covers the same ground from the fixture).
 
-Our side (pretrain.interop, our TF graph through xlnet_hf_testutil) and transformers' side
+Our side (pretrain.interop, our TF graph through xlnet_hf_bounds) and transformers' side
 (eval mode, float32) run in one process; outputs must agree to the bound of two libraries'
-float32 evaluations of each output's longest chain (hf_testutil.interop_ulps with
-xlnet_hf_testutil.xlnet_chain; kernel-path sensitive). With the throwaway env of
+float32 evaluations of each output's longest chain (hf_interop.interop_ulps with
+xlnet_hf_bounds.xlnet_chain; kernel-path sensitive). With the throwaway env of
 tests/fixtures/hf_xlnet/README.md (nothing enters .venv):
 
     PYTHONPATH=.:tests:$PWD/.venv/lib/python3.11/site-packages USE_TF=0 \
@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 from data_gen.text.tokenization import FullTokenizer
-from hf_testutil import interop_ulps
+from tests.testutil.hf_interop import interop_ulps
 from pretrain.checkpoints import checkpoint_io
 from pretrain.interop.export_hf import export_model
 from pretrain.interop.import_hf import import_model
 from pretrain.models.xlnet.config import XLNetConfig
-from hf_testutil import hf  # noqa: F401  the fixture: torch and transformers, or a skip
-from tests.float32_bounds import assert_close
-from xlnet_hf_testutil import (WORDPIECE_VOCAB, fixture_copy, load_fixture_arrays,
+from tests.testutil.hf_interop import hf  # noqa: F401  the fixture: torch and transformers, or a skip
+from tests.testutil.float32_bounds import assert_close
+from tests.testutil.xlnet_hf_bounds import (WORDPIECE_VOCAB, fixture_copy, load_fixture_arrays,
                                random_xlnet_tensors, xlnet_chain, xlnet_outputs)
 
 TEXT = ("我是中国人", "你在这里")

@@ -11,15 +11,15 @@ from data_gen.text.tokenization import FullTokenizer
 from finetune.tasks import layout
 from finetune.tasks.classification import encode_texts
 from finetune.tasks.ner import NerTask
-from finetune_helpers import (SAMPLES, finetune_from, model,  # noqa: F401  (the samples' vocab)
+from tests.testutil.finetune_task import (SAMPLES, finetune_from, model,  # noqa: F401  (the samples' vocab)
                               read_eval_results, write_random_pretraining_checkpoint,
                               xlnet_pretraining_features)
 from pretrain.models import registry
 from pretrain.models.xlnet.family import XLNET_LAYOUT
 from pretrain.models.xlnet.modeling import XLNetModel
-from hf_testutil import dense_scale, worst_case_ulps
-from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
-from xlnet_hf_testutil import xlnet_chain
+from tests.testutil.hf_interop import dense_scale, worst_case_ulps
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
+from tests.testutil.xlnet_hf_bounds import xlnet_chain
 
 XLNET = {"model_type": "xlnet", "d_model": 32, "n_layer": 2, "n_head": 2, "d_head": 16,
          "d_inner": 64, "ff_activation": "gelu", "untie_r": True}

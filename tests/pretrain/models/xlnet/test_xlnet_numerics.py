@@ -13,12 +13,12 @@ import tensorflow.compat.v1 as tf
 from safetensors.numpy import load_file
 
 from conftest import REPO_ROOT
-from hf_testutil import interop_ulps
+from tests.testutil.hf_interop import interop_ulps
 from pretrain.models.xlnet import hf as hf_xlnet
 from pretrain.models.xlnet.config import XLNetConfig
 from pretrain.models.xlnet.modeling import XLNetModel, lm_logits
-from tests.float32_bounds import assert_close
-from xlnet_hf_testutil import xlnet_chain
+from tests.testutil.float32_bounds import assert_close
+from tests.testutil.xlnet_hf_bounds import xlnet_chain
 
 FIXTURE = os.path.join(REPO_ROOT, "tests", "fixtures", "hf_xlnet")
 CONFIG = XLNetConfig(n_token=115, d_model=16, n_layer=2, n_head=2, d_head=8, d_inner=24,
@@ -69,7 +69,7 @@ def test_every_variable_has_upstreams_name_and_a_transformers_tensor(results):
                                  "perm_query_output", "plm_logits"])
 def test_outputs_match_transformers(results, key):
     """Kernel-path sensitive: our graph against transformers' numbers, to the bound of two
-    libraries' float32 evaluations (hf_testutil.interop_ulps); an erf GELU in place of the
+    libraries' float32 evaluations (hf_interop.interop_ulps); an erf GELU in place of the
     tanh one moves them 5.7x-11x that bound (tests/fixtures/hf_xlnet/README.md)."""
     expected, got = results
     real = expected["attention_mask"].astype(bool)

@@ -9,7 +9,7 @@ import tensorflow.compat.v1 as tf
 from pretrain.models.config import ConfigError
 from pretrain.models.xlnet import relative_attention as rel
 from pretrain.models.xlnet.config import XLNetConfig
-from tests.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
+from tests.testutil.float32_bounds import ELEMENTWISE_ULPS, assert_close, summation_ulps
 
 # The encoding's angle d * f in float32: the exponent's division, the pow, the reciprocal
 # and the product: 3 roundings and an elementwise function, relative to the angle.

@@ -16,7 +16,7 @@ from pretrain.models.xlnet.record_input import RECORDS
 from pretrain.training import data_checks, input_pipeline, pretraining_model_fn
 from pretrain.training import estimator_runtime
 from pretrain.training import strategy as strategy_lib
-from pretrain_testdata import (XLNET_SPECIAL_IDS, make_examples, make_xlnet_examples,
+from tests.testutil.pretrain_data import (XLNET_SPECIAL_IDS, make_examples, make_xlnet_examples,
                                run_options, tiny_xlnet_config, write_records,
                                write_xlnet_records)
 
@@ -172,13 +172,13 @@ def test_sentencepiece_data_leaves_its_model_beside_the_checkpoints(tmp_path):
     """Data made with --spm_model_file (hfl/chinese-xlnet-base's kind): the output gets that
     spiece.model, byte for byte, and no vocab.txt; resuming with another model is refused."""
     pytest.importorskip("sentencepiece", reason="the spm extra (pip install sentencepiece)")
-    import datagen_testutil
-    import xlnet_testutil
+    from tests.testutil import data_gen_runs
+    from tests.testutil import xlnet_data
     from data_gen.config import GenerationConfig
     from data_gen.create_pretraining_data import run as make_data
-    spm_model = xlnet_testutil.train_spm(tmp_path)
-    corpus = datagen_testutil.write_corpus(tmp_path / "corpus.txt",
-                                           datagen_testutil.documents(40, 3))
+    spm_model = xlnet_data.train_spm(tmp_path)
+    corpus = data_gen_runs.write_corpus(tmp_path / "corpus.txt",
+                                           data_gen_runs.documents(40, 3))
     make_data(GenerationConfig(input_file=str(corpus), output_file=str(tmp_path / "d.tfrecord"),
                                mode="xlnet", spm_model_file=str(spm_model), max_seq_length=SEQ,
                                max_predictions_per_seq=PREDS, dupe_factor=1, num_workers=1,

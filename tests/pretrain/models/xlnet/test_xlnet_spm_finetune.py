@@ -15,10 +15,10 @@ import tensorflow.compat.v1 as tf
 
 from data_gen.text.spm_tokenization import INSTALL_HINT, SpmFullTokenizer, prepare_text
 from finetune import compare, run_finetune
-from finetune_helpers import (COMMON, SAMPLES, TINY_CONFIG, write_random_pretraining_checkpoint,
+from tests.testutil.finetune_task import (COMMON, SAMPLES, TINY_CONFIG, write_random_pretraining_checkpoint,
                               xlnet_pretraining_features)
 from test_xlnet_finetune import XLNET
-from xlnet_testutil import CONTROL_PIECES, USER_PIECES
+from tests.testutil.xlnet_data import CONTROL_PIECES, USER_PIECES
 
 sentencepiece = pytest.importorskip("sentencepiece")
 

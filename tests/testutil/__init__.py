@@ -1,0 +1,2 @@
+"""Helpers the tests share: tiny data, models and runs, numeric bounds, tools run as
+processes. Imported as `tests.testutil.<module>`."""
