@@ -5,15 +5,14 @@ equivalent that gives byte-identical output; a machine without a C compiler
 gets a warning at install time and the slower Python path at run time
 (`python -m data_gen.native` says which is in use).
 """
+import glob
 import os
-import sys
 
 from setuptools import Extension, setup
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from data_gen.native import MODULES as NATIVE_MODULES  # noqa: E402 (the one list; no imports)
-
 NATIVE = "data_gen/native"
+# Each module's main source is NATIVE/_NAME.c (data_gen.native.module_names reads the same).
+NATIVE_MODULES = sorted(os.path.basename(path)[:-2] for path in glob.glob(f"{NATIVE}/_*.c"))
 
 # Modules built from several translation units: data_gen/native/<name>.c (the Python
 # side and module init) plus these parts and their private header, beside it.

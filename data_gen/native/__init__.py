@@ -11,9 +11,7 @@ environment sets ZH_PRETRAIN_PURE_PYTHON=1.
 import importlib
 import os
 
-# Every C module (setup.py builds these, importing this list: keep this file free of
-# imports beyond the standard library; _xlnet serves the xlnet mode only).
-MODULES = ("_jieba", "_tokenize", "_records", "_instances", "_tfrecord", "_xlnet")
+HERE = os.path.dirname(os.path.abspath(__file__))
 DISABLE_VARIABLE = "ZH_PRETRAIN_PURE_PYTHON"
 
 
@@ -22,9 +20,17 @@ def disabled():
     return os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
 
 
-def module_names():
-    """Every C module's name."""
-    return MODULES
+def module_names(folder=HERE):
+    """Every C module's name: each `_NAME.c` beside this file (a module's main source; its
+    other parts have names without the underscore), or each built `_NAME` extension where
+    the sources are not shipped (a wheel). setup.py builds the same list."""
+    names = set()
+    for entry in os.listdir(folder):
+        stem = entry.split(".", 1)[0]
+        if entry.startswith("_") and not entry.startswith("__") and (
+                entry.endswith(".c") or entry.endswith((".so", ".pyd"))):
+            names.add(stem)
+    return tuple(sorted(names))
 
 
 def _check_name(name):

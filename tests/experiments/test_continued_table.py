@@ -7,7 +7,7 @@ import pytest
 
 from tests.testutil.cli_runs import run_main_in_process
 from experiments import continued_table
-from test_comparison_report import cells, difference, seed_result, table_lines
+from tests.finetune.test_comparison_report import cells, difference, seed_result, table_lines
 
 
 def _write_row(root, task, model, continued_dev=(0.90, 0.91, 0.92), verdict="better",

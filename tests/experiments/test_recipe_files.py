@@ -45,7 +45,7 @@ def test_the_script_takes_a_rows_flags_from_its_file(tmp_path):
 
 def test_a_bad_file_names_itself_and_the_field(tmp_path):
     path = tmp_path / "mine.json"
-    data = json.loads((REPO_ROOT / "finetune" / "recipes" / "roberta.json").read_text())
+    data = json.loads((REPO_ROOT / "experiments" / "recipes" / "roberta.json").read_text())
     path.write_text(json.dumps(dict(data, learning_rate="1e-4")))
     with pytest.raises(UserError, match=r"mine.json: unknown field\(s\) learning_rate"):
         recipe_files.read_recipe(str(path))
