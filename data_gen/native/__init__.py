@@ -8,6 +8,7 @@ environment sets ZH_PRETRAIN_PURE_PYTHON=1.
 
     python -m data_gen.native     # prints which modules are in use
 """
+import functools
 import importlib
 import os
 
@@ -20,6 +21,7 @@ def disabled():
     return os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
 
 
+@functools.lru_cache(maxsize=None)  # load() asks on every call; the folder does not change
 def module_names(folder=HERE):
     """Every C module's name: each `_NAME.c` beside this file (a module's main source; its
     other parts have names without the underscore), or each built `_NAME` extension where
