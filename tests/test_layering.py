@@ -5,7 +5,8 @@ Each package may import only what the table there lists; the contracts
 between stages (record features, sidecar, globs, atomic writes, LCQMC) are
 imported from data_gen, never declared again. Inside pretrain, each room
 (models, checkpoints, training, interop) imports only the rooms its section
-there allows, and pretrain/ itself holds only run_pretraining and cpu_kernels; so
+there allows, and pretrain/ itself holds only run_pretraining (and its options) and
+cpu_kernels; so
 for data_gen's rooms (native, text, records, modes, runner, tools) under its entry
 (config, create_pretraining_data). No module of the project reaches itself through
 its imports.
@@ -40,9 +41,9 @@ ROOMS = {
     "pretrain.training": {"pretrain.models", "pretrain.checkpoints", "pretrain.cpu_kernels"},
     "pretrain.interop": {"pretrain.models", "pretrain.checkpoints"},
 }
-# Directly in pretrain/: the package's setup and the training CLI, which sits on top of
-# the rooms.
-PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining"}
+# Directly in pretrain/: the package's setup and the training CLI with its options, which
+# sit on top of the rooms.
+PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining", "pretraining_options"}
 
 # data_gen's rooms: which of data_gen's modules each may import (its own room always);
 # an entry ending in "=" allows that module alone, not the modules under it.

@@ -27,7 +27,7 @@ from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
 from finetune import run_finetune
 from finetune.compare import CompareOptions
-from pretrain.run_pretraining import PretrainingOptions
+from pretrain.pretraining_options import PretrainingOptions
 
 TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
     "create_pretrain_data.sh": {"GENERATION_SETTINGS": GenerationConfig,

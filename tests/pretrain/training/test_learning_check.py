@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain import run_pretraining
+from pretrain import pretraining_options, run_pretraining
 from pretrain.models import eval_metrics
 from pretrain.training import learning_check
 from tests.testutil.pretrain_data import make_examples, run_options, tiny_config, write_records
@@ -172,7 +172,7 @@ def test_pretraining_eval_reports_the_baseline_and_warns_only_before_learning(da
     # fewer here) asserts that it draws no masked-LM warning.
 
     caplog.set_level(logging.WARNING)
-    run_pretraining._run_from_options(run_pretraining.options_from(dict(
+    run_pretraining._run_from_options(pretraining_options.options_from(dict(
         bert_config_file=data["cfg"], input_file=data["records"],
         output_dir=str(tmp_path / "untrained"), do_eval=True, max_seq_length=SEQ,
         max_predictions_per_seq=PREDS, eval_batch_size=BATCH, max_eval_steps=1)))

@@ -10,7 +10,7 @@ import tensorflow.compat.v1 as tf
 from common.cli_options import UserError
 from common.file_utils import file_sha256
 from tests.testutil.hf_interop import write_tiny_vocab
-from pretrain import run_pretraining
+from pretrain import pretraining_options, run_pretraining
 from pretrain.checkpoints import checkpoint_assets, checkpoint_io
 from pretrain.training import data_checks
 from tests.testutil.pretrain_data import (make_examples, rename_slots_to_legacy, run_options, tiny_config,
@@ -128,7 +128,7 @@ def test_roberta_data_turns_the_sentence_head_off(data, tmp_path):
 
 def test_bad_options_are_refused():
     with pytest.raises(ValueError, match="unknown option"):
-        run_pretraining.options_from({"no_such_flag": 1})
+        pretraining_options.options_from({"no_such_flag": 1})
     with pytest.raises(ValueError, match="--do_train and/or --do_eval"):
         run_pretraining.run({"bert_config_file": "c", "output_dir": "o", "input_file": "i"})
 
