@@ -178,10 +178,19 @@ class GenerationConfig(*modes.FLAG_GROUPS):
         return held_out
 
     def masking_recipe(self):
-        """The masking recipe: --masking, or the mode's own when auto (DataMode.masking)."""
+        """The masking recipe: --masking, or when auto wwm with --train_time_masking, else
+        the mode's own (DataMode.masking)."""
         if self.masking != "auto":
             return self.masking
+        if self.train_time_masking:
+            return "wwm"
         return modes.get(self.mode).masking
+
+    def masking_account(self):
+        """The end-of-run report's word for the masking: the recipe, and when it is drawn."""
+        recipe = self.masking_recipe()
+        return (f"{recipe}, drawn at train time (the records carry word_ids, no masks)"
+                if self.train_time_masking else recipe)
 
     def ngram_for_masking(self):
         """--ngram applies to the ngram recipe (albert's default) only."""

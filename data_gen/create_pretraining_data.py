@@ -137,7 +137,7 @@ def _generate(config, output_paths, document_split, vocabulary, files, layout):
         progress.finish()
         account = make_account(work_counts, totals, layout.total,
                                 time.monotonic() - profile.started, num_workers)
-        account["masking"] = config.masking_recipe()
+        account["masking"] = config.masking_account()
         account["input_file"] = config.input_file
         check_unreadable_share(account, files, config.max_unreadable_share)
         if account["instances"] == 0:

@@ -35,7 +35,8 @@ class PretrainingOptions:
     max_seq_length: int = option(None, "Sequence length of the data (default: from the data's "
                                  ".meta.json sidecar, else 128; must equal the data's).")
     max_predictions_per_seq: int = option(None, "Masked positions per sequence (default: from the "
-                                          "data's sidecar, else 20; must equal the data's).")
+                                          "data's sidecar, else 20; must equal the data's; "
+                                          "train-time masking: what the rate needs).")
     do_train: bool = option(False, "Train.")
     do_eval: bool = option(False, "Evaluate on the eval input, writing eval_results.txt.")
     train_batch_size: int = option(32, "GLOBAL training batch per micro-step (split across "
@@ -76,6 +77,18 @@ class PretrainingOptions:
     perm_size: int = option(None, "Permutation LM: block of the local permutation, dividing the "
                             "reuse window and the rest (default: the data's reuse_length, so "
                             "the reuse window never sees the new part).")
+    mlm_probability: float = option(None, "Records made with data_gen --train_time_masking: "
+                                    "the share of tokens masked each time a record is read, "
+                                    "whole words together, in (0, 0.5] (default 0.15). Static "
+                                    "records carry their masks: leave it unset.")
+    final_mlm_probability: float = option(None, "With --mlm_probability: the rate at the last "
+                                          "step, reached linearly (e.g. 0.3 -> 0.15); evals "
+                                          "use it (default: --mlm_probability throughout).")
+    mask_replace_prob: float = option(None, "Train-time masking: the share of masked tokens "
+                                      "replaced by [MASK] (default 0.8).")
+    random_replace_prob: float = option(None, "Train-time masking: the share of masked tokens "
+                                        "replaced by a random token (default 0.1); the rest "
+                                        "keep theirs.")
     compression: str = option("auto", "Input TFRecord compression (auto: sidecar, else the "
                               "file's first bytes).", choices=("auto", "none", "gzip"))
     skip_corrupt_records: bool = option(False, "Read each input file up to its first truncated "

@@ -33,7 +33,7 @@ from pretrain.models.config import ConfigError
 from pretrain.models.family import RecordInputError
 from pretrain.training import (continued_eval, data_checks, input_pipeline, learning_check,
                                input_state, mixed_precision,
-                               pretraining_model_fn, training_hooks)
+                               pretraining_model_fn, train_time_masking, training_hooks)
 from pretrain.training import strategy as strategy_lib
 
 # TensorFlow's words for a failed write (its error classes vary by cause and file system).
@@ -136,7 +136,8 @@ def _resume(opts, runtime, data):
         {"--train_batch_size": opts.train_batch_size, "--shuffle_buffer": opts.shuffle_buffer,
          "--input_file": data.checked[opts.input_file],
          "--strategy's replicas": strategy_lib.num_replicas(runtime.distribution)},
-        {name: getattr(opts, name[2:]) for name in input_state.SCHEDULE_FLAGS})
+        {name: getattr(opts, name[2:]) for name in input_state.SCHEDULE_FLAGS
+         + tuple("--" + flag for flag in train_time_masking.FLAGS)})
     try:
         seed, input_seed, params = input_state.resume(
             opts.output_dir, opts.random_seed, setup, runtime.distribution is None,
@@ -173,15 +174,18 @@ def _check_data(opts, config):
     extra_evals = continued_eval.parse_extra_evals(opts.extra_eval_input_file)
     if extra_evals and not opts.do_eval:
         raise UserError("--extra_eval_input_file needs --do_eval")
+    patterns = [pattern for enabled, pattern in (
+        (opts.do_train, opts.input_file), (opts.do_eval, eval_input),
+        *((True, extra) for _, extra in extra_evals)) if enabled]
+    opts, masking_reader = _masking_reader(opts, patterns, compression)
     metas, sidecars, checked = [], [], {}
-    for enabled, pattern in ((opts.do_train, opts.input_file), (opts.do_eval, eval_input),
-                             *((True, extra) for _, extra in extra_evals)):
-        if enabled and pattern not in checked:
+    for pattern in patterns:
+        if pattern not in checked:
             files, file_metas = data_checks.check_input_data(
                 pattern, opts.max_seq_length, opts.max_predictions_per_seq, config,
                 use_sentence_head=head_flag, compression=compression,
                 span_boundary_objective=opts.span_boundary_objective,
-                bert_config_file=opts.bert_config_file)
+                bert_config_file=opts.bert_config_file, record_reader=masking_reader)
             checked[pattern] = files
             metas.extend(file_metas)
             sidecars.extend(zip(files, file_metas))
@@ -199,7 +203,7 @@ def _check_data(opts, config):
         logging.info("sentence head %s (data sentence_task=%s)",
                      "on" if use_sentence_head else "off", task or "unknown")
 
-    reader, prepared = family.record_reader, None
+    reader, prepared = masking_reader or family.record_reader, None
     if reader is not None:
         try:
             prepared, described = reader.prepare(sidecars, opts)
@@ -213,6 +217,30 @@ def _check_data(opts, config):
     files = sorted({path for found in checked.values() for path in found})
     return opts, RunData(checked, sidecars, files, compression, eval_input, extra_evals,
                          warnings, use_sentence_head, reader, prepared, family.heads_line)
+
+
+def _masking_reader(opts, patterns, compression):
+    """(opts with the prediction slots, train_time_masking.RECORDS or None): whether the
+    inputs are train-time-masked records, all of them or none, and the flags that fit."""
+    unmasked = {pattern: data_checks.unmasked_inputs(pattern, compression)
+                for pattern in dict.fromkeys(patterns)}
+    if len(set(unmasked.values())) > 1:
+        drawn = next(pattern for pattern, value in unmasked.items() if value)
+        static = next(pattern for pattern, value in unmasked.items() if not value)
+        raise UserError(f"{drawn} holds records to mask at train time but {static} holds "
+                        "static masks: make every input of a run with the same data_gen "
+                        "--train_time_masking setting")
+    if not any(unmasked.values()):
+        train_time_masking.refuse_flags_for_static(opts)
+        return opts, None
+    if opts.span_boundary_objective:
+        raise UserError("--span_boundary_objective needs the span boundaries data_gen "
+                        "--masking=span draws when the data is made; records made with "
+                        "--train_time_masking have none: drop the flag or remake the data")
+    if opts.max_predictions_per_seq is None:
+        opts = dataclasses.replace(opts,
+                                   max_predictions_per_seq=train_time_masking.slots_default(opts))
+    return opts, train_time_masking.RECORDS
 
 
 def _eval_warnings(opts, checked, eval_input, extra_evals, by_file):
@@ -295,7 +323,7 @@ def _build_trainers(opts, config, runtime, data, input_seed, params):
             seed=input_seed if is_training else opts.random_seed,
             skip_corrupt_records=opts.skip_corrupt_records,
             span_boundaries=opts.span_boundary_objective, record_reader=data.reader,
-            prepared=data.prepared)
+            prepared=data.reader and data.reader.prepared_for(data.prepared, is_training))
 
     trainer = make_trainer(run_config)
     logging.info("strategy=%s training_loop=%s replicas=%s precision=%s optimizer=%s "

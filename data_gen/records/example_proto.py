@@ -134,6 +134,41 @@ class InstanceEncoder:
         return b"".join((b"\x0a", _varint(len(body)), body))
 
 
+class WordIdsEncoder:
+    """Serializes an instance unmasked, with the whole word of each token
+    (record_schema.TRAIN_TIME_MASKING_FEATURES), padded to max_seq_length."""
+
+    def __init__(self, max_seq_length, vocab_size):
+        self.max_seq_length = max_seq_length
+        self._varints = varint_table(max(vocab_size, max_seq_length + 1, 2))
+
+    def _packed(self, values):
+        return (b"".join([self._varints[value] for value in values])
+                + b"\x00" * (self.max_seq_length - len(values)))
+
+    def encode(self, input_ids, segment_ids, word_ids, label):
+        """The serialized Example of one instance (lists of int, unpadded, one length)."""
+        if len(input_ids) > self.max_seq_length:
+            raise ValueError(f"instance of {len(input_ids)} tokens exceeds max_seq_length "
+                             f"{self.max_seq_length}")
+        return int64_example({
+            "input_ids": self._packed(input_ids),
+            "input_mask": self._packed([1] * len(input_ids)),
+            "segment_ids": self._packed(segment_ids),
+            "word_ids": self._packed(word_ids),
+            "next_sentence_labels": encode_varint(label),
+        })
+
+
+def word_ids_of(units, length):
+    """[length] 1-based whole-word index of each position from (begin, end) units in order;
+    0 where no unit covers (special tokens)."""
+    word_ids = [0] * length
+    for number, (begin, end) in enumerate(units, start=1):
+        word_ids[begin:end] = [number] * (end - begin)
+    return word_ids
+
+
 _FLOAT_ONE = struct.pack("<f", 1.0)
 _LIST_TAGS = {"int64": b"\x1a", "float32": b"\x12"}  # Feature.int64_list = 3, float_list = 2
 

@@ -49,6 +49,14 @@ FEATURES = (
     Feature("masked_lm_span_right", "int64", PREDICTIONS, "position just after the masked "
             "span of each prediction, 0-padded (--masking=span only)", optional=True),
 )
+# Records made with --train_time_masking (the sidecar says train_time_masking: true): no masks
+# yet; run_pretraining draws them as it reads each record (pretrain.training.train_time_masking),
+# whole words together, from word_ids. next_sentence_labels means what it means above.
+TRAIN_TIME_MASKING_FEATURES = FEATURES[:3] + (
+    Feature("word_ids", "int64", SEQ, "1-based index of the whole word each token belongs to; "
+            "0 for [CLS], [SEP] and padding, which are never masked"),
+    FEATURES[6],
+)
 # The optional features written together, by what the sidecar says of the data.
 TOKEN_BOUNDARY = ("token_boundary",)
 SPAN_BOUNDARIES = ("masked_lm_span_left", "masked_lm_span_right")
@@ -102,8 +110,9 @@ def fine_tuning_token_features(kind):
     return tuple(feature.name for feature in FINE_TUNING_FEATURES[kind] if feature.length == SEQ)
 
 
-def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False):
-    """{name: (dtype, length)} of the features, in the table's order.
+def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False,
+                    features=FEATURES):
+    """{name: (dtype, length)} of the features of a table (default FEATURES), in its order.
 
     with_optional: True (every optional feature), False (none), or the names
       of the optional ones to include (e.g. SPAN_BOUNDARIES).
@@ -111,7 +120,7 @@ def feature_lengths(max_seq_length, max_predictions_per_seq, with_optional=False
     sizes = {SEQ: max_seq_length, PREDICTIONS: max_predictions_per_seq, 1: 1}
     wanted = (lambda name: with_optional) if isinstance(with_optional, bool) else (
         lambda name: name in with_optional)
-    return {feature.name: (feature.dtype, sizes[feature.length]) for feature in FEATURES
+    return {feature.name: (feature.dtype, sizes[feature.length]) for feature in features
             if not feature.optional or wanted(feature.name)}
 
 

@@ -387,7 +387,7 @@ def _generate(config, options, on_dask, vocabulary, files, layout, output_paths,
     account["seconds"] = round(time.time() - started, 3)
     account["mb_per_second"] = round(layout.total / 1e6 / max(account["seconds"], 1e-9), 4)
     account["output_files"] = output_paths
-    account["masking"] = config.masking_recipe()
+    account["masking"] = config.masking_account()
     if document_split is not None:
         account["document_split"] = document_split.split
     return account

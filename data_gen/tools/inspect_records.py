@@ -90,8 +90,28 @@ class TokenNames:
         return self.inv_vocab.get(token_id, f"<id {token_id} outside vocab>")
 
 
+def _format_unmasked(record, names, sentence_task):
+    """The lines of a --train_time_masking record: its whole words, no masks yet."""
+    length = sum(1 for m in record["input_mask"] if m)
+    words, previous = [], None
+    for token_id, word in zip(record["input_ids"][:length], record["word_ids"][:length]):
+        if word and word == previous:
+            words[-1] += names(token_id)
+        else:
+            words.append(names(token_id))
+        previous = word
+    meaning = SENTENCE_LABEL_MEANINGS.get(sentence_task, "")
+    return [f"  words ({length} of {len(record['input_ids'])} tokens; masks drawn at train "
+            "time): " + " ".join(words),
+            "  segment_ids: " + " ".join(str(s) for s in record["segment_ids"][:length]),
+            f"  next_sentence_labels: {record['next_sentence_labels'][0]}"
+            + (f"  ({meaning})" if meaning else "")]
+
+
 def format_record(record, names, sentence_task=None):
     """Human-readable lines for one record dict (see the module docstring)."""
+    if "word_ids" in record and "masked_lm_positions" not in record:
+        return _format_unmasked(record, names, sentence_task)
     for feature in required_names():
         if feature not in record:
             raise InspectError(f"record lacks the feature {feature!r}; is this a pretraining "

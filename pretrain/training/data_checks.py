@@ -22,6 +22,7 @@ from data_gen.records import record_schema
 from data_gen.records import tfrecord_scan
 from common.file_utils import SIDECAR_SUFFIX, expand_input_patterns
 from pretrain.models import registry
+from pretrain.training import train_time_masking
 
 
 class DataCheckError(ValueError):
@@ -107,7 +108,8 @@ def _check_meta(path, meta, flags):
 def _check_record(path, record, flags):
     """First-record shapes and ids vs flags; returns the list of problems."""
     problems = []
-    reader = registry.family(flags.get("model_type") or "bert").record_reader
+    reader = flags.get("record_reader") or registry.family(
+        flags.get("model_type") or "bert").record_reader
     if reader is not None:
         lengths = reader.lengths(flags["max_seq_length"], flags["max_predictions_per_seq"])
         required = list(lengths)
@@ -189,7 +191,7 @@ def _length_mismatches(files, flags):
                 meta = metadata.read_metadata(path) or {}
             except metadata.MetadataError:
                 continue  # named by the file's own check
-            if key in meta and int(meta[key]) != int(flags[key]):
+            if meta.get(key) is not None and int(meta[key]) != int(flags[key]):
                 made.setdefault(int(meta[key]), []).append(path)
         for value, paths in sorted(made.items()):
             more = f" and {len(paths) - 1} more file(s)" if len(paths) > 1 else ""
@@ -205,7 +207,8 @@ def lengths_from_data(input_patterns, **lengths):
 
     `lengths`: max_seq_length / max_predictions_per_seq (None = from the data).
     Without a sidecar, Google's defaults (128 / 20); check_input_data then
-    compares them with the first record.
+    compares them with the first record. A sidecar's null (train-time-masked records have
+    no prediction slots) leaves the length None for the run to choose.
     """
     missing = [name for name, value in lengths.items() if value is None]
     if not missing:
@@ -213,15 +216,29 @@ def lengths_from_data(input_patterns, **lengths):
     files = expand_input_patterns(input_patterns, error=DataCheckError)
     meta = metadata.read_metadata(files[0]) or {}
     for name in missing:
+        if name in meta and meta[name] is None:
+            continue
         lengths[name] = int(meta.get(name, DEFAULT_LENGTHS[name]))
         logging.info("--%s=%d (from %s)", name, lengths[name],
                      metadata.metadata_path(files[0]) if name in meta else "Google's default")
     return lengths
 
 
+def unmasked_inputs(input_patterns, compression=None):
+    """Whether the first file of `input_patterns` holds train-time-masked records
+    (pretrain.training.train_time_masking.is_unmasked: its sidecar, else its first record)."""
+    path = expand_input_patterns(input_patterns, error=DataCheckError)[0]
+    meta = metadata.read_metadata(path)
+    record = {}
+    if meta is None:
+        kind = metadata.detect_compression(path, {}, compression)
+        record = read_first_record(path, metadata.TF_COMPRESSION_TYPES[kind])
+    return train_time_masking.is_unmasked(meta, record)
+
+
 def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, bert_config,
                      use_sentence_head=None, compression=None, span_boundary_objective=False,
-                     bert_config_file=None):
+                     bert_config_file=None, record_reader=None):
     """Checks every file of `input_patterns`; returns (files, metas).
 
     Args:
@@ -233,6 +250,8 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
         boundaries (sidecar has_span_boundaries, else the first record's features).
       bert_config_file: the config's path, named when --max_seq_length is longer
         than the model allows (common.model_limits).
+      record_reader: the reader whose features the records must have (default: the
+        family's, else record_schema.FEATURES).
     Raises:
       DataCheckError listing every problem found (file and value named); data
       without span boundaries alone gives a one-line message saying how to make it.
@@ -246,7 +265,8 @@ def check_input_data(input_patterns, max_seq_length, max_predictions_per_seq, be
     flags = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
                  vocab_size=bert_config.vocab_size, use_sentence_head=use_sentence_head,
                  type_vocab_size=bert_config.type_vocab_size,
-                 model_type=getattr(bert_config, "model_type", None))
+                 model_type=getattr(bert_config, "model_type", None),
+                 record_reader=record_reader)
     problems, metas, without_sidecar, span_gaps = [], [], [], []
     problems.extend(_length_mismatches(files, flags))
     mismatched = {key for key in LENGTH_FLAGS

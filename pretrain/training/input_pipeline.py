@@ -79,10 +79,13 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
         instead of stopping the run (TensorFlow's reader cannot resume past it;
         data_gen.records.tfrecord_scan counts what is skipped).
       span_boundaries: also parse masked_lm_span_left/right (for the SBO head).
-      record_reader, prepared: a family's record reader (ModelFamily.record_input) and what its
-        prepare() made of the run; each decoded record becomes record_reader.features(record,
-        prepared, key) (XLNet: a new permutation each time a record is read), key [2] int64
-        folded from `seed`, the input pipeline and the record's place in the stream.
+      record_reader, prepared: a record reader (a family's, ModelFamily.record_input, or
+        train-time masking's, pretrain.training.train_time_masking) and what its prepare()
+        made of the run for this input (its prepared_for(..., is_training)); each decoded
+        record becomes record_reader.features(record, prepared, key, position) (XLNet: a new
+        permutation each time a record is read), key [2] int64 folded from `seed`, the input
+        pipeline and the record's place in its stream; position: that place in the run's
+        stream (place x pipelines + pipeline).
     Training: files sharded per input pipeline (or records, when there are
     fewer files than pipelines), shuffled, repeated, read by parallel
     interleave, records shuffled; eval reads files in order once. Both drop
@@ -133,12 +136,14 @@ def input_fn_builder(input_files, max_seq_length, max_predictions_per_seq, is_tr
             # Its draws are stateless, keyed by the seed, this input pipeline and the record's
             # place in its stream (which the saved input position carries on).
             pipeline = input_context.input_pipeline_id if input_context else 0
+            pipelines = input_context.num_input_pipelines if input_context else 1
             stream_key = tf.constant([record_seed, pipeline], tf.int64)
 
             @tf.autograph.experimental.do_not_convert
             def features(index, record):
                 key = tf.random.experimental.stateless_fold_in(stream_key, index)
-                return record_reader.features(decode_record(record, spec), prepared, key)
+                return record_reader.features(decode_record(record, spec), prepared, key,
+                                              index * pipelines + pipeline)
             dataset = records.enumerate().map(features, num_parallel_calls=tf.data.AUTOTUNE)
         dataset = dataset.batch(batch, drop_remainder=True)
         return dataset.prefetch(tf.data.AUTOTUNE)

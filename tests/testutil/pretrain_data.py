@@ -116,8 +116,8 @@ def write_records(path, examples, compression="none", sidecar=True, mode="albert
             "sentence_task": {"roberta": "none", "albert": "sop", "bert": "nsp",
                               "xlnet": "none"}[mode],
             "max_seq_length": len(examples[0].get("input_ids") or examples[0]["input"]),
-            "max_predictions_per_seq": len(examples[0]["masked_lm_ids"]) if mode != "xlnet"
-            else sum(examples[0]["is_masked"]),
+            "max_predictions_per_seq": (sum(examples[0]["is_masked"]) if mode == "xlnet"
+                                        else len(examples[0].get("masked_lm_ids", ()))),
             "has_token_boundary": False, "compression": compression,
             "vocab_size": vocab_size,
             "max_token_id": int(max(max(e.get("input_ids") or e["input"]) for e in examples)),
@@ -172,6 +172,36 @@ def rename_slots_to_legacy(output_dir, legacy="AdamWeightDecay"):
                                            write_state=False)
     return sorted(renamed)
 
+
+
+# The sidecar fields of data_gen --train_time_masking records made with make_unmasked_examples'
+# ids: [MASK] 4, random replacements 5..24 (data_gen.modes.mlm.masking.train_time_sidecar).
+UNMASKED_SIDECAR = {"train_time_masking": True, "max_predictions_per_seq": None,
+                    "mask_id": 4, "replacement_ids": "5-24"}
+
+
+def make_unmasked_examples(count, max_seq_length=16, seed=0, sentence_task="none"):
+    """`count` records shaped like data_gen --train_time_masking's: make_examples' token
+    pattern unmasked, in words of 1-3 tokens (word_ids 1.., 0 at [CLS]/[SEP]/padding)."""
+    rng = np.random.RandomState(seed)
+    examples = []
+    for _ in range(count):
+        length = int(rng.randint(max_seq_length // 2, max_seq_length + 1))
+        start = int(rng.randint(0, 20))
+        ids = [2] + [5 + (start + i) % 20 for i in range(length - 2)] + [3]
+        word_ids, word = [0], 0
+        while len(word_ids) < length - 1:
+            word += 1
+            word_ids.extend([word] * min(int(rng.randint(1, 4)), length - 1 - len(word_ids)))
+        pad = max_seq_length - length
+        label = int(rng.randint(0, 2)) if sentence_task != "none" else 0
+        examples.append({
+            "input_ids": ids + [0] * pad, "input_mask": [1] * length + [0] * pad,
+            "segment_ids": ([0] * (length // 2) + [1] * (length - length // 2) + [0] * pad
+                            if sentence_task != "none" else [0] * max_seq_length),
+            "word_ids": word_ids + [0] * (pad + 1), "next_sentence_labels": [label],
+        })
+    return examples
 
 
 def run_options(seq, preds, batch, **options):

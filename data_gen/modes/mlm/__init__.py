@@ -14,9 +14,14 @@ def make_processor(mode, config, use_native=None):
 
 
 def load_vocabulary(mode, config, localize=lambda path: path):
-    """--vocab_file's RunVocabulary (no mode-specific sidecar fields)."""
+    """--vocab_file's RunVocabulary; with --train_time_masking its sidecar fields say what
+    run_pretraining needs to draw the masks (masking.train_time_sidecar)."""
     from data_gen.text.vocabulary import load_wordpiece  # noqa
-    return load_wordpiece(config, localize)[1]
+    from data_gen.modes.mlm.masking import train_time_sidecar  # noqa
+    vocab, vocabulary = load_wordpiece(config, localize)
+    if config.train_time_masking:
+        vocabulary.sidecar.update(train_time_sidecar(vocab))
+    return vocabulary
 
 
 def report_lines(account):

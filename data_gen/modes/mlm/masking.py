@@ -43,6 +43,21 @@ def replacement_ids(vocab):
     return sorted(ids)
 
 
+def train_time_sidecar(vocab):
+    """The sidecar fields of --train_time_masking records: no masks and no prediction slots
+    yet, [MASK]'s id, and the random replacements (replacement_ids) as "first-last" id
+    ranges joined by commas, which run_pretraining draws from."""
+    ranges = []
+    for token_id in replacement_ids(vocab):
+        if ranges and ranges[-1][1] == token_id - 1:
+            ranges[-1][1] = token_id
+        else:
+            ranges.append([token_id, token_id])
+    return {"train_time_masking": True, "max_predictions_per_seq": None,
+            "has_token_boundary": False, "mask_id": vocab["[MASK]"],
+            "replacement_ids": ",".join(f"{first}-{last}" for first, last in ranges)}
+
+
 def _cumulative(weights):
     """Running sums of `weights` normalised to end at exactly 1.0."""
     total = sum(weights)

@@ -23,6 +23,11 @@ class MaskedLMFlags:
                                      "(python -m data_gen.tools.build_similar_words makes one).")
     ngram: int = option(3, "albert mode: largest n of n-gram masking over whole words "
                         "(P(n) ~ 1/n).")
+    train_time_masking: bool = option(False, "Write the records unmasked, with each token's "
+                                      "whole word (word_ids): run_pretraining draws new "
+                                      "whole-word masks each time it reads one (--mlm_probability"
+                                      ", a rate schedule), so --dupe_factor=1 is enough. "
+                                      "--masking=wwm only (auto means wwm then).")
     pack_within_document: bool = option(False, "roberta mode: never pack sentences of two "
                                         "documents together.")
 
@@ -45,4 +50,12 @@ def flag_checks(config, active):
          f"--similar_words_file is used by --masking=macbert only (--masking={config.masking})"),
         (config.masking_recipe() in ("wwm", "ngram") or config.do_whole_word_mask,
          f"--masking={config.masking} works over whole words: drop --nodo_whole_word_mask"),
+        (not config.train_time_masking or config.masking_recipe() == "wwm",
+         f"--train_time_masking draws whole-word masks (wwm) at train time; --masking="
+         f"{config.masking} draws its spans when the data is made: drop one of the two"),
+        (not (config.train_time_masking and config.mode == "roberta")
+         or max(config.dupe_factor, config.eval_dupe_factor) == 1,
+         f"--train_time_masking with --mode=roberta: --dupe_factor={config.dupe_factor} / "
+         f"--eval_dupe_factor={config.eval_dupe_factor} would write identical copies (the "
+         "masks are drawn at train time); give --dupe_factor=1 and train longer instead"),
     ]

@@ -8,7 +8,8 @@ import os
 from data_gen.modes.mlm import instances as instance_lib
 from data_gen.modes.mlm import masking
 from data_gen.modes.mlm.similar_words import load_similar_words_cached
-from data_gen.records.example_proto import InstanceEncoder, records_module
+from data_gen.records.example_proto import (InstanceEncoder, WordIdsEncoder, records_module,
+                                            word_ids_of)
 from data_gen.runner.chunk_processing import ChunkProcessor, ChunkResult, chunk_rng
 
 
@@ -46,6 +47,9 @@ class MaskedLMChunkProcessor(ChunkProcessor):
         self._precompute_units = records_module(use_native) is None
         # The tokenizer and the masking + encoding ran in C (the bulk of the work).
         self.uses_c_accelerators = self._native is not None and not self._precompute_units
+        # --train_time_masking: records unmasked, with word_ids (run_pretraining masks them).
+        self._unmasked = (WordIdsEncoder(config.max_seq_length, len(vocab))
+                          if config.train_time_masking else None)
 
     def build_instances(self, documents, rng, counts):
         """All dupe passes of the chunk, shuffled with the chunk's generator.
@@ -87,8 +91,12 @@ class MaskedLMChunkProcessor(ChunkProcessor):
         labels_1 = 0
         built = self.build_instances(tokenized, rng, counts)
         for ids, starts, segment_ids, label, units in built:
-            record, num_masked, max_id = mask_and_encode(ids, starts, segment_ids, label, units,
-                                                         rng)
+            if self._unmasked is None:
+                record, num_masked, max_id = mask_and_encode(ids, starts, segment_ids, label,
+                                                             units, rng)
+            else:
+                record, num_masked, max_id = self._encode_unmasked(ids, starts, segment_ids,
+                                                                   label, units)
             records.append(record)
             masked.append(num_masked)
             max_ids.append(max_id)
@@ -97,3 +105,11 @@ class MaskedLMChunkProcessor(ChunkProcessor):
             if value:
                 counts[key] += value
         return ChunkResult(chunk_index, records, masked, max_ids, counts)
+
+    def _encode_unmasked(self, ids, starts, segment_ids, label, units):
+        """(record, 0 masked, largest id) of an instance for train-time masking."""
+        if units is None:
+            units = masking.whole_word_units(starts, self.config.do_whole_word_mask,
+                                             use_native=self._use_native)
+        record = self._unmasked.encode(ids, segment_ids, word_ids_of(units, len(ids)), label)
+        return record, 0, max(ids)

@@ -42,6 +42,8 @@ def flag_checks(config, active):
          f"--masking={config.masking}: --mode=xlnet chooses whole-word spans as "
          "zihangdai/xlnet does (--mask_alpha, --mask_beta); drop --masking"),
         (not config.similar_words_file, "--similar_words_file is not used by --mode=xlnet"),
+        (not config.train_time_masking, "--train_time_masking is for the masked-LM modes "
+         "(roberta, albert, bert); --mode=xlnet draws its permutations at train time already"),
         (config.mask_beta >= 1, f"--mask_beta={config.mask_beta}: must be >= 1"),
         (config.mask_alpha >= config.mask_beta,
          f"--mask_alpha={config.mask_alpha}: must be >= --mask_beta={config.mask_beta} (a span "

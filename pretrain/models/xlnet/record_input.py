@@ -33,9 +33,16 @@ class PermutationRecords:
                              prepared.num_predict))
 
     @staticmethod
-    def features(decoded, prepared, key):
+    def prepared_for(prepared, is_training):
+        """The same settings for training and evals (an eval's orders are keyed by its seed)."""
+        del is_training
+        return prepared
+
+    @staticmethod
+    def features(decoded, prepared, key, position):
         """The model's features of one decoded record (a new order each read, drawn from
-        key [2] int64)."""
+        key [2] int64; the record's place, `position`, is in the key already)."""
+        del position
         return permutation.record_features(decoded, prepared, key)
 
 

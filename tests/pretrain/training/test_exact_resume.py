@@ -20,9 +20,10 @@ from pretrain import run_pretraining
 from pretrain.training import input_state
 from pretrain.training import strategy as strategy_lib
 from tests.testutil.resume_runs import Crash, instrument
-from tests.testutil.pretrain_data import (make_examples, make_span_examples, make_xlnet_examples,
-                               run_options, tiny_config, tiny_xlnet_config, write_records,
-                               write_xlnet_records)
+from tests.testutil.pretrain_data import (
+    UNMASKED_SIDECAR, make_examples, make_span_examples, make_unmasked_examples,
+    make_xlnet_examples, run_options, tiny_config, tiny_xlnet_config, write_records,
+    write_xlnet_records)
 
 SEQ, PREDS, BATCH, STEPS = 16, 4, 4, 8
 
@@ -41,6 +42,10 @@ CASES = {
     "electra": dict(family="electra"),  # replacements sampled at temperature 1
     "xlnet": dict(family="xlnet"),  # permutations drawn in the input pipeline
     "bert-estimator": dict(family="bert", training_loop="estimator"),  # NSP records
+    # data_gen --train_time_masking records: whole-word masks drawn in the input pipeline, at
+    # a rate moving from 0.3 to 0.15
+    "train-time-masking": dict(family="unmasked", mlm_probability=0.3,
+                               final_mlm_probability=0.15),
 }
 
 
@@ -49,6 +54,10 @@ def _data(tmp_path, family):
         return (tiny_xlnet_config(tmp_path / "cfg.json", dropout=0.1, dropatt=0.1),
                 write_xlnet_records(tmp_path / "x.tfrecord",
                                     make_xlnet_examples(40, SEQ, 8, PREDS, seed=3)))
+    if family == "unmasked":
+        return (tiny_config(tmp_path / "cfg.json", dropout=0.1),
+                write_records(tmp_path / "u.tfrecord", make_unmasked_examples(40, SEQ, seed=3),
+                              mode="roberta", **UNMASKED_SIDECAR))
     if family == "span":
         return (tiny_config(tmp_path / "cfg.json", dropout=0.1),
                 write_records(tmp_path / "s.tfrecord", make_span_examples(40, seed=3),
@@ -75,7 +84,7 @@ def test_a_crashed_and_rerun_run_trains_on_the_same_batches_to_the_same_weights(
                    num_train_steps=STEPS // k, num_warmup_steps=2, shuffle_buffer=16,
                    random_seed=5, save_checkpoints_steps=2 // k or 1, keep_checkpoint_max=50,
                    log_every_n_steps=100, **settings)
-    if family == "xlnet":
+    if family in ("xlnet", "unmasked"):  # lengths from the data (and the masking rate)
         options.update(max_seq_length=None, max_predictions_per_seq=None)
 
     straight = {}
