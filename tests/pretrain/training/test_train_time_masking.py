@@ -162,8 +162,8 @@ def test_static_records_refuse_masking_flags_and_a_run_cannot_mix_the_two(tmp_pa
 def test_bert_and_electra_train_on_them_and_every_eval_scores_the_same_targets(tmp_path):
     records, held_out = _write(tmp_path), _write(tmp_path, "e.tfrecord", 16, seed=9)
     targets = []
-    for model, seed, extra in (("bert", 1, {}), ("bert", 2, {}),
-                               ("electra", 1, dict(model_type="electra", embedding_size=16,
+    for model, seed, extra in (("bert", 1, {}),
+                               ("electra", 2, dict(model_type="electra", embedding_size=16,
                                                    generator_hidden_size=0.5))):
         out = tmp_path / f"{model}{seed}"
         result = run_pretraining.run(_options(
@@ -172,8 +172,9 @@ def test_bert_and_electra_train_on_them_and_every_eval_scores_the_same_targets(t
             mlm_probability=0.3, final_mlm_probability=0.15, max_eval_steps=4))
         assert result["global_step"] == 2
         targets.append(result["eval_results"]["masked_lm_num_targets"])
-    # 16 held-out records at the final rate, 15% of 8-16 tokens each: the same masks each time
-    assert targets[0] == targets[1] == targets[2] and 16 <= targets[0] <= 16 * 3
+    # 16 held-out records at the final rate, 15% of 8-16 tokens each: the same masks whatever
+    # the model and the seed
+    assert targets[0] == targets[1] and 16 <= targets[0] <= 16 * 3
 
 
 def test_the_training_input_draws_new_masks_each_epoch(tmp_path):
