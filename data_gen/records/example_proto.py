@@ -143,8 +143,11 @@ class WordIdsEncoder:
         self._varints = varint_table(max(vocab_size, max_seq_length + 1, 2))
 
     def _packed(self, values):
-        return (b"".join([self._varints[value] for value in values])
-                + b"\x00" * (self.max_seq_length - len(values)))
+        if max(values, default=0) < 0x80:  # one byte each
+            body = bytes(values)
+        else:
+            body = b"".join([self._varints[value] for value in values])
+        return body + b"\x00" * (self.max_seq_length - len(values))
 
     def encode(self, input_ids, segment_ids, word_ids, label):
         """The serialized Example of one instance (lists of int, unpadded, one length)."""
@@ -153,19 +156,26 @@ class WordIdsEncoder:
                              f"{self.max_seq_length}")
         return int64_example({
             "input_ids": self._packed(input_ids),
-            "input_mask": self._packed([1] * len(input_ids)),
+            "input_mask": b"\x01" * len(input_ids) + b"\x00" * (self.max_seq_length
+                                                                 - len(input_ids)),
             "segment_ids": self._packed(segment_ids),
             "word_ids": self._packed(word_ids),
             "next_sentence_labels": encode_varint(label),
         })
 
 
-def word_ids_of(units, length):
-    """[length] 1-based whole-word index of each position from (begin, end) units in order;
-    0 where no unit covers (special tokens)."""
-    word_ids = [0] * length
-    for number, (begin, end) in enumerate(units, start=1):
-        word_ids[begin:end] = [number] * (end - begin)
+def word_ids_of(starts, do_whole_word_mask=True):
+    """[len(starts)] 1-based whole-word index of each position, 0 where no unit covers it:
+    the units of data_gen.modes.mlm.masking.whole_word_units(starts, do_whole_word_mask)
+    numbered in order (starts: 1 begins a unit, 0 continues it, -1 special)."""
+    word_ids, count, current = [], 0, 0
+    for start in starts:
+        if start < 0:
+            current = 0  # a special, and what would continue it, belong to no unit
+        elif start or not do_whole_word_mask:
+            count += 1
+            current = count
+        word_ids.append(current)
     return word_ids
 
 

@@ -108,8 +108,7 @@ class MaskedLMChunkProcessor(ChunkProcessor):
 
     def _encode_unmasked(self, ids, starts, segment_ids, label, units):
         """(record, 0 masked, largest id) of an instance for train-time masking."""
-        if units is None:
-            units = masking.whole_word_units(starts, self.config.do_whole_word_mask,
-                                             use_native=self._use_native)
-        record = self._unmasked.encode(ids, segment_ids, word_ids_of(units, len(ids)), label)
+        del units  # word_ids_of numbers the same units from the starts
+        record = self._unmasked.encode(
+            ids, segment_ids, word_ids_of(starts, self.config.do_whole_word_mask), label)
         return record, 0, max(ids)

@@ -11,6 +11,7 @@ from data_gen.config import ConfigError, GenerationConfig
 from data_gen.create_pretraining_data import run
 from data_gen.modes.mlm import masking
 from data_gen.records import record_schema
+from data_gen.records.example_proto import word_ids_of
 from data_gen.text.tokenization import load_vocab
 from data_gen.tools.inspect_records import inspect_file
 from tests.testutil import data_gen_runs as util
@@ -124,3 +125,16 @@ def test_inspect_records_shows_their_whole_words(setup):
     assert lines[2].startswith("  words (") and "masks drawn at train time" in lines[2]
     assert words[0] == "[CLS]" and words[-1] == "[SEP]"
     assert "中华人民共和国" in "".join(words) and max(len(word) for word in words[1:-1]) >= 2
+
+
+@pytest.mark.parametrize("whole_word", [True, False])
+def test_word_ids_number_the_units_masking_groups(whole_word):
+    rng = np.random.RandomState(0)
+    for _ in range(300):
+        starts = [int(value) for value in rng.choice([-1, 0, 1], size=rng.randint(0, 40),
+                                                     p=[0.1, 0.4, 0.5])]
+        expected = [0] * len(starts)
+        for number, (begin, end) in enumerate(
+                masking.whole_word_units(starts, whole_word, use_native=False), start=1):
+            expected[begin:end] = [number] * (end - begin)
+        assert word_ids_of(starts, whole_word) == expected, starts
