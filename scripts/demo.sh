@@ -9,7 +9,6 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
 
 SCRIPT_NAME="demo.sh"
-source "${SCRIPT_DIR}/settings.sh"
 
 DEMO_DIR="${DEMO_DIR:-${REPO_ROOT}/output/demo}"
 CONFIG="${CONFIG:-${REPO_ROOT}/common/model_configs/demo_tiny_bert.json}"

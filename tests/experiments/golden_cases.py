@@ -6,7 +6,8 @@ inputs (LCQMC files, a vocab, word vectors, general models), with some settings,
 sometimes a RUNS folder in which earlier stages look finished. The golden file holds its
 exit code, stdout and stderr with the machine's paths as placeholders: <PYTHON> (the
 interpreter), <FIX> (the fixture folder), <REPO> (the repository), and clock times as
-HH:MM:SS (the demo's elapsed seconds as N). Cases named *_shared use the scripts' default ../shared/data paths.
+HH:MM:SS (the demo's elapsed seconds as N). Cases named *_shared use the scripts' default
+../shared/data paths.
 
     python -m tests.experiments.golden_cases [NAME ...]   # (re)writes golden/NAME.txt
 """
@@ -28,14 +29,15 @@ ELAPSED = re.compile(r"\(t = \d+ s\)")
 
 def make_fixture(fix):
     """The inputs every case may name, under `fix`."""
+    (fix / "lcqmc").mkdir(exist_ok=True)
     for split in ("train", "dev", "test"):
-        (fix / "lcqmc").mkdir(exist_ok=True)
-        (fix / "lcqmc" / f"{split}.txt").write_text("一个问题\t一个问题\t1\n", encoding="utf-8")
+        (fix / "lcqmc" / f"{split}.txt").write_text("问题\t问题\t1\n", encoding="utf-8")
     for name in ("vocab.txt", "vectors.txt", "similar.tsv", "corpus.txt", "mine.json"):
         (fix / name).write_text("x\n", encoding="utf-8")
     for model in ("bert", "albert"):
         (fix / "general_models" / model / "released").mkdir(parents=True, exist_ok=True)
-        (fix / "general_models" / model / "released" / "vocab.txt").write_text("x\n")
+        (fix / "general_models" / model / "released" / "vocab.txt").write_text("x\n",
+                                                                             encoding="utf-8")
     (fix / "empty").mkdir(exist_ok=True)
 
 

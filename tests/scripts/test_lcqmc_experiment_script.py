@@ -25,11 +25,11 @@ def _run(args, **env):
 
 
 def _failing_python(tmp_path):
-    """A PYTHON whose every tool fails, except the reader of the rows' files (so that the
-    script gets as far as its first tool)."""
+    """A PYTHON whose every tool fails, except the experiments' own modules (so that the
+    runner the script execs gets as far as its first tool)."""
     path = tmp_path / "failing_python"
     path.write_text("#!/bin/bash\n"
-                    f'[[ "$2" == experiments.recipe_files ]] && exec {sys.executable} "$@"\n'
+                    f'[[ "$2" == experiments.* ]] && exec {sys.executable} "$@"\n'
                     "exit 1\n")
     path.chmod(0o755)
     return str(path)
