@@ -1,6 +1,7 @@
 """Every experiment runner's dry run (and refusal) prints today's commands: the output of each
 case of golden_cases equals its golden file, recorded from the bash scripts before their
-logic moved into experiments/ (git log tests/experiments/golden)."""
+logic moved into experiments/ (git log tests/experiments/golden: the general models' config
+paths corrected since)."""
 import pytest
 
 from tests.experiments import golden_cases
