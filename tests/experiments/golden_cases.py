@@ -117,6 +117,8 @@ def _cases():
         "from_scratch_help": ("lcqmc_experiment.sh", ["--help"], {}, None, False),
         "continued_help": ("continued_experiment.sh", ["--help"], CONTINUED, None, False),
         "general_help": ("make_general_models.sh", ["--help"], {}, None, False),
+        "demo_help": ("demo.sh", ["--help"], {}, None, False),
+        "demo_refuses_argument": ("demo.sh", ["--dry_run", "fast"], {}, None, False),
         "demo": ("demo.sh", ["--dry_run"], {"DEMO_DIR": "{FIX}/demo"}, None, False),
         "demo_settings": ("demo.sh", [], {
             "DRY_RUN": "1", "DEMO_DIR": "demo", "PRETRAIN_STEPS": "30", "SEED": "7",
