@@ -172,33 +172,28 @@ def _cases():
         cases[f"continued_{task}_settings"] = (
             "continued_experiment.sh", ["--dry_run", task, "albert"], CONTINUED_SETTINGS,
             None, False)
+    def continued(args, settings, state=None):
+        return ("continued_experiment.sh", ["--dry_run", *args], settings, state, False)
+    sweep_after_row = dict(CONTINUED, RUNS="{FIX}/runs")
     cases.update({
-        "continued_lcqmc_roberta_sweep": ("continued_experiment.sh",
-                                          ["--dry_run", "lcqmc", "roberta", "sweep"],
-                                          CONTINUED, None, False),
-        "continued_msra_albert_sweep_points": (
-            "continued_experiment.sh", ["--dry_run", "msra", "albert", "sweep"],
-            dict(CONTINUED, SWEEP_POINTS="2e-5x500,1e-4x500,5e-4x500,1e-4x1000", SEEDS="1,2"),
-            None, False),
-        "continued_chnsenticorp_roberta_sweep_budget": (
-            "continued_experiment.sh", ["--dry_run", "chnsenticorp", "roberta", "sweep"],
+        "continued_lcqmc_roberta_sweep": continued(["lcqmc", "roberta", "sweep"], CONTINUED),
+        "continued_msra_albert_sweep_points": continued(["msra", "albert", "sweep"], dict(
+            CONTINUED, SWEEP_POINTS="2e-5x500,1e-4x500,5e-4x500,1e-4x1000", SEEDS="1,2")),
+        "continued_chnsenticorp_roberta_sweep_budget": continued(
+            ["chnsenticorp", "roberta", "sweep"],
             dict(CONTINUED, FINETUNE_MAX_TRAIN_EXAMPLES="1000", SWEEP_LEARNING_RATES="1e-4",
-                 SWEEP_STEPS="100,200", REUSE_FROM="{FIX}/a"), None, False),
-        "continued_lcqmc_roberta_finished_row": (
-            "continued_experiment.sh", ["--dry_run", "lcqmc", "roberta"],
-            dict(CONTINUED, RUNS="{FIX}/runs"), continued_row_done, False),
-        "continued_lcqmc_roberta_sweep_after_row": (
-            "continued_experiment.sh", ["--dry_run", "lcqmc", "roberta", "sweep"],
-            dict(CONTINUED, RUNS="{FIX}/runs", SWEEP_POINTS="1e-4x1000,5e-4x500"),
-            continued_row_done, False),
-        "continued_sweep_refuses_another_recipe": (
-            "continued_experiment.sh", ["--dry_run", "lcqmc", "roberta", "sweep"],
-            dict(CONTINUED, RUNS="{FIX}/runs", SWEEP_POINTS="1e-4x1000,2e-5x500",
-                 CONTINUE_BATCH_SIZE="32"),
-            continued_row_done, False),
-        "continued_refuses_another_recipe": (
-            "continued_experiment.sh", ["--dry_run", "lcqmc", "albert"],
-            dict(CONTINUED, RUNS="{FIX}/runs"), continued_other_recipe, False),
+                 SWEEP_STEPS="100,200", REUSE_FROM="{FIX}/a")),
+        "continued_lcqmc_roberta_finished_row": continued(
+            ["lcqmc", "roberta"], sweep_after_row, continued_row_done),
+        "continued_lcqmc_roberta_sweep_after_row": continued(
+            ["lcqmc", "roberta", "sweep"], dict(sweep_after_row, SWEEP_POINTS="1e-4x1000,5e-4x500"),
+            continued_row_done),
+        "continued_sweep_refuses_another_recipe": continued(
+            ["lcqmc", "roberta", "sweep"],
+            dict(sweep_after_row, SWEEP_POINTS="1e-4x1000,2e-5x500", CONTINUE_BATCH_SIZE="32"),
+            continued_row_done),
+        "continued_refuses_another_recipe": continued(
+            ["lcqmc", "albert"], sweep_after_row, continued_other_recipe),
     })
     refusals = {
         "unknown_task": (["--dry_run", "cmrc", "roberta"], {}),
