@@ -4,7 +4,7 @@ or continuing, help?".
 Data, one file each (package data): recipes/NAME.json (a from-scratch row: model, data,
 pretraining; read by `recipe_files`), tasks/TASK.json (a continued row's task: its text and
 fine-tuning budget), general/NAME.json (the general stand-in models), continuing.json (the
-continuing recipe and its sweep grid), results/*.json (the rows' numbers the README's and
+continuing recipe and its sweep grid), measured/*.json (the rows' numbers the README's and
 docs' tables are rendered from).
 
 Runners, one module each, each exec'd by the scripts/*.sh of the same role and taking the
@@ -17,5 +17,5 @@ the scripts' names; `script_runs`):
 `stage_folders` holds their reuse and refusal rules, `continued_sweep` the sweep.
 
 Tables: `from_scratch_table` and `continued_table` render the runs' own files; `tables`
-renders README.md's and docs/experiments.md's tables from results/.
+renders README.md's and docs/experiments.md's tables from measured/.
 """

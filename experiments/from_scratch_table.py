@@ -2,7 +2,7 @@ r"""The reference experiment's table: one row per pretraining recipe, over its s
 
     python -m experiments.from_scratch_table --runs_dir=runs/lcqmc_experiment \
         [--output_file=runs/lcqmc_experiment/table.md] \
-        [--summary_file=experiments/results/from_scratch.json]
+        [--summary_file=experiments/measured/from_scratch.json]
 
 Reads what scripts/lcqmc_experiment.sh leaves in RUNS_DIR:
   RECIPE/pretrain/eval_results.txt    pretraining eval (MLM, SOP, SBO, ELECTRA's RTD)
@@ -237,7 +237,7 @@ class TableOptions:
     output_file: str = option("", "Also write the Markdown table here.")
     summary_file: str = option("", "Also write the rows' numbers here as JSON (what "
                                "experiments.tables renders the docs' tables from, e.g. "
-                               "experiments/results/from_scratch.json).")
+                               "experiments/measured/from_scratch.json).")
 
 
 def _run(options):

@@ -4,7 +4,7 @@
     python -m experiments.tables --write    # replaces them in README.md and docs/experiments.md
 
 Each table sits in its file between `<!-- table:NAME -->` and `<!-- /table:NAME -->`. Their
-numbers are committed under experiments/results/:
+numbers are committed under experiments/measured/:
   from_scratch.json  the from-scratch rows as experiments.from_scratch_table collects them
                      from RUNS (its --summary_file writes this file): docs/experiments.md's
                      table of the current rows, rendered by from_scratch_table itself;
@@ -23,12 +23,12 @@ from experiments import from_scratch_table
 from experiments.script_runs import REPO_ROOT
 from finetune import verdicts
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+MEASURED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measured")
 README_HEADER = ["| row | Δ [95% CI] | verdict | caveat |", "|---|---:|---|---|"]
 
 
-def read_results(results_dir, name):
-    path = os.path.join(results_dir, f"{name}.json")
+def read_measured(measured_dir, name):
+    path = os.path.join(measured_dir, f"{name}.json")
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -41,15 +41,15 @@ def _points(fraction):
     return f"{100 * fraction:+.2f}".replace("-", "−")
 
 
-def readme_table(results_dir):
+def readme_table(measured_dir):
     """README.md's Results table."""
-    by_recipe = {row["recipe"]: row for row in read_results(results_dir, "from_scratch")}
+    by_recipe = {row["recipe"]: row for row in read_measured(measured_dir, "from_scratch")}
     lines = list(README_HEADER)
-    for row in read_results(results_dir, "readme")["rows"]:
+    for row in read_measured(measured_dir, "readme")["rows"]:
         numbers = row
         if "recipe" in row:
             if row["recipe"] not in by_recipe:
-                raise UserError(f"{results_dir}/readme.json: row {row['row']!r} names recipe "
+                raise UserError(f"{measured_dir}/readme.json: row {row['row']!r} names recipe "
                                 f"{row['recipe']!r}, which from_scratch.json does not hold")
             numbers = by_recipe[row["recipe"]]["difference"]
         verdict = numbers["verdict"]
@@ -62,9 +62,9 @@ def readme_table(results_dir):
     return "\n".join(lines)
 
 
-def from_scratch_rows_table(results_dir):
+def from_scratch_rows_table(measured_dir):
     """docs/experiments.md's table of the from-scratch rows, as from_scratch_table renders it."""
-    return from_scratch_table.markdown_table(read_results(results_dir, "from_scratch"))
+    return from_scratch_table.markdown_table(read_measured(measured_dir, "from_scratch"))
 
 
 TABLES = {"results": ("README.md", readme_table),
@@ -92,13 +92,13 @@ def marked_table(text, name, path):
 class TablesOptions:
     """The flags of `python -m experiments.tables`."""
     write: bool = option(False, "Replace the tables in their files (else print them).")
-    results_dir: str = option(RESULTS_DIR, "The folder of from_scratch.json and readme.json.")
+    measured_dir: str = option(MEASURED_DIR, "The folder of from_scratch.json and readme.json.")
     repo_dir: str = option(REPO_ROOT, "The folder of README.md and docs/.")
 
 
 def _run(options):
     for name, (relative, render) in TABLES.items():
-        table = render(options.results_dir)
+        table = render(options.measured_dir)
         path = os.path.join(options.repo_dir, relative)
         if not options.write:
             print(f"<!-- table:{name} --> ({relative})\n{table}\n")

@@ -1,5 +1,5 @@
 """experiments.tables: the README's and docs' result tables rendered from the rows' numbers
-(experiments/results/*.json), the committed tables equal to their rendering, and the numbers
+(experiments/measured/*.json), the committed tables equal to their rendering, and the numbers
 written by from_scratch_table from a RUNS folder render as that table renders the folder."""
 import json
 import shutil
@@ -55,7 +55,7 @@ def test_the_committed_tables_are_their_rendering_of_the_committed_numbers():
     for name, (relative, render) in tables.TABLES.items():
         path = REPO_ROOT / relative
         committed = tables.marked_table(path.read_text(encoding="utf-8"), name, str(path))
-        assert committed == render(tables.RESULTS_DIR), name
+        assert committed == render(tables.MEASURED_DIR), name
         assert committed.count("\n") >= 7  # header, rule and the six or nine rows
 
 
@@ -66,7 +66,7 @@ def test_write_replaces_the_marked_tables_and_refuses_a_file_without_markers(tmp
                                         "<!-- /table:results -->\n\nafter\n", encoding="utf-8")
     results = _results(tmp_path / "results")
     code, out, err, _ = run_main_in_process(
-        "experiments.tables", ["--write", f"--results_dir={results}", f"--repo_dir={tmp_path}"],
+        "experiments.tables", ["--write", f"--measured_dir={results}", f"--repo_dir={tmp_path}"],
         tmp_path)
     assert code == 0, err
     assert "wrote the results table of" in out
@@ -78,7 +78,7 @@ def test_write_replaces_the_marked_tables_and_refuses_a_file_without_markers(tmp
         results)
     (tmp_path / "README.md").write_text("# no markers\n", encoding="utf-8")
     code, _, err, _ = run_main_in_process(
-        "experiments.tables", ["--write", f"--results_dir={results}", f"--repo_dir={tmp_path}"],
+        "experiments.tables", ["--write", f"--measured_dir={results}", f"--repo_dir={tmp_path}"],
         tmp_path)
     assert code == 2 and "README.md: expected one <!-- table:results -->" in err
     assert "Traceback" not in err
@@ -86,7 +86,7 @@ def test_write_replaces_the_marked_tables_and_refuses_a_file_without_markers(tmp
 
 def test_a_readme_row_naming_an_unknown_recipe_is_refused(tmp_path):
     results = _results(tmp_path, readme={"rows": [{"row": "r", "recipe": "gpt", "caveat": ""}]})
-    code, _, err, _ = run_main_in_process("experiments.tables", [f"--results_dir={results}"],
+    code, _, err, _ = run_main_in_process("experiments.tables", [f"--measured_dir={results}"],
                                           tmp_path)
     assert code == 2 and "names recipe 'gpt', which from_scratch.json does not hold" in err
 
