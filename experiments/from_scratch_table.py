@@ -1,7 +1,8 @@
 r"""The reference experiment's table: one row per pretraining recipe, over its seeds.
 
     python -m experiments.from_scratch_table --runs_dir=runs/lcqmc_experiment \
-        [--output_file=runs/lcqmc_experiment/table.md]
+        [--output_file=runs/lcqmc_experiment/table.md] \
+        [--summary_file=experiments/measured/from_scratch.json]
 
 Reads what scripts/lcqmc_experiment.sh leaves in RUNS_DIR:
   RECIPE/pretrain/eval_results.txt    pretraining eval (MLM, SOP, SBO, ELECTRA's RTD)
@@ -22,7 +23,7 @@ import sys
 
 from common import cli_options
 from common.cli_options import UserError, option, required
-from common.file_utils import write_text_atomically
+from common.file_utils import write_json_atomically, write_text_atomically
 from experiments import recipe_files
 from finetune import comparison_report, verdicts
 from pretrain.models import registry
@@ -234,6 +235,9 @@ class TableOptions:
     """The flags of `python -m experiments.from_scratch_table`."""
     runs_dir: str = required("The RUNS folder of scripts/lcqmc_experiment.sh.")
     output_file: str = option("", "Also write the Markdown table here.")
+    summary_file: str = option("", "Also write the rows' numbers here as JSON (what "
+                               "experiments.tables renders the docs' tables from, e.g. "
+                               "experiments/measured/from_scratch.json).")
 
 
 def _run(options):
@@ -249,6 +253,9 @@ def _run(options):
                         f"yet (no RECIPE/{COMPARISON}; run bash scripts/lcqmc_experiment.sh "
                         "RECIPE)")
     show_and_write(render(rows), options.output_file)
+    if options.summary_file:
+        write_json_atomically(options.summary_file, rows)
+        print(f"wrote {options.summary_file}")
 
 
 def show_and_write(text, output_file):

@@ -25,7 +25,6 @@ GENERATION_SETTINGS=(MODE:mode MAX_SEQ_LENGTH:max_seq_length MAX_PREDICTIONS:max
   NUM_WORKERS:num_workers COMPRESSION:compression DO_LOWER_CASE:do_lower_case)
 VOCAB_SETTINGS=(VOCAB_SIZE:vocab_size DO_LOWER_CASE:do_lower_case)
 SCRIPT_NAME="create_pretrain_data.sh"
-source "${SCRIPT_DIR}/settings.sh"
 for pair in "${GENERATION_SETTINGS[@]}" "${VOCAB_SETTINGS[@]}"; do
   variable="${pair%%:*}"; declare "${variable}=${!variable:-}"
 done

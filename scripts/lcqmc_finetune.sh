@@ -16,7 +16,6 @@ LCQMC_TASK=pair
 LCQMC_SETTINGS=(MAX_SEQ_LENGTH=64)
 # Where the comparison starts from and writes to, unless given.
 LCQMC_PATHS=(AFTER="${REPO_ROOT}/output/demo/pretrain" OUT="${REPO_ROOT}/results/lcqmc")
-source "${SCRIPT_DIR}/settings.sh"
 
 usage() {
   cat <<EOF

@@ -18,7 +18,6 @@ TRAINING_SETTINGS=(STEPS:num_train_steps WARMUP_STEPS:num_warmup_steps BATCH_SIZ
   SAVE_EVERY:save_checkpoints_steps INIT_CHECKPOINT:init_checkpoint
   EVAL_INPUT:eval_input_file SEED:random_seed VOCAB:vocab_file)
 SCRIPT_NAME="pretrain.sh"
-source "${SCRIPT_DIR}/settings.sh"
 for pair in "${TRAINING_SETTINGS[@]}"; do variable="${pair%%:*}"; declare "${variable}=${!variable:-}"; done
 # The demo: used when no --input/INPUT is given, for the settings left empty.
 DEMO_PATHS=(CONFIG="${REPO_ROOT}/common/model_configs/demo_tiny_bert.json"

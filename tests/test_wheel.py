@@ -207,13 +207,19 @@ def test_the_shipped_files_are_found_in_the_package(installed):
     listing = run_installed(installed, [python, "-m", "common.model_configs"])
     assert listing.returncode == 0, listing.stderr
     assert [line.split()[0] for line in listing.stdout.splitlines()] == shipped_names()
-    recipe = run_installed(installed, [python, "-m", "experiments.recipe_files",
-                                       "--recipe=roberta"])
-    assert recipe.returncode == 0, recipe.stderr
-    (config,) = [shlex.split(line.split("=", 1)[1])[0] for line in recipe.stdout.splitlines()
-                 if line.startswith("RECIPE_CONFIG=")]
-    assert config.startswith(str(venv / "lib")) and config.endswith("lcqmc_small_bert.json")
-    assert os.path.isfile(config)
+    # The experiments' data files: the rows, the tasks, the general models, the continuing
+    # recipe, read by the runners' --help.
+    rows = run_installed(installed, [python, "-m", "experiments.from_scratch_row", "--help"])
+    assert rows.returncode == 0, rows.stderr
+    assert re.findall(r"^  (\w+) +\S", rows.stdout.split("\nRECIPE")[1].split("\n\n")[0],
+                      re.MULTILINE) == ["roberta", "albert", "span", "macbert", "electra", "xlnet"]
+    continued = run_installed(installed, [python, "-m", "experiments.continued_row", "--help"])
+    assert continued.returncode == 0, continued.stderr
+    assert "  msra          MSRA_DIR (train.txt, test.txt;" in continued.stdout
+    assert "  albert        the ALBERT of the same width and depth;" in continued.stdout
+    assert "CONTINUE_STEPS     continued-pretraining updates      [1000]" in continued.stdout
+    general = run_installed(installed, [python, "-m", "experiments.general_models", "--help"])
+    assert general.returncode == 0 and "  bert    lcqmc_small_bert (L4 H256)" in general.stdout
 
 
 def test_a_data_gen_job_writes_the_checkouts_bytes(installed, tmp_path):

@@ -1,5 +1,6 @@
 """An experiment row is one file (experiments/recipes/NAME.json), read by
-scripts/lcqmc_experiment.sh and by experiments.from_scratch_table alike."""
+experiments.from_scratch_row (scripts/lcqmc_experiment.sh) and by experiments.from_scratch_table
+alike."""
 import json
 import os
 import subprocess
@@ -25,12 +26,7 @@ def test_the_rows_are_the_files_in_their_order():
         assert os.path.isfile(shipped_path(recipe.model_config)), recipe.name
 
 
-def test_the_script_takes_a_rows_flags_from_its_file(tmp_path):
-    lines = recipe_files.shell_assignments(recipe_files.get_recipe("span"))
-    assert "RECIPE_DATA_FLAGS=(--mode=roberta --masking=span)" in lines
-    assert "RECIPE_PRETRAIN_FLAGS=(--span_boundary_objective)" in lines
-    assert f"RECIPE_CONFIG={shipped_path('lcqmc_small_bert')}" in lines
-    assert "DEFAULT_PRETRAIN_LEARNING_RATE=5e-4" in lines
+def test_the_runner_takes_a_rows_flags_from_its_file(tmp_path):
     script = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "lcqmc_experiment.sh"),
                              "--dry_run", "span"], capture_output=True, text=True, timeout=60,
                             env=tool_env(LCQMC_DIR=str(REPO_ROOT / "data" / "sample" / "pairs"),
@@ -38,9 +34,12 @@ def test_the_script_takes_a_rows_flags_from_its_file(tmp_path):
                                          RUNS=str(tmp_path / "runs")), cwd=tmp_path)
     assert script.returncode == 0, script.stderr
     pretrain = [line for line in script.stdout.splitlines() if "run_pretraining" in line][0]
-    assert pretrain.endswith("--adam_bias_correction --span_boundary_objective ")
+    assert pretrain.endswith("--learning_rate=5e-4 --num_train_steps=1000 --num_warmup_steps=100 "
+                             "--save_checkpoints_steps=500 --optimizer=adamw --random_seed=1 "
+                             "--strategy=cpu --adam_bias_correction --span_boundary_objective ")
     assert f"--bert_config_file={shipped_path('lcqmc_small_bert')}" in pretrain
-    assert "--masking=span" in script.stdout
+    data = [line for line in script.stdout.splitlines() if "create_pretraining_data" in line][0]
+    assert data.endswith("--noprogress --mode=roberta --masking=span ")
 
 
 def test_a_bad_file_names_itself_and_the_field(tmp_path):

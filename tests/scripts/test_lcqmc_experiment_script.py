@@ -1,4 +1,5 @@
-"""scripts/lcqmc_experiment.sh: one row end to end at a toy budget, and its refusals;
+"""scripts/lcqmc_experiment.sh (experiments.from_scratch_row): one row end to end at a toy
+budget, and its refusals;
 scripts/train_word_vectors.sh: what it needs, said clearly. (Its dry run:
 tests/scripts/test_script_defaults.py.)"""
 import json
@@ -25,17 +26,17 @@ def _run(args, **env):
 
 
 def _failing_python(tmp_path):
-    """A PYTHON whose every tool fails, except the reader of the rows' files (so that the
-    script gets as far as its first tool)."""
+    """A PYTHON whose every tool fails, except the experiments' own modules (so that the
+    runner the script execs gets as far as its first tool)."""
     path = tmp_path / "failing_python"
     path.write_text("#!/bin/bash\n"
-                    f'[[ "$2" == experiments.recipe_files ]] && exec {sys.executable} "$@"\n'
+                    f'[[ "$2" == experiments.* ]] && exec {sys.executable} "$@"\n'
                     "exit 1\n")
     path.chmod(0o755)
     return str(path)
 
 
-@in_one_runtime("the script is bash, the same under both runtimes; each tool it runs is "
+@in_one_runtime("the runner does not depend on the runtime; each tool it runs is "
                 "tested under both")
 def test_span_row_runs_end_to_end_and_lands_in_the_table(tmp_path):
     """Data with span boundaries, pretraining with the SBO head, one comparison of

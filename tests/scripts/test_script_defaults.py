@@ -39,6 +39,9 @@ TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
 FORWARDERS = {"lcqmc_finetune.sh": "finetune.sh"}  # script -> the script it passes settings to
 SCRIPTS = ("create_pretrain_data.sh", "pretrain.sh", "finetune.sh", "lcqmc_finetune.sh",
            "lcqmc_experiment.sh", "demo.sh")
+# The scripts whose logic is a Python runner they exec: their settings are read there.
+RUNNERS = {"lcqmc_experiment.sh": "experiments/from_scratch_row.py",
+           "demo.sh": "experiments/demo.py"}
 STAGES = ("PRETRAIN_", "FINETUNE_")  # prefixes of the stage-specific names of the two-stage scripts
 # The one name of each tunable setting, and the flag of the Python tools it sets.
 VOCABULARY = {
@@ -217,9 +220,12 @@ def test_the_makefile_repeats_no_script_setting(repo_root):
 
 def forwardings(text):
     """[(VARIABLE, flag)]: `--flag="${VAR}"` (to a Python tool) and `--option "${VAR}"` (to
-    another script) where the whole value is one variable."""
+    another script) where the whole value is one variable; in a Python runner
+    `f"--flag={values['VAR']}"` and `"--option", values["VAR"]`."""
     to_tools = re.findall(r'--([a-z_]+)="\$\{([A-Z_]+)\}"', text)
+    to_tools += re.findall(r'f"--([a-z_]+)=\{values\[\'([A-Z_]+)\'\]\}"', text)
     to_scripts = re.findall(r'--([a-z_]+) "\$\{([A-Z_]+)\}"', text)
+    to_scripts += re.findall(r'"--([a-z_]+)",\s+values\["([A-Z_]+)"\]', text)
     return ([(variable, flag) for flag, variable in to_tools],
             [(variable, option) for option, variable in to_scripts])
 
@@ -232,7 +238,10 @@ def test_one_name_per_setting_in_every_script(repo_root):
         seen.setdefault(flag, set()).add((script, variable))
     script_options = []
     for script in SCRIPTS:
-        to_tools, to_scripts = forwardings(_script_text(repo_root, script))
+        source = RUNNERS.get(script)
+        text = (repo_root / source).read_text(encoding="utf-8") if source else _script_text(
+            repo_root, script)
+        to_tools, to_scripts = forwardings(text)
         for variable, flag in to_tools:
             seen.setdefault(flag, set()).add((script, variable))
         script_options += [(script, variable, option) for variable, option in to_scripts]

@@ -1,0 +1,42 @@
+"""The experiments' data files: JSON package data, one file per row, task or model, each
+checked against its fields so that a bad file is named with the field that is wrong."""
+import glob
+import json
+import os
+
+from common.cli_options import UserError
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def read_fields(path, fields, optional=None):
+    """{field: value} of the JSON object in `path`, every field of `fields` ({name: type})
+    present with its type, `optional` ({name: default}) filled in; UserError naming the file
+    and field otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not a readable JSON file ({error})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: not a JSON object")
+    values = dict(optional or {}, **data)
+    unknown = sorted(set(values) - set(fields))
+    missing = sorted(set(fields) - set(values))
+    if unknown or missing:
+        raise UserError(f"{path}: " + "; ".join(filter(None, [
+            unknown and f"unknown field(s) {', '.join(unknown)}",
+            missing and f"missing field(s) {', '.join(missing)}"])) + f"; the fields are "
+            f"{', '.join(fields)}")
+    for field, kind in fields.items():
+        if not isinstance(values[field], kind):
+            raise UserError(f"{path}: {field} must be a {kind.__name__}")
+    return values
+
+
+def read_folder(folder, fields, optional=None):
+    """{file name without .json: read_fields(...)} of every JSON file in PACKAGE_DIR/folder,
+    ordered by their "order" field."""
+    found = {os.path.splitext(os.path.basename(path))[0]: read_fields(path, fields, optional)
+             for path in glob.glob(os.path.join(PACKAGE_DIR, folder, "*.json"))}
+    return dict(sorted(found.items(), key=lambda item: (item[1].get("order", 0), item[0])))

@@ -1,0 +1,118 @@
+"""The README's and docs' result tables, rendered from the rows' own numbers.
+
+    python -m experiments.tables            # prints every table
+    python -m experiments.tables --write    # replaces them in README.md and docs/experiments.md
+
+Each table sits in its file between `<!-- table:NAME -->` and `<!-- /table:NAME -->`. Their
+numbers are committed under experiments/measured/:
+  from_scratch.json  the from-scratch rows as experiments.from_scratch_table collects them
+                     from RUNS (its --summary_file writes this file): docs/experiments.md's
+                     table of the current rows, rendered by from_scratch_table itself;
+  readme.json        README.md's Results rows: a from-scratch row names its recipe (its Δ and
+                     verdict come from from_scratch.json), another row gives its numbers.
+"""
+import dataclasses
+import json
+import os
+import re
+
+from common import cli_options
+from common.cli_options import UserError, option
+from common.file_utils import write_text_atomically
+from experiments import from_scratch_table
+from experiments.script_runs import REPO_ROOT
+from finetune import verdicts
+
+MEASURED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measured")
+README_HEADER = ["| row | Δ [95% CI] | verdict | caveat |", "|---|---:|---|---|"]
+
+
+def read_measured(measured_dir, name):
+    path = os.path.join(measured_dir, f"{name}.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not a readable JSON file ({error})") from None
+
+
+def _points(fraction):
+    """A difference in points, signed, with the typographic minus the README uses."""
+    return f"{100 * fraction:+.2f}".replace("-", "−")
+
+
+def readme_table(measured_dir):
+    """README.md's Results table."""
+    by_recipe = {row["recipe"]: row for row in read_measured(measured_dir, "from_scratch")}
+    lines = list(README_HEADER)
+    for row in read_measured(measured_dir, "readme")["rows"]:
+        numbers = row
+        if "recipe" in row:
+            if row["recipe"] not in by_recipe:
+                raise UserError(f"{measured_dir}/readme.json: row {row['row']!r} names recipe "
+                                f"{row['recipe']!r}, which from_scratch.json does not hold")
+            numbers = by_recipe[row["recipe"]]["difference"]
+        verdict = numbers["verdict"]
+        # a from-scratch row without a verdict says why in docs/experiments.md; here: none
+        verdict = verdicts.verdict_cell(verdict) if verdict in verdicts.STANDING or \
+            "recipe" not in row else "none"
+        lines.append(f"| {row['row']} | {_points(numbers['difference'])} "
+                     f"[{_points(numbers['low'])}, {_points(numbers['high'])}] | {verdict} "
+                     f"| {row['caveat']} |")
+    return "\n".join(lines)
+
+
+def from_scratch_rows_table(measured_dir):
+    """docs/experiments.md's table of the from-scratch rows, as from_scratch_table renders it."""
+    return from_scratch_table.markdown_table(read_measured(measured_dir, "from_scratch"))
+
+
+TABLES = {"results": ("README.md", readme_table),
+          "from_scratch": (os.path.join("docs", "experiments.md"), from_scratch_rows_table)}
+
+
+def replace_table(text, name, table, path):
+    """`text` with the lines between table NAME's markers replaced by `table`."""
+    pattern = re.compile(rf"(<!-- table:{name} -->\n).*?(\n<!-- /table:{name} -->)", re.DOTALL)
+    if len(pattern.findall(text)) != 1:
+        raise UserError(f"{path}: expected one <!-- table:{name} --> ... <!-- /table:{name} --> "
+                        "pair of markers")
+    return pattern.sub(lambda match: match.group(1) + table + match.group(2), text)
+
+
+def marked_table(text, name, path):
+    """The lines between table NAME's markers in `text`."""
+    match = re.search(rf"<!-- table:{name} -->\n(.*?)\n<!-- /table:{name} -->", text, re.DOTALL)
+    if match is None:
+        raise UserError(f"{path}: no <!-- table:{name} --> ... <!-- /table:{name} --> markers")
+    return match.group(1)
+
+
+@dataclasses.dataclass
+class TablesOptions:
+    """The flags of `python -m experiments.tables`."""
+    write: bool = option(False, "Replace the tables in their files (else print them).")
+    measured_dir: str = option(MEASURED_DIR, "The folder of from_scratch.json and readme.json.")
+    repo_dir: str = option(REPO_ROOT, "The folder of README.md and docs/.")
+
+
+def _run(options):
+    for name, (relative, render) in TABLES.items():
+        table = render(options.measured_dir)
+        path = os.path.join(options.repo_dir, relative)
+        if not options.write:
+            print(f"<!-- table:{name} --> ({relative})\n{table}\n")
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines = replace_table(text, name, table, path).split("\n")
+        write_text_atomically(path, lines[:-1] if lines[-1] == "" else lines)
+        print(f"wrote the {name} table of {path}")
+
+
+def main(argv=None):
+    cli_options.run_main(TablesOptions, _run, argv, expected=(OSError,))
+
+
+if __name__ == "__main__":
+    main()
