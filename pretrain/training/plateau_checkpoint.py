@@ -108,13 +108,14 @@ class PlateauSaverHook(tf.train.SessionRunHook):
         for name in _MODEL_FILES:
             if tf.io.gfile.exists(_join(self._output_dir, name)):
                 tf.io.gfile.copy(_join(self._output_dir, name), _join(staging, name))
-        previous = None
         if tf.io.gfile.exists(final):
             previous = _join(self._output_dir, f".{PLATEAU_DIR}.previous-{os.getpid()}")
             tf.io.gfile.rename(final, previous, overwrite=True)
         tf.io.gfile.rename(staging, final)
-        if previous is not None:
-            tf.io.gfile.rmtree(previous)
+        # The old plateau, and what killed saves left (a kill between the two renames leaves
+        # the old one whole under .plateau.previous-PID until the next save succeeds).
+        for leftover in tf.io.gfile.glob(_join(self._output_dir, f".{PLATEAU_DIR}.*")):
+            tf.io.gfile.rmtree(leftover)
         logging.info("plateau checkpoint (step %d, the end of the stable phase): %s; branch a "
                      "decay from it or continue its stable phase with --resume_from=%s",
                      step, _join(final, os.path.basename(prefix)), final)

@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 
 from common.cli_options import UserError
 from pretrain import run_pretraining
-from pretrain.training import input_state, lr_schedules, training_hooks
+from pretrain.training import input_state, lr_schedules, plateau_checkpoint, training_hooks
 from pretrain.training import strategy as strategy_lib
 from pretrain.training.training_loop import TrainingLoop
 from tests.testutil.pretrain_data import make_examples, run_options, tiny_config, write_records
@@ -172,3 +172,42 @@ def test_bad_schedules_and_starting_points_are_refused_before_training(
         run_pretraining.run(_options(data, tmp_path / "out", training_loop="session", **changes))
     assert "\n" not in str(refusal.value)
     assert tf.train.latest_checkpoint(str(tmp_path / "out")) is None
+
+
+class _Killed(Exception):
+    """Stands for a kill between writing the plateau and renaming it."""
+
+
+def test_a_plateau_is_renamed_into_place_whole_and_replaced_only_when_the_new_one_is(
+        tmp_path, monkeypatch):
+    def save_plateau_at(step_value, weight):
+        with tf.Graph().as_default():
+            step = tf.train.get_or_create_global_step()
+            tf.get_variable("w", initializer=float(weight))
+            hook = plateau_checkpoint.PlateauSaverHook(str(tmp_path), step_value)
+            hook.begin()
+            with tf.Session() as session:
+                session.run(tf.global_variables_initializer())
+                session.run(step.assign(step_value))
+                hook.after_create_session(session, None)  # a run that starts at its plateau
+
+    def killed_rename(source, target, overwrite=False):
+        raise _Killed(source)
+
+    plateau = str(tmp_path / "plateau")
+    with monkeypatch.context() as patch:
+        patch.setattr(tf.io.gfile, "rename", killed_rename)
+        with pytest.raises(_Killed):
+            save_plateau_at(3, 1.0)
+    assert not os.path.exists(plateau)  # only the hidden staging folder is left
+    save_plateau_at(3, 1.0)
+    assert tf.train.load_variable(plateau, "w") == 1.0
+    with monkeypatch.context() as patch:  # killed before the new one is in place: the old stays
+        patch.setattr(tf.io.gfile, "rename", killed_rename)
+        with pytest.raises(_Killed):
+            save_plateau_at(4, 2.0)
+    assert tf.train.latest_checkpoint(plateau).endswith("-3")
+    save_plateau_at(4, 2.0)
+    assert tf.train.latest_checkpoint(plateau).endswith("-4")
+    assert tf.train.load_variable(plateau, "w") == 2.0
+    assert sorted(name for name in os.listdir(tmp_path) if "plateau" in name) == ["plateau"]
