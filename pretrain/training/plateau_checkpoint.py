@@ -17,7 +17,6 @@ that run; another --resume_from into a run that has checkpoints is refused.
 """
 import json
 import os
-import posixpath
 
 import tensorflow.compat.v1 as tf
 from absl import logging
@@ -35,11 +34,6 @@ RESUME_FROM_HELP = (
     "state, step and input position: a warmup_stable_decay run's OUTPUT_DIR/plateau, to "
     "branch a decay from it or continue its stable phase (a larger --num_train_steps). "
     "Other schedule flags need --allow_schedule_change.")
-
-
-def _join(directory, name):
-    return posixpath.join(directory, name) if "://" in directory else os.path.join(
-        directory, name)
 
 
 def saver_hooks(output_dir, scheduler, num_train_steps, steps_per_update, distribution=None,
@@ -78,7 +72,7 @@ class PlateauSaverHook(tf.train.SessionRunHook):
         step = int(session.run(self._global_step))
         self._done = step > self._plateau_step
         if step == self._plateau_step:
-            saved = tf.train.latest_checkpoint(_join(self._output_dir, PLATEAU_DIR))
+            saved = tf.train.latest_checkpoint(os.path.join(self._output_dir, PLATEAU_DIR))
             if saved is None or not saved.endswith(f"-{step}"):
                 self._save(session, step)
             self._done = True
@@ -98,27 +92,28 @@ class PlateauSaverHook(tf.train.SessionRunHook):
 
     def _save(self, session, step):
         input_state.InputPositionListener().before_save(session, step)  # the input position
-        final = _join(self._output_dir, PLATEAU_DIR)
-        staging = _join(self._output_dir, f".{PLATEAU_DIR}.incomplete-{os.getpid()}")
+        final = os.path.join(self._output_dir, PLATEAU_DIR)
+        staging = os.path.join(self._output_dir, f".{PLATEAU_DIR}.incomplete-{os.getpid()}")
         if tf.io.gfile.exists(staging):
             tf.io.gfile.rmtree(staging)
         tf.io.gfile.makedirs(staging)
-        prefix = self._saver.save(session, _join(staging, "model.ckpt"), global_step=step,
-                                  write_meta_graph=False)
+        prefix = self._saver.save(session, os.path.join(staging, "model.ckpt"),
+                                  global_step=step, write_meta_graph=False)
         for name in _MODEL_FILES:
-            if tf.io.gfile.exists(_join(self._output_dir, name)):
-                tf.io.gfile.copy(_join(self._output_dir, name), _join(staging, name))
+            model_file = os.path.join(self._output_dir, name)
+            if tf.io.gfile.exists(model_file):
+                tf.io.gfile.copy(model_file, os.path.join(staging, name))
         if tf.io.gfile.exists(final):
-            previous = _join(self._output_dir, f".{PLATEAU_DIR}.previous-{os.getpid()}")
+            previous = os.path.join(self._output_dir, f".{PLATEAU_DIR}.previous-{os.getpid()}")
             tf.io.gfile.rename(final, previous, overwrite=True)
         tf.io.gfile.rename(staging, final)
         # The old plateau, and what killed saves left (a kill between the two renames leaves
         # the old one whole under .plateau.previous-PID until the next save succeeds).
-        for leftover in tf.io.gfile.glob(_join(self._output_dir, f".{PLATEAU_DIR}.*")):
+        for leftover in tf.io.gfile.glob(os.path.join(self._output_dir, f".{PLATEAU_DIR}.*")):
             tf.io.gfile.rmtree(leftover)
         logging.info("plateau checkpoint (step %d, the end of the stable phase): %s; branch a "
                      "decay from it or continue its stable phase with --resume_from=%s",
-                     step, _join(final, os.path.basename(prefix)), final)
+                     step, os.path.join(final, os.path.basename(prefix)), final)
 
 
 def start_from(resume_from, output_dir, check=None):
@@ -131,7 +126,7 @@ def start_from(resume_from, output_dir, check=None):
     check = check or (lambda model_dir: None)
     if not resume_from:
         return check(output_dir)
-    record = _join(output_dir, RESUMED_FROM_NAME)
+    record = os.path.join(output_dir, RESUMED_FROM_NAME)
     existing = tf.train.latest_checkpoint(output_dir)
     if existing is not None:
         if _same_place(_recorded_source(record), resume_from):
@@ -152,9 +147,9 @@ def start_from(resume_from, output_dir, check=None):
     with tf.io.gfile.GFile(record, "w") as writer:  # first: a kill while copying is redone
         writer.write(json.dumps({"resume_from": resume_from, "checkpoint": source}) + "\n")
     for path in tf.io.gfile.glob(source + ".*"):
-        tf.io.gfile.copy(path, _join(output_dir, os.path.basename(path)), overwrite=True)
+        tf.io.gfile.copy(path, os.path.join(output_dir, os.path.basename(path)), overwrite=True)
     # Last: the state file makes the copy this directory's latest checkpoint.
-    copied = _join(output_dir, os.path.basename(source))  # (a relative one stays relative)
+    copied = os.path.join(output_dir, os.path.basename(source))  # relative if output_dir is
     tf.train.update_checkpoint_state(output_dir, copied, all_model_checkpoint_paths=[copied])
     logging.info("--output_dir=%s starts from %s (step %d, with its optimizer state and "
                  "input position)", output_dir, source,
