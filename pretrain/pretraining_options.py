@@ -6,7 +6,7 @@ from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import input_exists
 from pretrain.checkpoints import checkpoint_loading
-from pretrain.training import continued_eval, optimization
+from pretrain.training import continued_eval, lr_schedules, optimization, plateau_checkpoint
 from pretrain.training import strategy as strategy_lib
 
 
@@ -62,6 +62,11 @@ class PretrainingOptions:
     optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
     adam_bias_correction: bool = option(True, optimization.BIAS_CORRECTION_HELP)
     poly_power: float = option(1.0, "Power of the polynomial learning-rate decay.")
+    lr_scheduler_type: str = option(lr_schedules.POLYNOMIAL, lr_schedules.LR_SCHEDULER_TYPE_HELP,
+                                    choices=lr_schedules.SCHEDULER_TYPES)
+    num_decay_steps: int = option(None, lr_schedules.NUM_DECAY_STEPS_HELP)
+    decay_type: str = option(None, lr_schedules.DECAY_TYPE_HELP, choices=lr_schedules.DECAY_TYPES)
+    min_lr_ratio: float = option(None, lr_schedules.MIN_LR_RATIO_HELP)
     weight_decay_rate: float = option(0.01, "Decoupled weight decay (not on LayerNorm and bias).")
     gradient_accumulation_steps: int = option(1, "Micro-batches per optimizer update.")
     precision: str = option("auto", "auto = bf16 on TPU, else fp32.",
@@ -106,6 +111,7 @@ class PretrainingOptions:
                                     "input files).")
     allow_schedule_change: bool = option(False, "On resume, accept learning-rate schedule "
                                          "flags that differ from the checkpoint's run.")
+    resume_from: str = option(None, plateau_checkpoint.RESUME_FROM_HELP)
 
 
 def options_from(values):
@@ -125,6 +131,7 @@ def parse_bool_choice(value, flag):
 
 
 def validate(opts):
+    """opts with the schedule's defaults filled in; a UserError for what cannot run."""
     for name in ("output_dir", "input_file"):
         if not getattr(opts, name) and (name != "input_file" or opts.do_train):
             raise UserError(f"--{name} is required")
@@ -138,3 +145,14 @@ def validate(opts):
                  "gradient_accumulation_steps", "save_checkpoints_steps"):
         if int(getattr(opts, name)) < 1:
             raise UserError(f"--{name} must be >= 1, got {getattr(opts, name)}")
+    scheduler = lr_scheduler(opts)  # refused in one line unless its phases fit
+    return dataclasses.replace(opts, num_decay_steps=scheduler.num_decay_steps,
+                               decay_type=scheduler.decay_type,
+                               min_lr_ratio=scheduler.min_lr_ratio)
+
+
+def lr_scheduler(opts):
+    """The learning-rate schedule's lr_schedules.Scheduler, its defaults filled in."""
+    return lr_schedules.resolve(opts.lr_scheduler_type, opts.num_train_steps,
+                                opts.num_warmup_steps, opts.num_decay_steps, opts.decay_type,
+                                opts.min_lr_ratio)

@@ -32,7 +32,7 @@ from pretrain.models import registry
 from pretrain.models.config import ConfigError
 from pretrain.models.family import RecordInputError
 from pretrain.training import (continued_eval, data_checks, input_pipeline, learning_check,
-                               input_state, mixed_precision,
+                               input_state, mixed_precision, plateau_checkpoint,
                                pretraining_model_fn, train_time_masking, training_hooks)
 from pretrain.training import strategy as strategy_lib
 
@@ -50,7 +50,7 @@ def run(values):
     is clearly above its baseline}.
     """
     opts = pretraining_options.options_from(values)
-    pretraining_options.validate(opts)
+    opts = pretraining_options.validate(opts)
     opts, assets, config = _resolve_model(opts)
     opts, runtime = _resolve_runtime(opts)
     opts, data = _check_data(opts, config)
@@ -128,9 +128,11 @@ def _resolve_runtime(opts):
 def _resume(opts, runtime, data):
     """(opts with the run's --random_seed, the training input's seed, the trainer's params)
     of pretrain.training.input_state.resume. TPUEstimator and the Estimator's distributed
-    path save neither seed nor position: their seed is --random_seed."""
+    path save neither seed nor position: their seed is --random_seed. A --resume_from
+    checkpoint is checked, then copied in (pretrain.training.plateau_checkpoint)."""
     if not opts.do_train or runtime.strategy == "tpu" or (
             runtime.loop == "estimator" and runtime.distribution is not None):
+        plateau_checkpoint.start_from(opts.resume_from, opts.output_dir)
         return opts, opts.random_seed, {}
     setup = input_state.setup_json(
         {"--train_batch_size": opts.train_batch_size, "--shuffle_buffer": opts.shuffle_buffer,
@@ -139,9 +141,10 @@ def _resume(opts, runtime, data):
         {name: getattr(opts, name[2:]) for name in input_state.SCHEDULE_FLAGS
          + tuple("--" + flag for flag in train_time_masking.FLAGS)})
     try:
-        seed, input_seed, params = input_state.resume(
-            opts.output_dir, opts.random_seed, setup, runtime.distribution is None,
-            opts.ignore_data_skip, opts.allow_schedule_change)
+        seed, input_seed, params = plateau_checkpoint.start_from(
+            opts.resume_from, opts.output_dir, check=lambda model_dir: input_state.resume(
+                model_dir, opts.random_seed, setup, runtime.distribution is None,
+                opts.ignore_data_skip, opts.allow_schedule_change))
     except input_state.ResumeError as err:
         raise UserError(str(err)) from None
     return dataclasses.replace(opts, random_seed=seed), input_seed, params
@@ -301,7 +304,8 @@ def _build_trainers(opts, config, runtime, data, input_seed, params):
         gradient_accumulation_steps=k, precision=runtime.precision,
         use_sentence_head=data.use_sentence_head,
         span_boundary_objective=opts.span_boundary_objective,
-        ignore_invalid_weights=opts.ignore_invalid_weights)
+        ignore_invalid_weights=opts.ignore_invalid_weights,
+        lr_scheduler=pretraining_options.lr_scheduler(opts))
 
     def make_trainer(settings):
         return strategy_lib.build_trainer(runtime.strategy, model_fn, settings, params=params,
@@ -380,6 +384,8 @@ def _train(opts, trainer, runtime, make_input_fn, data):
         every_n_steps=opts.log_every_n_steps, examples_per_step=opts.train_batch_size,
         last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k,
         heads_line=data.heads_line)]
+    hooks += plateau_checkpoint.saver_hooks(opts.output_dir, pretraining_options.lr_scheduler(
+        opts), opts.num_train_steps, k, runtime.distribution, opts.use_tpu)
     if runtime.strategy == "multi_worker" and runtime.loop == "estimator":
         from pretrain.training import estimator_runtime  # pylint: disable=import-outside-toplevel
         eval_fn = make_input_fn(data.eval_input, False) if opts.do_eval else train_input_fn

@@ -155,7 +155,8 @@ class InputPositionListener(tf.train.CheckpointSaverListener):
 # What the learning rate at a step depends on (run_pretraining's flags): a rerun that changes
 # one of them needs --allow_schedule_change.
 SCHEDULE_FLAGS = ("--learning_rate", "--num_train_steps", "--num_warmup_steps", "--poly_power",
-                  "--optimizer", "--weight_decay_rate", "--gradient_accumulation_steps")
+                  "--optimizer", "--weight_decay_rate", "--gradient_accumulation_steps",
+                  "--lr_scheduler_type", "--num_decay_steps", "--decay_type", "--min_lr_ratio")
 
 
 class ResumeError(ValueError):

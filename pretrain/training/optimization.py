@@ -1,4 +1,5 @@
-"""Optimisation: learning-rate schedule, AdamW / LAMB, clipping and the train op.
+"""Optimisation: AdamW / LAMB, clipping and the train op (the learning-rate schedules are
+pretrain.training.lr_schedules).
 
 Reusable by any Estimator model_fn (pretraining and fine-tuning):
 
@@ -31,7 +32,7 @@ import re
 import tensorflow.compat.v1 as tf
 
 from pretrain.checkpoints.checkpoint_compat import SLOT_NAMES
-from pretrain.training import gradient_accumulation
+from pretrain.training import gradient_accumulation, lr_schedules
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 # The tools' default is on (transformers' AdamW); build_train_op / create_optimizer keep
@@ -42,27 +43,6 @@ BIAS_CORRECTION_HELP = ("Adam's bias correction of the moments, as transformers'
                         "hundred steps are then 2-3x the learning rate, fading over a few "
                         "thousand (bench/finetune_parity.py, docs/experiments.md, 'Fine-tuning "
                         "parity with transformers').")
-
-
-def learning_rate_schedule(init_lr, global_step, num_train_steps, num_warmup_steps,
-                           poly_power=1.0, steps_per_update=1):
-    """Linear warmup to `init_lr`, then polynomial decay to 0 at `num_train_steps`.
-
-    The schedule counts optimizer updates: `global_step // steps_per_update`
-    (with gradient accumulation the global step counts micro-batches). As in
-    google-research/bert the decay is measured from step 0 and the warmup
-    value `init_lr * step / num_warmup_steps` replaces it while
-    `step < num_warmup_steps`. Returns a float32 scalar.
-    """
-    update_step = tf.cast(global_step // steps_per_update, tf.float32)
-    total = float(max(int(num_train_steps), 1))
-    progress = tf.minimum(update_step, total) / total
-    decayed = init_lr * tf.pow(1.0 - progress, float(poly_power))
-    if num_warmup_steps and num_warmup_steps > 0:
-        warmup = init_lr * update_step / float(num_warmup_steps)
-        return tf.where(update_step < float(num_warmup_steps), warmup, decayed,
-                        name="learning_rate")
-    return tf.identity(decayed, name="learning_rate")
 
 
 class _DecoupledWeightDecayOptimizer(tf.train.Optimizer):
@@ -448,7 +428,8 @@ def _cross_replica_step(strategy, update, k, global_step, grads, scalars, is_upd
 def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
                    poly_power=1.0, weight_decay_rate=0.01, clip_norm=1.0,
                    gradient_accumulation_steps=1, loss_scaler=None, use_tpu=False, tvars=None,
-                   log_scalars=None, bias_correction=False):
+                   log_scalars=None, bias_correction=False,
+                   lr_scheduler=lr_schedules.Scheduler()):
     """Gradients, loss (un)scaling, accumulation, one cross-replica mean, clipping, update.
 
     Args:
@@ -464,6 +445,8 @@ def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="
         in the gradients' all-reduce; with k > 1 over the cycle's micro-batches.
       bias_correction: Adam's bias correction of the moments (off: Google's
         optimizers; see _DecoupledWeightDecayOptimizer).
+      lr_scheduler: the schedule's type and its parameters (lr_schedules.Scheduler;
+        default google-research/bert's polynomial decay of `poly_power`).
     Returns:
       TrainOpOutputs: train_op and scalar tensors for logging; `logged` maps
       each log_scalars name to its mean. On the non-update micro-steps of a
@@ -474,8 +457,9 @@ def build_train_op(loss, init_lr, num_train_steps, num_warmup_steps, optimizer="
     if k < 1:
         raise ValueError(f"--gradient_accumulation_steps must be >= 1, got {k}")
     global_step = tf.train.get_or_create_global_step()
-    learning_rate = learning_rate_schedule(init_lr, global_step, num_train_steps,
-                                           num_warmup_steps, poly_power, steps_per_update=k)
+    learning_rate = lr_schedules.learning_rate(init_lr, global_step, num_train_steps,
+                                               num_warmup_steps, poly_power, steps_per_update=k,
+                                               scheduler=lr_scheduler)
     opt = make_optimizer(optimizer, learning_rate, weight_decay_rate)
     if bias_correction:
         opt.set_update_count(tf.cast(global_step // k, tf.float32) + 1.0)

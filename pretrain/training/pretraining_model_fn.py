@@ -11,7 +11,7 @@ from absl import logging
 
 from pretrain.checkpoints import checkpoint_compat, checkpoint_loading
 from pretrain.models import registry
-from pretrain.training import mixed_precision, optimization, training_hooks
+from pretrain.training import lr_schedules, mixed_precision, optimization, training_hooks
 from pretrain.training.model_spec import ModeKeys, ModelSpec
 
 
@@ -88,7 +88,8 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                      num_warmup_steps=0, use_one_hot_embeddings=False, optimizer="adamw",
                      poly_power=1.0, weight_decay_rate=0.01, gradient_accumulation_steps=1,
                      precision="fp32", use_sentence_head=True, span_boundary_objective=False,
-                     ignore_invalid_weights=False, bias_correction=False):
+                     ignore_invalid_weights=False, bias_correction=False,
+                     lr_scheduler=lr_schedules.Scheduler()):
     """Returns `model_fn(features, labels, mode, params)`.
 
     span_boundary_objective: add SpanBERT's SBO head (pretrain.models.bert.span_boundary); the
@@ -96,6 +97,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
     ignore_invalid_weights: `init_checkpoint` variables of another shape keep their
     initial values (reported) instead of stopping the run.
     bias_correction: Adam's bias correction (pretrain.training.optimization.build_train_op).
+    lr_scheduler: the learning-rate schedule's type (pretrain.training.lr_schedules).
 
     `num_train_steps`/`num_warmup_steps` count optimizer updates; with
     gradient accumulation the Estimator runs k times as many micro-steps.
@@ -142,7 +144,7 @@ def model_fn_builder(bert_config, init_checkpoint=None, learning_rate=1e-4, num_
                 optimizer=optimizer, poly_power=poly_power, weight_decay_rate=weight_decay_rate,
                 gradient_accumulation_steps=gradient_accumulation_steps, loss_scaler=scaler,
                 use_tpu=use_tpu, log_scalars=_logged_losses(bert_config, outputs),
-                bias_correction=bias_correction)
+                bias_correction=bias_correction, lr_scheduler=lr_scheduler)
             train_op = train.train_op
             logged = dict(train.logged)
             logged.update(learning_rate=train.learning_rate, grad_norm=train.grad_norm,

@@ -12,7 +12,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from pretrain.models.bert import modeling
-from pretrain.training import mixed_precision, optimization, pretraining_model_fn, training_hooks
+from pretrain.training import (lr_schedules, mixed_precision, optimization, pretraining_model_fn,
+                               training_hooks)
 from tests.testutil.float32_bounds import (ELEMENTWISE_ULPS, EPS16, assert_close, magnitude,
                             random_rounding_ulps, summation_ulps, tolerance)
 from tests.testutil.pretrain_data import make_examples, moment_ulps, norm_ulps, weight_drift
@@ -569,8 +570,8 @@ SQUARE_ROOT_NO_WARMUP = [  # init_lr 1e-3, T=25, W=0, power 0.5, steps_per_updat
 def test_learning_rate_schedule_hand_derived_values(table, total, warmup, power, per_update):
     with tf.Graph().as_default():
         step = tf.placeholder(tf.int64, [])
-        lr = optimization.learning_rate_schedule(1e-3, step, total, warmup, poly_power=power,
-                                                 steps_per_update=per_update)
+        lr = lr_schedules.learning_rate(1e-3, step, total, warmup, poly_power=power,
+                                        steps_per_update=per_update)
         with tf.Session() as sess:
             got = [float(sess.run(lr, {step: s})) for s, _ in table]
     _assert_close_each(got, [value for _, value in table], SCHEDULE_ULPS)
