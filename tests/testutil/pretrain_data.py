@@ -11,6 +11,13 @@ from tests.testutil.float32_bounds import EPS32, assert_close, encoder_ulps, mag
 from pretrain.models.electra.config import ElectraConfig
 
 
+def _counting_sequence(rng, max_seq_length):
+    """(length, ids): [CLS]=2, ids counting up from a random start mod 20 (5..24), [SEP]=3."""
+    length = int(rng.randint(max_seq_length // 2, max_seq_length + 1))
+    start = int(rng.randint(0, 20))
+    return length, [2] + [5 + (start + i) % 20 for i in range(length - 2)] + [3]
+
+
 def make_examples(count, max_seq_length=16, max_predictions_per_seq=4, vocab_size=50,
                   sentence_task="sop", seed=0):
     """`count` feature dicts shaped like data_gen's records.
@@ -21,9 +28,7 @@ def make_examples(count, max_seq_length=16, max_predictions_per_seq=4, vocab_siz
     rng = np.random.RandomState(seed)
     examples = []
     for _ in range(count):
-        length = int(rng.randint(max_seq_length // 2, max_seq_length + 1))
-        start = int(rng.randint(0, 20))
-        ids = [2] + [5 + (start + i) % 20 for i in range(length - 2)] + [3]
+        length, ids = _counting_sequence(rng, max_seq_length)
         positions = sorted(rng.choice(np.arange(1, length - 1), size=max_predictions_per_seq,
                                       replace=False).tolist())
         labels = [ids[p] for p in positions]
@@ -186,9 +191,7 @@ def make_unmasked_examples(count, max_seq_length=16, seed=0, sentence_task="none
     rng = np.random.RandomState(seed)
     examples = []
     for _ in range(count):
-        length = int(rng.randint(max_seq_length // 2, max_seq_length + 1))
-        start = int(rng.randint(0, 20))
-        ids = [2] + [5 + (start + i) % 20 for i in range(length - 2)] + [3]
+        length, ids = _counting_sequence(rng, max_seq_length)
         word_ids, word = [0], 0
         while len(word_ids) < length - 1:
             word += 1
