@@ -5,12 +5,14 @@ paths corrected since)."""
 import pytest
 
 from tests.experiments import golden_cases
+from tests.testutil import script_goldens
 
 
 @pytest.mark.parametrize("name", sorted(golden_cases.CASES))
 def test_the_dry_run_equals_its_golden_file(name):
-    if golden_cases.CASES[name][4] and not golden_cases.SHARED_DATA.is_dir():
-        pytest.skip(f"{golden_cases.SHARED_DATA} not present: the case uses the default paths")
+    reason = script_goldens.skip_reason(golden_cases.CASES[name])
+    if reason:
+        pytest.skip(reason)
     golden = golden_cases.golden_path(name).read_text(encoding="utf-8")
     assert golden.startswith("exit ")
     assert golden_cases.run_case(name) == golden

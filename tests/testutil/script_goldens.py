@@ -1,0 +1,84 @@
+"""Golden runs of the entry scripts: a case runs scripts/SCRIPT.sh with some arguments and
+settings in a fixture folder FIX; its record (exit code, stdout, stderr) is compared to a
+golden file recorded from the bash script before its logic moved to Python.
+
+A case is (script, args, settings, state function or None, requirement or None): `settings`
+are environment variables ({FIX} stands for the fixture folder), `state(fix)` prepares a
+folder beyond the fixture, and a requirement (a key of REQUIREMENTS) names what the machine
+must hold for the case to run. Records name the machine's paths by placeholders: <PYTHON>
+(the interpreter), <FIX> (the fixture folder), <REPO> (the repository); clock times read
+HH:MM:SS (the demo's elapsed seconds N).
+"""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+DEMO_OUTPUT = REPO_ROOT / "output" / "demo"
+CLOCK = re.compile(r"\[\d\d:\d\d:\d\d\]")
+ELAPSED = re.compile(r"\(t = \d+ s\)")
+# requirement -> (whether this machine meets it, why the case is skipped where it does not)
+REQUIREMENTS = {
+    "shared": (SHARED_DATA.is_dir, f"{SHARED_DATA} not present: the case uses the default paths"),
+    "no demo output": (lambda: not DEMO_OUTPUT.exists(),
+                       f"{DEMO_OUTPUT} exists: the case needs a checkout without the demo's output"),
+}
+
+
+def skip_reason(case):
+    """Why `case` cannot run on this machine, or None."""
+    requirement = case[4]
+    if requirement is None:
+        return None
+    met, why = REQUIREMENTS[requirement]
+    return None if met() else why
+
+
+def environment(settings, fix):
+    """A clean environment: no setting of the scripts inherited from the caller's."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+    env = {name: os.environ[name] for name in keep if name in os.environ}
+    env.update(PYTHON=sys.executable, TF_CPP_MIN_LOG_LEVEL="2")
+    env.update({name: value.replace("{FIX}", str(fix)) for name, value in settings.items()})
+    return env
+
+
+def normalise(text, fix):
+    """`text` with this machine's paths and clock times as placeholders."""
+    for path, placeholder in ((sys.executable, "<PYTHON>"), (str(fix), "<FIX>"),
+                              (str(REPO_ROOT), "<REPO>")):
+        text = text.replace(path, placeholder)
+    return ELAPSED.sub("(t = N s)", CLOCK.sub("[HH:MM:SS]", text))
+
+
+def run_case(case, make_fixture):
+    """The normalised record of `case` run in a fresh fixture folder made by `make_fixture`."""
+    script, args, settings, state, _ = case
+    with tempfile.TemporaryDirectory() as folder:
+        fix = pathlib.Path(folder).resolve()
+        make_fixture(fix)
+        if state:
+            state(fix)
+        args = [arg.replace("{FIX}", str(fix)) for arg in args]
+        done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / script), *args], cwd=fix,
+                              env=environment(settings, fix), capture_output=True, text=True,
+                              timeout=120)
+        return normalise(f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n"
+                         f"{done.stderr}", fix)
+
+
+def write_goldens(cases, make_fixture, golden_dir, names):
+    """(Re)writes golden_dir/NAME.txt of each case named (all when none is)."""
+    golden_dir.mkdir(exist_ok=True)
+    for name in names or sorted(cases):
+        reason = skip_reason(cases[name])
+        if reason:
+            print(f"{name}: skipped, {reason}")
+            continue
+        (golden_dir / f"{name}.txt").write_text(run_case(cases[name], make_fixture),
+                                                encoding="utf-8")
+        print(f"{name}: written")
