@@ -2,12 +2,12 @@
 settings in a fixture folder FIX; its record (exit code, stdout, stderr) is compared to a
 golden file recorded from the bash script before its logic moved to Python.
 
-A case is (script, args, settings, state function or None, requirement or None): `settings`
-are environment variables ({FIX} stands for the fixture folder), `state(fix)` prepares a
-folder beyond the fixture, and a requirement (a key of REQUIREMENTS) names what the machine
-must hold for the case to run. Records name the machine's paths by placeholders: <PYTHON>
-(the interpreter), <FIX> (the fixture folder), <REPO> (the repository); clock times read
-HH:MM:SS (the demo's elapsed seconds N).
+A case is (script, args, settings, state function or None, requirements): `settings` are
+environment variables ({FIX} in them and in `args` stands for the fixture folder), `state(fix)`
+prepares a folder beyond the fixture, and the requirements (a key of REQUIREMENTS, a tuple of
+them, or None) name what the machine must hold for the case to run. Records name the
+machine's paths by placeholders: <PYTHON> (the interpreter), <FIX> (the fixture folder),
+<REPO> (the repository); clock times read HH:MM:SS (the demo's elapsed seconds N).
 """
 import os
 import pathlib
@@ -31,11 +31,12 @@ REQUIREMENTS = {
 
 def skip_reason(case):
     """Why `case` cannot run on this machine, or None."""
-    requirement = case[4]
-    if requirement is None:
-        return None
-    met, why = REQUIREMENTS[requirement]
-    return None if met() else why
+    requirements = case[4] if isinstance(case[4], tuple) else (case[4],)
+    for requirement in filter(None, requirements):
+        met, why = REQUIREMENTS[requirement]
+        if not met():
+            return why
+    return None
 
 
 def environment(settings, fix):
