@@ -192,18 +192,7 @@ def _lcqmc_cases():
 CASES = {**_finetune_cases(), **_lcqmc_cases()}
 
 
-def run_case(name):
-    """The normalised record of case `name`: exit code, stdout and stderr."""
-    return script_goldens.run_case(CASES[name], make_fixture)
-
-
-def golden_path(name):
-    return GOLDEN_DIR / f"{name}.txt"
-
-
-def main(names):
-    script_goldens.write_goldens(CASES, make_fixture, GOLDEN_DIR, names)
-
+GOLDENS = script_goldens.Goldens(CASES, make_fixture, GOLDEN_DIR)
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    GOLDENS.write(sys.argv[1:])

@@ -3,20 +3,13 @@ refuse today's input: the output of each case of golden_cases equals its golden 
 recorded from the bash scripts before their logic moved into Python."""
 import pytest
 
-from tests.scripts import golden_cases
-from tests.testutil import script_goldens
+from tests.scripts.golden_cases import CASES, GOLDENS
 
 
-@pytest.mark.parametrize("name", sorted(golden_cases.CASES))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_the_run_equals_its_golden_file(name):
-    reason = script_goldens.skip_reason(golden_cases.CASES[name])
-    if reason:
-        pytest.skip(reason)
-    golden = golden_cases.golden_path(name).read_text(encoding="utf-8")
-    assert golden.startswith("exit ")
-    assert golden_cases.run_case(name) == golden
+    GOLDENS.check(name)
 
 
 def test_every_golden_file_has_its_case():
-    names = {path.stem for path in golden_cases.GOLDEN_DIR.glob("*.txt")}
-    assert names == set(golden_cases.CASES)
+    assert GOLDENS.unpinned() == set()

@@ -72,14 +72,41 @@ def run_case(case, make_fixture):
                          f"{done.stderr}", fix)
 
 
-def write_goldens(cases, make_fixture, golden_dir, names):
-    """(Re)writes golden_dir/NAME.txt of each case named (all when none is)."""
-    golden_dir.mkdir(exist_ok=True)
-    for name in names or sorted(cases):
-        reason = skip_reason(cases[name])
+class Goldens:
+    """The cases of a set of scripts, their fixture and their golden files (golden_dir/NAME.txt)."""
+
+    def __init__(self, cases, make_fixture, golden_dir):
+        self.cases, self.make_fixture, self.golden_dir = cases, make_fixture, golden_dir
+
+    def path(self, name):
+        return self.golden_dir / f"{name}.txt"
+
+    def run(self, name):
+        """The normalised record of case `name`: exit code, stdout and stderr."""
+        return run_case(self.cases[name], self.make_fixture)
+
+    def check(self, name):
+        """Asserts that case `name` prints its golden file (skips where it cannot run)."""
+        reason = skip_reason(self.cases[name])
         if reason:
-            print(f"{name}: skipped, {reason}")
-            continue
-        (golden_dir / f"{name}.txt").write_text(run_case(cases[name], make_fixture),
-                                                encoding="utf-8")
-        print(f"{name}: written")
+            import pytest  # pylint: disable=import-outside-toplevel
+            pytest.skip(reason)
+        golden = self.path(name).read_text(encoding="utf-8")
+        assert golden.startswith("exit ")
+        assert self.run(name) == golden
+
+    def unpinned(self):
+        """The golden files without a case and the cases without a golden file."""
+        names = {path.stem for path in self.golden_dir.glob("*.txt")}
+        return names ^ set(self.cases)
+
+    def write(self, names):
+        """(Re)writes the golden file of each case named (all when none is)."""
+        self.golden_dir.mkdir(exist_ok=True)
+        for name in names or sorted(self.cases):
+            reason = skip_reason(self.cases[name])
+            if reason:
+                print(f"{name}: skipped, {reason}")
+                continue
+            self.path(name).write_text(self.run(name), encoding="utf-8")
+            print(f"{name}: written")
