@@ -25,7 +25,7 @@ from common.model_configs import shipped_path
 
 from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
-from finetune import run_finetune
+from finetune import finetune_script, lcqmc_finetune_script, run_finetune
 from finetune.compare import CompareOptions
 from pretrain.pretraining_options import PretrainingOptions
 
@@ -37,11 +37,14 @@ TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
                     "TRAINING_SETTINGS": CompareOptions, "COMPARE_SETTINGS": CompareOptions},
 }
 FORWARDERS = {"lcqmc_finetune.sh": "finetune.sh"}  # script -> the script it passes settings to
+# The scripts whose logic is a Python module they exec: their settings are read there.
+ENTRIES = {"finetune.sh": finetune_script, "lcqmc_finetune.sh": lcqmc_finetune_script}
 SCRIPTS = ("create_pretrain_data.sh", "pretrain.sh", "finetune.sh", "lcqmc_finetune.sh",
            "lcqmc_experiment.sh", "demo.sh")
 # The scripts whose logic is a Python runner they exec: their settings are read there.
 RUNNERS = {"lcqmc_experiment.sh": "experiments/from_scratch_row.py",
-           "demo.sh": "experiments/demo.py"}
+           "demo.sh": "experiments/demo.py", "finetune.sh": "finetune/finetune_script.py",
+           "lcqmc_finetune.sh": "finetune/lcqmc_finetune_script.py"}
 STAGES = ("PRETRAIN_", "FINETUNE_")  # prefixes of the stage-specific names of the two-stage scripts
 # The one name of each tunable setting, and the flag of the Python tools it sets.
 VOCABULARY = {
@@ -68,16 +71,20 @@ def bash_array(text, name):
     return match.group(1).split()
 
 
-def settings_table(text, table):
-    """[(VARIABLE, flag)] of the bash array `table=(VAR:flag ...)`."""
-    return [tuple(item.split(":", 1)) for item in bash_array(text, table)]
+def settings_table(repo_root, script, table):
+    """[(VARIABLE, flag)] of the script's table: its Python module's, else the bash array
+    `table=(VAR:flag ...)`."""
+    if script in ENTRIES:
+        return list(getattr(ENTRIES[script], table))
+    return [tuple(item.split(":", 1)) for item in bash_array(_script_text(repo_root, script),
+                                                               table)]
 
 
 def _all_settings(repo_root):
     for script, tables in TABLES.items():
         text = _script_text(repo_root, script)
         for table, options in tables.items():
-            for variable, flag in settings_table(text, table):
+            for variable, flag in settings_table(repo_root, script, table):
                 yield script, text, variable, flag, options
 
 
@@ -98,35 +105,42 @@ def test_every_forwarded_flag_is_a_flag_of_the_tool(repo_root):
     assert count >= 45
 
 
-def test_scripts_give_forwarded_settings_no_default_of_their_own(repo_root):
+def test_scripts_give_forwarded_settings_no_default_of_their_own(repo_root, monkeypatch):
     checked = [(script, text, variable)
-               for script, text, variable, _, _ in _all_settings(repo_root)]
+               for script, text, variable, _, _ in _all_settings(repo_root)
+               if script not in ENTRIES]
     for script, target in FORWARDERS.items():  # ... nor do the scripts that forward through them
-        text = _script_text(repo_root, script)
-        checked += [(script, text, variable) for s, _, variable, _, _ in _all_settings(repo_root)
-                    if s == target]
+        if script not in ENTRIES:
+            text = _script_text(repo_root, script)
+            checked += [(script, text, variable)
+                        for s, _, variable, _, _ in _all_settings(repo_root) if s == target]
     for script, text, variable in checked:
         own_defaults = re.findall(rf'\b{variable}="\$\{{{variable}:-([^}}]+)\}}"', text)
         assert not own_defaults, f"{script} gives {variable} a default {own_defaults}"
         # a statement `VAR=value` (not `VAR=x command ...`, not inside the demo preset array)
         literal = re.findall(rf"^\s*{variable}=([^\s)]+)\s*$", text, re.MULTILINE)
         assert not literal, f"{script} assigns {variable}={literal}"
+    # A Python entry reads a forwarded setting left unset as empty: nothing to forward.
+    forwarded = {script: [variable for s, _, variable, _, _ in _all_settings(repo_root)
+                          if s == script] for script in TABLES if script in ENTRIES}
+    for variable in {variable for names in forwarded.values() for variable in names}:
+        monkeypatch.delenv(variable, raising=False)
+    for script, names in forwarded.items():
+        values = ENTRIES[script].read_settings()
+        assert {name: values[name] for name in names} == dict.fromkeys(names, ""), script
 
 
 def test_lcqmc_presets_are_settings_of_finetune_sh(repo_root):
     """lcqmc_finetune.sh's presets (MAX_SEQ_LENGTH=64, task pair) are settings finetune.sh
     forwards, to flags of run_finetune."""
-    text = _script_text(repo_root, "lcqmc_finetune.sh")
     table = {variable: flag for script, _, variable, flag, _ in _all_settings(repo_root)
              if script == "finetune.sh"}
-    presets = dict(item.split("=", 1) for item in bash_array(text, "LCQMC_SETTINGS"))
+    presets = lcqmc_finetune_script.LCQMC_SETTINGS
     assert presets == {"MAX_SEQ_LENGTH": "64"}
     fields = {field.name for field in dataclasses.fields(run_finetune.FinetuneOptions)}
     assert {table[variable] for variable in presets} <= fields
-    task = re.search(r"^LCQMC_TASK=(\w+)$", text, re.MULTILINE).group(1)
-    assert task == "pair"
-
-
+    assert lcqmc_finetune_script.LCQMC_TASK == "pair"
+    assert set(lcqmc_finetune_script.LCQMC_PATHS) <= {"AFTER", "OUT"}
 
 
 def _run(repo_root, cwd, script, *args, **settings):
