@@ -1,8 +1,9 @@
 """The stage scripts' dry runs, real runs (with a stand-in interpreter) and refusals whose
-output is pinned in golden/NAME.txt: scripts/finetune.sh and lcqmc_finetune.sh.
+output is pinned in golden/NAME.txt: scripts/finetune.sh, lcqmc_finetune.sh,
+create_pretrain_data.sh and pretrain.sh.
 
 Each case runs one script in a fixture folder FIX holding small stand-ins of its inputs
-(task data, checkpoints, LCQMC files) and a stand-in interpreter FIX/fake_python that prints
+(task data, checkpoints, LCQMC files, a corpus, records) and a stand-in interpreter FIX/fake_python that prints
 its arguments (FIX/failing_python exits 3). Cases named *_shared use the default
 ../shared/data paths. Records and requirements: tests.testutil.script_goldens.
 
@@ -36,6 +37,9 @@ def make_fixture(fix):
     _write(fix / "vocab.txt", "[PAD]\n")
     _write(fix / "config.json", "{}")
     (fix / "empty").mkdir()
+    _write(fix / "corpus.txt", "一句话。\n")
+    _write(fix / "records" / "a.tfrecord")
+    _write(fix / "pretrained" / "eval_results.txt", "masked_lm_accuracy = 0.5\n")
     for name, code in (("fake_python", 0), ("failing_python", 3)):
         _write(fix / name, f"#!/bin/sh\nprintf '[%s]\\n' \"$@\"\nexit {code}\n")
         (fix / name).chmod(0o755)
@@ -47,6 +51,10 @@ def finetune_output(fix):
 
 
 FAKE = "{FIX}/fake_python"
+# The demo's output in the checkout, which the scripts' defaults name.
+WITH_CHECKPOINT = "with output/demo/pretrain/checkpoint"
+WITHOUT_CHECKPOINT = "without output/demo/pretrain/checkpoint"
+DEMO_RECORDS = "output/demo/data/*.tfrecord"
 DATA = ["--data_dir", "data", "--after", "after"]
 EVERY_SETTING = {
     "MAX_TRAIN_EXAMPLES": "100", "MAX_DEV_EXAMPLES": "50", "EPOCHS": "2.5",
@@ -164,7 +172,8 @@ def _lcqmc_cases():
         "lcqmc_help_settings": ("lcqmc_finetune.sh", ["--lcqmc_dir", "x", "--help"],
                                 {"LCQMC_DIR": "{FIX}/lcqmc", "EPOCHS": "2"}, None, None),
         "lcqmc_shared": dry(["--after", "{FIX}/after"], requirement="shared"),
-        "lcqmc_shared_demo_after": dry([], requirement=("shared", "no demo output")),
+        "lcqmc_shared_demo_after": dry([], requirement=("shared", WITHOUT_CHECKPOINT)),
+        "lcqmc_demo_after": dry(["--lcqmc_dir", "lcqmc"], requirement=WITH_CHECKPOINT),
         "lcqmc_dir": dry(["--lcqmc_dir", "lcqmc", "--after", "after"]),
         "lcqmc_dir_equals": dry(["--lcqmc_dir=lcqmc", "--after=after", "--max_seq_length=77"]),
         "lcqmc_options": dry(LCQMC_OPTIONS, lcqmc),
@@ -189,7 +198,118 @@ def _lcqmc_cases():
     return cases
 
 
-CASES = {**_finetune_cases(), **_lcqmc_cases()}
+GENERATION = {"MODE": "albert", "MAX_SEQ_LENGTH": "64", "MAX_PREDICTIONS": "10",
+              "MASKED_LM_PROB": "0.2", "DUPE_FACTOR": "3", "SEED": "7", "NUM_WORKERS": "2",
+              "COMPRESSION": "gzip", "DO_LOWER_CASE": "false", "VOCAB_SIZE": "300"}
+OWN_DATA = ["--input", "corpus.txt", "--vocab", "vocab.txt", "--output_dir", "out"]
+
+
+def _data_cases():
+    def dry(args, settings=None, requirement=None):
+        return ("create_pretrain_data.sh", ["--dry_run", *args], settings or {}, None,
+                requirement)
+    cases = {
+        "data_help": ("create_pretrain_data.sh", ["--help"], {}, None, None),
+        "data_help_settings": ("create_pretrain_data.sh", ["--mode", "bert", "--help"],
+                               {"INPUT": "c.txt", "VOCAB_SIZE": "9", "BUILD_VOCAB": "never"},
+                               None, None),
+        "data_demo": dry([], requirement="without output/demo/vocab.txt"),
+        "data_demo_existing_vocab": dry([], requirement="with output/demo/vocab.txt"),
+        "data_demo_build_always": dry([], {"BUILD_VOCAB": "always"}),
+        "data_demo_vocab_size": dry(["--vocab_size", "700"], {"BUILD_VOCAB": "always"}),
+        "data_own_vocab": dry(OWN_DATA),
+        "data_every_setting": dry(OWN_DATA + ["--", "--ngram=2"], GENERATION),
+        "data_every_option": dry(["--output_name=mine", *OWN_DATA, "--build_vocab", "always",
+                                  "--vocab_input", "corpus.txt,x/*.txt"] + [
+            item for index, (name, value) in enumerate(GENERATION.items())
+            for item in ([f"--{name.lower()}={value}"] if index % 2
+                         else [f"--{name.lower()}", value])], {"DO_LOWER_CASE": "true"}),
+        "data_option_over_environment": dry(["--mode", "albert", "--seed=7", "--", "--ngram=2",
+                                             "x y"], {"MODE": "bert", "DUPE_FACTOR": "3",
+                                                      "VOCAB": "{FIX}/vocab.txt"}),
+        "data_build_missing_default": ("create_pretrain_data.sh", [], {
+            "DRY_RUN": "1", "OUTPUT_DIR": "{FIX}/out", "VOCAB_INPUT": "{FIX}/corpus.txt",
+            "DO_LOWER_CASE": "true"}, None, "without output/demo/vocab.txt"),
+        "data_run": ("create_pretrain_data.sh", OWN_DATA + ["--python", FAKE], {}, None, None),
+        "data_run_build": ("create_pretrain_data.sh", OWN_DATA + [
+            "--python", FAKE, "--build_vocab", "always", "--vocab", "new/vocab.txt"],
+                           {"COMPRESSION": "gzip"}, None, None),
+        "data_run_fails": ("create_pretrain_data.sh", OWN_DATA + [
+            "--python", "{FIX}/failing_python"], {}, None, None),
+    }
+    refusals = {
+        "unknown_option": ["--frobnicate"],
+        "unknown_option_with_value": ["--frobnicate=1"],
+        "argument": ["corpus.txt"],
+        "no_value": ["--vocab"],
+        "build_vocab": ["--build_vocab", "sometimes"],
+        "do_lower_case": OWN_DATA + ["--do_lower_case", "yes"],
+        "missing_vocab": ["--vocab", "none.txt"],
+        "missing_vocab_never": ["--vocab", "none.txt", "--build_vocab", "never"],
+        "python": OWN_DATA + ["--python", "{FIX}/no_python"],
+    }
+    for name, args in refusals.items():
+        cases[f"data_refuses_{name}"] = dry(args)
+    return cases
+
+
+PRETRAIN = ["--input", "records/*.tfrecord", "--config", "config.json", "--output_dir", "o"]
+TRAINING = {"STEPS": "100", "WARMUP_STEPS": "10", "BATCH_SIZE": "8", "EVAL_BATCH_SIZE": "4",
+            "EVAL_STEPS": "2", "LEARNING_RATE": "1e-4", "OPTIMIZER": "lamb", "STRATEGY": "cpu",
+            "PRECISION": "fp32", "ACCUMULATION": "2", "MAX_SEQ_LENGTH": "64",
+            "MAX_PREDICTIONS": "10", "LOG_EVERY": "5", "SAVE_EVERY": "50",
+            "INIT_CHECKPOINT": "after", "EVAL_INPUT": "records/b*", "SEED": "3",
+            "VOCAB": "vocab.txt"}
+
+
+def _pretrain_cases():
+    def dry(args, settings=None, requirement=None):
+        return ("pretrain.sh", ["--dry_run", *args], settings or {}, None, requirement)
+    cases = {
+        "pretrain_help": ("pretrain.sh", ["--help"], {}, None, None),
+        "pretrain_help_settings": ("pretrain.sh", ["--steps", "5", "--help"],
+                                   {"CONFIG": "c.json"}, None, None),
+        "pretrain_input": dry(PRETRAIN),
+        "pretrain_every_setting": dry(PRETRAIN + ["--", "--keep_checkpoint_max=2"],
+                                      dict(TRAINING, DO_EVAL="false")),
+        "pretrain_every_option": dry(PRETRAIN + ["--no_eval"] + [
+            item for index, (name, value) in enumerate(TRAINING.items())
+            for item in ([f"--{name.lower()}={value}"] if index % 2
+                         else [f"--{name.lower()}", value])]),
+        "pretrain_by_environment": ("pretrain.sh", [], {
+            "DRY_RUN": "1", "INPUT": "x y/*.tfrecord", "CONFIG": "c.json", "OUTPUT_DIR": "o",
+            "DO_EVAL": "no", "STEPS": "9"}, None, None),
+        "pretrain_option_over_environment": dry(PRETRAIN + ["--steps=7"],
+                                                {"STEPS": "3", "CONFIG": "other.json"}),
+        "pretrain_demo_without_data": dry([], requirement=f"without {DEMO_RECORDS}"),
+        "pretrain_demo": dry([], requirement=f"with {DEMO_RECORDS}"),
+        "pretrain_demo_settings": dry(["--steps", "50", "--output_dir", "o"], {
+            "LEARNING_RATE": "2e-3", "CONFIG": "config.json", "DO_EVAL": "false"},
+            requirement=f"with {DEMO_RECORDS}"),
+        "pretrain_run": ("pretrain.sh", ["--input", "records/*.tfrecord", "--config",
+                                         "config.json", "--output_dir", "pretrained",
+                                         "--python", FAKE], {}, None, None),
+        "pretrain_run_no_eval": ("pretrain.sh", ["--input", "records/*.tfrecord", "--config",
+                                                 "config.json", "--output_dir", "pretrained",
+                                                 "--python", FAKE, "--no_eval"], {}, None, None),
+        "pretrain_run_fails": ("pretrain.sh", PRETRAIN + ["--python", "{FIX}/failing_python"],
+                               {}, None, None),
+    }
+    refusals = {
+        "no_config": ["--input", "x", "--output_dir", "o"],
+        "no_output_dir": ["--input", "x", "--config", "c.json"],
+        "unknown_option": PRETRAIN + ["--frobnicate", "1"],
+        "unknown_option_with_value": PRETRAIN + ["--eval=1"],
+        "argument": ["records"],
+        "no_value": PRETRAIN + ["--steps"],
+        "no_eval_value": PRETRAIN + ["--no_eval=1"],
+    }
+    for name, args in refusals.items():
+        cases[f"pretrain_refuses_{name}"] = dry(args)
+    return cases
+
+
+CASES = {**_finetune_cases(), **_lcqmc_cases(), **_data_cases(), **_pretrain_cases()}
 
 
 GOLDENS = script_goldens.Goldens(CASES, make_fixture, GOLDEN_DIR)

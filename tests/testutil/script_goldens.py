@@ -4,8 +4,8 @@ golden file recorded from the bash script before its logic moved to Python.
 
 A case is (script, args, settings, state function or None, requirements): `settings` are
 environment variables ({FIX} in them and in `args` stands for the fixture folder), `state(fix)`
-prepares a folder beyond the fixture, and the requirements (a key of REQUIREMENTS, a tuple of
-them, or None) name what the machine must hold for the case to run. Records name the
+prepares a folder beyond the fixture, and the requirements (None, one, or a tuple of them: see
+_unmet) name what the machine must hold for the case to run. Records name the
 machine's paths by placeholders: <PYTHON> (the interpreter), <FIX> (the fixture folder),
 <REPO> (the repository); clock times read HH:MM:SS (the demo's elapsed seconds N).
 """
@@ -18,25 +18,29 @@ import tempfile
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
-DEMO_OUTPUT = REPO_ROOT / "output" / "demo"
 CLOCK = re.compile(r"\[\d\d:\d\d:\d\d\]")
 ELAPSED = re.compile(r"\(t = \d+ s\)")
-# requirement -> (whether this machine meets it, why the case is skipped where it does not)
-REQUIREMENTS = {
-    "shared": (SHARED_DATA.is_dir, f"{SHARED_DATA} not present: the case uses the default paths"),
-    "no demo output": (lambda: not DEMO_OUTPUT.exists(),
-                       f"{DEMO_OUTPUT} exists: the case needs a checkout without the demo's output"),
-}
+
+
+def _unmet(requirement):
+    """Why this machine does not meet `requirement`, or None: "shared" (../shared/data
+    present), "with GLOB" or "without GLOB" (files of the checkout, such as the demo's
+    output, present or absent)."""
+    if requirement == "shared":
+        return None if SHARED_DATA.is_dir() else (
+            f"{SHARED_DATA} not present: the case uses the default paths")
+    presence, _, pattern = requirement.partition(" ")
+    found = any(REPO_ROOT.glob(pattern))
+    if presence == "with":
+        return None if found else f"no {pattern} in this checkout"
+    assert presence == "without", requirement
+    return f"{pattern} present in this checkout" if found else None
 
 
 def skip_reason(case):
     """Why `case` cannot run on this machine, or None."""
     requirements = case[4] if isinstance(case[4], tuple) else (case[4],)
-    for requirement in filter(None, requirements):
-        met, why = REQUIREMENTS[requirement]
-        if not met():
-            return why
-    return None
+    return next(filter(None, map(_unmet, filter(None, requirements))), None)
 
 
 def environment(settings, fix):
