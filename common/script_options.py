@@ -6,6 +6,7 @@ the arguments after `--` go to the tool unchanged.
 A script forwards the settings of its `(VARIABLE, flag)` tables only when they are set, so
 the tool's own defaults are the only ones (tests/scripts/test_script_defaults.py).
 """
+import shutil
 import sys
 
 from common.script_runs import Refusal
@@ -75,6 +76,17 @@ def tool_flags(table, values, switch_words=True):
     return flags
 
 
+def assignments(presets):
+    """`NAME=value NAME=value` of {NAME: value}, as --help shows a script's presets."""
+    return " ".join(f"{name}={value}" for name, value in presets.items())
+
+
 def variables(*tables):
     """The VARIABLE names of the settings tables, in order, each once."""
     return list(dict.fromkeys(variable for table in tables for variable, _ in table))
+
+
+def check_python(python):
+    """Refuses an interpreter that is not there (the tools would not start)."""
+    if not python or not shutil.which(python):
+        raise Refusal("no Python found; run 'make setup' or set PYTHON=/path/to/python3.11")

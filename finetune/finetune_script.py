@@ -9,10 +9,9 @@ Every setting is an environment variable and the option of its name in lower cas
 leaves that flag's default. Relative paths are taken from the caller's directory.
 """
 import os
-import shutil
 import sys
 
-from common.script_options import read_options, tool_flags, variables
+from common.script_options import check_python, read_options, tool_flags, variables
 from common.script_runs import Refusal, ScriptRun, caller_path, matches, setting
 from finetune.formats import DATA_EXTENSIONS
 
@@ -218,11 +217,6 @@ def compare_flags(values, extra):
             *tool_flags(TRAINING_SETTINGS + COMPARE_SETTINGS, values), *extra]
 
 
-def check_python(python):
-    if not python or not shutil.which(python):
-        raise Refusal("no Python found; run 'make setup' or set PYTHON=/path/to/python3.11")
-
-
 def compare(run, argv):
     values = read_settings()
     extra = read_options(argv, values, usage, value_options=VALUE_OPTIONS,
@@ -254,7 +248,7 @@ def compare(run, argv):
 
 
 def main(argv=None):
-    run = ScriptRun(SCRIPT, lambda: usage(read_settings()))
+    run = ScriptRun(SCRIPT, None)  # read_options prints the usage
     run.main(lambda args: compare(run, args), argv)
 
 

@@ -23,6 +23,7 @@ import pytest
 from tests.testutil.cli_runs import clean_env
 from common.model_configs import shipped_path
 
+from data_gen import create_pretrain_data_script
 from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
 from finetune import finetune_script, lcqmc_finetune_script, run_finetune
@@ -38,7 +39,8 @@ TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
 }
 FORWARDERS = {"lcqmc_finetune.sh": "finetune.sh"}  # script -> the script it passes settings to
 # The scripts whose logic is a Python module they exec: their settings are read there.
-ENTRIES = {"finetune.sh": finetune_script, "lcqmc_finetune.sh": lcqmc_finetune_script}
+ENTRIES = {"finetune.sh": finetune_script, "lcqmc_finetune.sh": lcqmc_finetune_script,
+           "create_pretrain_data.sh": create_pretrain_data_script}
 SCRIPTS = ("create_pretrain_data.sh", "pretrain.sh", "finetune.sh", "lcqmc_finetune.sh",
            "lcqmc_experiment.sh", "demo.sh")
 # The scripts whose logic is a Python runner they exec: their settings are read there.
