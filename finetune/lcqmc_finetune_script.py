@@ -10,6 +10,7 @@ finetune.sh's, by the same name.
 import os
 import sys
 
+from common.script_options import assignments
 from common.script_runs import EXIT_REFUSED, REPO_ROOT, SHARED_DATA, Refusal, ScriptRun
 from common.script_runs import caller_path, setting
 from finetune import finetune_script
@@ -21,10 +22,6 @@ LCQMC_SETTINGS = {"MAX_SEQ_LENGTH": "64"}
 # Where the comparison starts from and writes to, unless given.
 LCQMC_PATHS = {"AFTER": f"{REPO_ROOT}/output/demo/pretrain", "OUT": f"{REPO_ROOT}/results/lcqmc"}
 SPLITS = ("train.txt", "dev.txt", "test.txt")
-
-
-def _assignments(presets):
-    return " ".join(f"{name}={value}" for name, value in presets.items())
 
 
 def usage(lcqmc_dir):
@@ -40,8 +37,8 @@ settings: every option and setting of finetune.sh (below) works here too.
   -h, --help                                 this text
 
 Always --task {LCQMC_TASK} --data_dir LCQMC_DIR. LCQMC's presets, for the settings
-left unset: {_assignments(LCQMC_SETTINGS)}
-  and the paths: {_assignments(LCQMC_PATHS)}
+left unset: {assignments(LCQMC_SETTINGS)}
+  and the paths: {assignments(LCQMC_PATHS)}
 
 LCQMC format: one pair per line, text_a<TAB>text_b<TAB>label (label 1 =
 same meaning, 0 = not), UTF-8, files train.txt, dev.txt and test.txt.

@@ -28,6 +28,7 @@ from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
 from finetune import finetune_script, lcqmc_finetune_script, run_finetune
 from finetune.compare import CompareOptions
+from pretrain import pretrain_script
 from pretrain.pretraining_options import PretrainingOptions
 
 TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
@@ -40,7 +41,8 @@ TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
 FORWARDERS = {"lcqmc_finetune.sh": "finetune.sh"}  # script -> the script it passes settings to
 # The scripts whose logic is a Python module they exec: their settings are read there.
 ENTRIES = {"finetune.sh": finetune_script, "lcqmc_finetune.sh": lcqmc_finetune_script,
-           "create_pretrain_data.sh": create_pretrain_data_script}
+           "create_pretrain_data.sh": create_pretrain_data_script,
+           "pretrain.sh": pretrain_script}
 SCRIPTS = ("create_pretrain_data.sh", "pretrain.sh", "finetune.sh", "lcqmc_finetune.sh",
            "lcqmc_experiment.sh", "demo.sh")
 # The scripts whose logic is a Python runner they exec: their settings are read there.
