@@ -9,7 +9,7 @@ the tool's own defaults are the only ones (tests/scripts/test_script_defaults.py
 import shutil
 import sys
 
-from common.script_runs import Refusal
+from common.script_runs import Refusal, ScriptRun
 
 
 def read_options(argv, values, usage, *, value_options, tool, words=None, switches=(),
@@ -86,7 +86,15 @@ def variables(*tables):
     return list(dict.fromkeys(variable for table in tables for variable, _ in table))
 
 
-def check_python(python):
-    """Refuses an interpreter that is not there (the tools would not start)."""
-    if not python or not shutil.which(python):
+def use_settings(run, values):
+    """The ScriptRun's interpreter (PYTHON, refused when it is not there) and dry run
+    (DRY_RUN=1) from the settings."""
+    if not values["PYTHON"] or not shutil.which(values["PYTHON"]):
         raise Refusal("no Python found; run 'make setup' or set PYTHON=/path/to/python3.11")
+    run.dry_run, run.python = values["DRY_RUN"] == "1", values["PYTHON"]
+
+
+def script_main(script, body, argv=None):
+    """Runs body(run, args) as scripts/SCRIPT (a ScriptRun): a refusal is one line, exit 2."""
+    run = ScriptRun(script, None)  # read_options prints the usage
+    run.main(lambda args: body(run, args), argv)

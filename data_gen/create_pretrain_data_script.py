@@ -12,8 +12,9 @@ hang from the checkout; paths given are used as given (from the caller's directo
 import os
 import sys
 
-from common.script_options import check_python, read_options, tool_flags, variables
-from common.script_runs import REPO_ROOT, Refusal, ScriptRun, setting
+from common.script_options import (read_options, script_main, tool_flags, use_settings,
+                                   variables)
+from common.script_runs import REPO_ROOT, Refusal, setting
 
 SCRIPT = "create_pretrain_data.sh"
 DEFAULT_VOCAB = f"{REPO_ROOT}/output/demo/vocab.txt"
@@ -120,8 +121,7 @@ def create_pretrain_data(run, argv):
                          tool="the Python CLI", words={"--dry_run": ("DRY_RUN", "1")},
                          unknown_option="unknown argument '{}'")
     check_values(values)
-    check_python(values["PYTHON"])
-    run.dry_run, run.python = values["DRY_RUN"] == "1", values["PYTHON"]
+    use_settings(run, values)
     vocab(run, values)
     run.run(["mkdir", "-p", values["OUTPUT_DIR"]])
     output_file = f"{values['OUTPUT_DIR']}/{values['OUTPUT_NAME']}.tfrecord"
@@ -138,8 +138,7 @@ def create_pretrain_data(run, argv):
 
 
 def main(argv=None):
-    run = ScriptRun(SCRIPT, None)  # read_options prints the usage
-    run.main(lambda args: create_pretrain_data(run, args), argv)
+    script_main(SCRIPT, create_pretrain_data, argv)
 
 
 if __name__ == "__main__":

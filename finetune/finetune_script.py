@@ -11,8 +11,9 @@ leaves that flag's default. Relative paths are taken from the caller's directory
 import os
 import sys
 
-from common.script_options import check_python, read_options, tool_flags, variables
-from common.script_runs import Refusal, ScriptRun, caller_path, matches, setting
+from common.script_options import (read_options, script_main, tool_flags, use_settings,
+                                   variables)
+from common.script_runs import Refusal, caller_path, matches, setting
 from finetune.formats import DATA_EXTENSIONS
 
 SCRIPT = "finetune.sh"
@@ -228,8 +229,7 @@ def compare(run, argv):
             values[name] = caller_path(values[name])
     check_data(values)
     check_model(values)
-    check_python(values["PYTHON"])
-    run.dry_run, run.python = values["DRY_RUN"] == "1", values["PYTHON"]
+    use_settings(run, values)
     command = run.tool("finetune.compare", *compare_flags(values, extra))
     if not run.dry_run:
         print(f"== fine-tuning comparison ({values['TASK'] or 'default task'}): "
@@ -248,8 +248,7 @@ def compare(run, argv):
 
 
 def main(argv=None):
-    run = ScriptRun(SCRIPT, None)  # read_options prints the usage
-    run.main(lambda args: compare(run, args), argv)
+    script_main(SCRIPT, compare, argv)
 
 
 if __name__ == "__main__":

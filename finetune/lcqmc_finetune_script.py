@@ -10,9 +10,9 @@ finetune.sh's, by the same name.
 import os
 import sys
 
-from common.script_options import assignments
-from common.script_runs import EXIT_REFUSED, REPO_ROOT, SHARED_DATA, Refusal, ScriptRun
-from common.script_runs import caller_path, setting
+from common.script_options import assignments, script_main
+from common.script_runs import (EXIT_REFUSED, REPO_ROOT, SHARED_DATA, Refusal, caller_path,
+                                setting)
 from finetune import finetune_script
 
 SCRIPT = "lcqmc_finetune.sh"
@@ -110,7 +110,7 @@ def lcqmc_finetune(argv):
 
 
 def main(argv=None):
-    ScriptRun(SCRIPT, None).main(lcqmc_finetune, argv)
+    script_main(SCRIPT, lambda _, args: lcqmc_finetune(args), argv)
 
 
 if __name__ == "__main__":

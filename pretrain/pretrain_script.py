@@ -12,9 +12,9 @@ import glob
 import os
 import sys
 
-from common.script_options import (assignments, check_python, read_options, tool_flags,
-                                   variables)
-from common.script_runs import REPO_ROOT, Refusal, ScriptRun, setting
+from common.script_options import (assignments, read_options, script_main, tool_flags,
+                                   use_settings, variables)
+from common.script_runs import REPO_ROOT, Refusal, setting
 
 SCRIPT = "pretrain.sh"
 # The training settings, (VARIABLE, flag) of pretrain.run_pretraining.
@@ -106,8 +106,7 @@ def pretrain(run, argv):
     for name, option in (("CONFIG", "config"), ("OUTPUT_DIR", "output_dir")):
         if not values[name]:
             raise Refusal(f"--{option} ({name}) is required with --input")
-    check_python(values["PYTHON"])
-    run.dry_run, run.python = values["DRY_RUN"] == "1", values["PYTHON"]
+    use_settings(run, values)
     evaluate = values["DO_EVAL"] == "true"
     command = run.tool("pretrain.run_pretraining", f"--bert_config_file={values['CONFIG']}",
                        f"--input_file={values['INPUT']}", f"--output_dir={values['OUTPUT_DIR']}",
@@ -125,8 +124,7 @@ def pretrain(run, argv):
 
 
 def main(argv=None):
-    run = ScriptRun(SCRIPT, None)  # read_options prints the usage
-    run.main(lambda args: pretrain(run, args), argv)
+    script_main(SCRIPT, pretrain, argv)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,14 @@ def finetune_output(fix):
     _write(fix / "out" / "dev_curve.png")
 
 
+def dry_runs(script):
+    """A function making the dry-run cases of `script`: (args, settings, state,
+    requirement)."""
+    def dry(args, settings=None, state=None, requirement=None):
+        return (script, ["--dry_run", *args], settings or {}, state, requirement)
+    return dry
+
+
 FAKE = "{FIX}/fake_python"
 # The demo's output in the checkout, which the scripts' defaults name.
 WITH_CHECKPOINT = "with output/demo/pretrain/checkpoint"
@@ -67,8 +75,7 @@ EVERY_SETTING = {
 
 
 def _finetune_cases():
-    def dry(args, settings=None, state=None):
-        return ("finetune.sh", ["--dry_run", *args], settings or {}, state, None)
+    dry = dry_runs("finetune.sh")
     cases = {
         "finetune_help": ("finetune.sh", ["--help"], {}, None, None),
         "finetune_help_settings": ("finetune.sh", ["--task", "pair", "--help"],
@@ -164,8 +171,7 @@ LCQMC_OPTIONS = ["--after", "after", "--max_train_examples", "20", "--epochs", "
 
 
 def _lcqmc_cases():
-    def dry(args, settings=None, requirement=None):
-        return ("lcqmc_finetune.sh", ["--dry_run", *args], settings or {}, None, requirement)
+    dry = dry_runs("lcqmc_finetune.sh")
     lcqmc = {"LCQMC_DIR": "lcqmc"}
     cases = {
         "lcqmc_help": ("lcqmc_finetune.sh", ["--help"], {}, None, None),
@@ -205,9 +211,7 @@ OWN_DATA = ["--input", "corpus.txt", "--vocab", "vocab.txt", "--output_dir", "ou
 
 
 def _data_cases():
-    def dry(args, settings=None, requirement=None):
-        return ("create_pretrain_data.sh", ["--dry_run", *args], settings or {}, None,
-                requirement)
+    dry = dry_runs("create_pretrain_data.sh")
     cases = {
         "data_help": ("create_pretrain_data.sh", ["--help"], {}, None, None),
         "data_help_settings": ("create_pretrain_data.sh", ["--mode", "bert", "--help"],
@@ -263,8 +267,7 @@ TRAINING = {"STEPS": "100", "WARMUP_STEPS": "10", "BATCH_SIZE": "8", "EVAL_BATCH
 
 
 def _pretrain_cases():
-    def dry(args, settings=None, requirement=None):
-        return ("pretrain.sh", ["--dry_run", *args], settings or {}, None, requirement)
+    dry = dry_runs("pretrain.sh")
     cases = {
         "pretrain_help": ("pretrain.sh", ["--help"], {}, None, None),
         "pretrain_help_settings": ("pretrain.sh", ["--steps", "5", "--help"],
