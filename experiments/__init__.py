@@ -9,7 +9,7 @@ docs' tables are rendered from).
 
 Runners, one module each, each exec'd by the scripts/*.sh of the same role and taking the
 same arguments (`--help`, `--dry_run`, positional) and settings (environment variables by
-the scripts' names; `script_runs`):
+the scripts' names; `common.script_runs`):
     python -m experiments.from_scratch_row RECIPE        scripts/lcqmc_experiment.sh
     python -m experiments.continued_row TASK MODEL [sweep]   scripts/continued_experiment.sh
     python -m experiments.general_models                 scripts/make_general_models.sh

@@ -9,14 +9,14 @@ continued at every point of a grid of recipes instead (continued_sweep).
 
 The tasks are data (tasks/TASK.json: text, fine-tuning budget), so are the general models
 (general/NAME.json) and the continuing recipe with its sweep grid (continuing.json).
-Settings are environment variables, by the names --help lists (script_runs); finished stages
+Settings are environment variables, by the names --help lists (common.script_runs); finished stages
 are reused and another recipe's folder refused by stage_folders' rules.
 """
 import os
 
 from experiments import continued_sweep, data_files, general_models, stage_folders
-from experiments.script_runs import (REPO_ROOT, SHARED_DATA, Refusal, ScriptRun, clock,
-                                     matches, setting, split_list)
+from common.script_runs import (REPO_ROOT, SHARED_DATA, Refusal, ScriptRun, clock,
+                                matches, setting, split_list)
 
 SCRIPT = "continued_experiment.sh"
 TASK_FIELDS = {"order": int, "data_setting": str, "shared_data": str, "dev_every": int,

@@ -10,7 +10,7 @@ of the same budget are collected, not retrained.
 import re
 
 from experiments import stage_folders
-from experiments.script_runs import Refusal, split_list
+from common.script_runs import Refusal, split_list
 
 POINT = re.compile(r"([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?)x([1-9][0-9]*)")
 

@@ -6,15 +6,15 @@ lcqmc_finetune.sh), so the demo also shows how to call them.
 
     python -m experiments.demo [--dry_run]
 
-Settings are environment variables, by the names --help lists (script_runs).
+Settings are environment variables, by the names --help lists (common.script_runs).
 """
 import re
 import subprocess
 import sys
 import time
 
-from experiments.script_runs import (REPO_ROOT, Refusal, ScriptRun, caller_path, setting,
-                                     tool_environment)
+from common.script_runs import (REPO_ROOT, Refusal, ScriptRun, caller_path, setting,
+                                tool_environment)
 
 SCRIPT = "demo.sh"
 SCRIPTS = f"{REPO_ROOT}/scripts"

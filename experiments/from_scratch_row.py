@@ -5,7 +5,7 @@ the pretrained model over every seed, and the table of every finished row.
 
     python -m experiments.from_scratch_row [--dry_run] RECIPE
 
-Settings are environment variables, by the names --help lists (script_runs); finished stages
+Settings are environment variables, by the names --help lists (common.script_runs); finished stages
 are reused and changed ones refused by stage_folders' rules.
 """
 import os
@@ -15,8 +15,8 @@ import sys
 from common.model_configs import shipped_path
 from experiments import recipe_files, stage_folders
 from experiments.recipe_files import PRETRAINING_FIELDS
-from experiments.script_runs import (REPO_ROOT, SHARED_DATA, Refusal, ScriptRun, caller_path,
-                                     clock, matches, setting)
+from common.script_runs import (REPO_ROOT, SHARED_DATA, Refusal, ScriptRun, caller_path,
+                                clock, matches, setting)
 
 SCRIPT = "lcqmc_experiment.sh"
 # Settings with a default per recipe: PRETRAIN_STEPS first (experiment_settings.txt writes

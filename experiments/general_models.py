@@ -7,14 +7,14 @@ optimizer, the name continued_row knows it by).
 
     python -m experiments.general_models [--dry_run]
 
-Settings are environment variables, by the names --help lists (script_runs).
+Settings are environment variables, by the names --help lists (common.script_runs).
 """
 import os
 
 from common.model_configs import shipped_path
 from experiments import data_files
-from experiments.script_runs import (REPO_ROOT, SHARED_DATA, Refusal, ScriptRun, clock,
-                                     setting)
+from common.script_runs import (REPO_ROOT, SHARED_DATA, Refusal, ScriptRun, clock,
+                                setting)
 
 SCRIPT = "make_general_models.sh"
 MODEL_FIELDS = {"order": int, "model_config": str, "mode": str, "optimizer_flags": list,

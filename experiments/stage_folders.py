@@ -15,7 +15,7 @@ import glob
 import os
 import re
 
-from experiments.script_runs import Refusal
+from common.script_runs import Refusal
 
 SETTINGS_FILE = "experiment_settings.txt"
 RECIPE_FILE = "continue_recipe.json"

@@ -20,7 +20,7 @@ from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import write_text_atomically
 from experiments import from_scratch_table
-from experiments.script_runs import REPO_ROOT
+from common.script_runs import REPO_ROOT
 from finetune import verdicts
 
 MEASURED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measured")

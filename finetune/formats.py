@@ -31,6 +31,8 @@ from data_gen.tools import lcqmc_format
 from data_gen.text import unreadable_input
 
 FORMATS = ("tsv", "csv", "jsonl", "lcqmc", "conll", "cluener")
+# The names a task folder's split files may end in (train.tsv, dev.jsonl, ...): --data_dir.
+DATA_EXTENSIONS = (".txt", ".tsv", ".csv", ".json", ".jsonl")
 TEXT_FORMATS = ("tsv", "csv", "jsonl", "lcqmc")
 TAG_FORMATS = ("conll", "cluener")
 TASKS = ("classification", "pair", "ner")

@@ -41,6 +41,7 @@ from finetune import splits as splits_lib
 from finetune import tasks, vocab_files
 from finetune.best_checkpoint import (DevEvaluationListener, disk_bytes,
                                       remove_training_checkpoints)
+from finetune.formats import DATA_EXTENSIONS
 from finetune.model_fn import model_fn_builder
 from finetune.progress import ProgressHook, TrainingClock
 from finetune.tasks import layout as layout_lib
@@ -53,7 +54,6 @@ from pretrain.training import strategy as strategies
 # Pretraining's strategies but the TPU (no TPU path for fine-tuning).
 STRATEGIES = tuple(name for name in strategies.STRATEGIES if name != "tpu")
 SPLITS = ("train", "dev", "test")
-DATA_EXTENSIONS = (".txt", ".tsv", ".csv", ".json", ".jsonl")
 # Why a run collapses, most likely first (bench/finetune_parity.py and docs/experiments.md,
 # "Fine-tuning parity with transformers").
 COLLAPSE_ADVICE = (

@@ -42,8 +42,10 @@ ROOMS = {
     "pretrain.interop": {"pretrain.models", "pretrain.checkpoints"},
 }
 # Directly in pretrain/: the package's setup and the training CLI with its options, which
-# sit on top of the rooms.
-PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining", "pretraining_options"}
+# sit on top of the rooms, and the Python of scripts/pretrain.sh, which runs that CLI (it
+# imports no room).
+PRETRAIN_ROOT = {"__init__", "cpu_kernels", "run_pretraining", "pretraining_options",
+                 "pretrain_script"}
 
 # data_gen's rooms: which of data_gen's modules each may import (its own room always);
 # an entry ending in "=" allows that module alone, not the modules under it.
@@ -58,8 +60,9 @@ DATA_GEN_ROOMS = {
     "data_gen.tools": {"data_gen.native", "data_gen.text", "data_gen.records",
                       "data_gen.modes"},
 }
-# Directly in data_gen/: the flags and the local run, on top of the rooms.
-DATA_GEN_ROOT = {"__init__", "config", "create_pretraining_data"}
+# Directly in data_gen/: the flags and the local run, on top of the rooms, and the Python of
+# scripts/create_pretrain_data.sh, which runs the stage's commands (it imports none of them).
+DATA_GEN_ROOT = {"__init__", "config", "create_pretraining_data", "create_pretrain_data_script"}
 
 
 def _project_imports(path):

@@ -4,27 +4,20 @@ Each case runs one entry script (scripts/lcqmc_experiment.sh, continued_experime
 make_general_models.sh, demo.sh) in a fixture folder FIX holding small stand-ins of the
 inputs (LCQMC files, a vocab, word vectors, general models), with some settings, and
 sometimes a RUNS folder in which earlier stages look finished. The golden file holds its
-exit code, stdout and stderr with the machine's paths as placeholders: <PYTHON> (the
-interpreter), <FIX> (the fixture folder), <REPO> (the repository), and clock times as
-HH:MM:SS (the demo's elapsed seconds as N). Cases named *_shared use the scripts' default
+exit code, stdout and stderr with the machine's paths as placeholders
+(tests.testutil.script_goldens). Cases named *_shared use the scripts' default
 ../shared/data paths.
 
     python -m tests.experiments.golden_cases [NAME ...]   # (re)writes golden/NAME.txt
 """
 import json
-import os
 import pathlib
-import re
-import subprocess
 import sys
-import tempfile
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.testutil import script_goldens
+
 GOLDEN_DIR = pathlib.Path(__file__).resolve().parent / "golden"
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 RECIPES = ("roberta", "albert", "span", "macbert", "electra", "xlnet")
-CLOCK = re.compile(r"\[\d\d:\d\d:\d\d\]")
-ELAPSED = re.compile(r"\(t = \d+ s\)")
 
 
 def make_fixture(fix):
@@ -112,39 +105,40 @@ CONTINUED_SETTINGS = dict(
 
 
 def _cases():
-    """{name: (script, args, settings, state function or None, needs ../shared/data)}."""
+    """{name: (script, args, settings, state function or None, requirement)}: a requirement
+    "shared" needs ../shared/data (tests.testutil.script_goldens)."""
     cases = {
-        "from_scratch_help": ("lcqmc_experiment.sh", ["--help"], {}, None, False),
-        "continued_help": ("continued_experiment.sh", ["--help"], CONTINUED, None, False),
-        "general_help": ("make_general_models.sh", ["--help"], {}, None, False),
-        "demo_help": ("demo.sh", ["--help"], {}, None, False),
-        "demo_refuses_argument": ("demo.sh", ["--dry_run", "fast"], {}, None, False),
-        "demo": ("demo.sh", ["--dry_run"], {"DEMO_DIR": "{FIX}/demo"}, None, False),
+        "from_scratch_help": ("lcqmc_experiment.sh", ["--help"], {}, None, None),
+        "continued_help": ("continued_experiment.sh", ["--help"], CONTINUED, None, None),
+        "general_help": ("make_general_models.sh", ["--help"], {}, None, None),
+        "demo_help": ("demo.sh", ["--help"], {}, None, None),
+        "demo_refuses_argument": ("demo.sh", ["--dry_run", "fast"], {}, None, None),
+        "demo": ("demo.sh", ["--dry_run"], {"DEMO_DIR": "{FIX}/demo"}, None, None),
         "demo_settings": ("demo.sh", [], {
             "DRY_RUN": "1", "DEMO_DIR": "demo", "PRETRAIN_STEPS": "30", "SEED": "7",
-            "FINETUNE_EPOCHS": "1", "EVAL_EVERY": "5"}, None, False),
+            "FINETUNE_EPOCHS": "1", "EVAL_EVERY": "5"}, None, None),
     }
     for recipe in RECIPES:
         cases[f"from_scratch_{recipe}_shared"] = (
-            "lcqmc_experiment.sh", ["--dry_run", recipe], {}, None, True)
+            "lcqmc_experiment.sh", ["--dry_run", recipe], {}, None, "shared")
         settings = dict(FROM_SCRATCH, VECTORS="{FIX}/vectors.txt") if recipe == "macbert" \
             else FROM_SCRATCH
         cases[f"from_scratch_{recipe}"] = (
-            "lcqmc_experiment.sh", ["--dry_run", recipe], settings, None, False)
+            "lcqmc_experiment.sh", ["--dry_run", recipe], settings, None, None)
     cases.update({
         "from_scratch_roberta_settings": ("lcqmc_experiment.sh", ["--dry_run", "roberta"],
-                                          FROM_SCRATCH_SETTINGS, None, False),
+                                          FROM_SCRATCH_SETTINGS, None, None),
         "from_scratch_albert_relative": ("lcqmc_experiment.sh", ["albert"], {
             "DRY_RUN": "1", "LCQMC_DIR": "lcqmc", "VOCAB": "vocab.txt", "RUNS": "runs",
-            "PRETRAIN_OPTIMIZER": "adamw", "PRETRAIN_BIAS_CORRECTION": "1"}, None, False),
+            "PRETRAIN_OPTIMIZER": "adamw", "PRETRAIN_BIAS_CORRECTION": "1"}, None, None),
         "from_scratch_macbert_similar_words": (
             "lcqmc_experiment.sh", ["--dry_run", "macbert"],
-            dict(FROM_SCRATCH, SIMILAR_WORDS="{FIX}/similar.tsv"), None, False),
+            dict(FROM_SCRATCH, SIMILAR_WORDS="{FIX}/similar.tsv"), None, None),
         "from_scratch_span_finished_stages": ("lcqmc_experiment.sh", ["--dry_run", "span"],
-                                              FROM_SCRATCH, finished_rows, False),
+                                              FROM_SCRATCH, finished_rows, None),
         "from_scratch_albert_other_documents": (
             "lcqmc_experiment.sh", ["--dry_run", "albert"], FROM_SCRATCH,
-            albert_data_from_pairs, False),
+            albert_data_from_pairs, None),
     })
     refusals = {
         "unknown_recipe": (["--dry_run", "bogus"], {}),
@@ -163,17 +157,17 @@ def _cases():
     }
     for name, (args, settings) in refusals.items():
         cases[f"from_scratch_refuses_{name}"] = (
-            "lcqmc_experiment.sh", args, dict(FROM_SCRATCH, **settings), None, False)
+            "lcqmc_experiment.sh", args, dict(FROM_SCRATCH, **settings), None, None)
 
     for task in ("lcqmc", "chnsenticorp", "msra"):
         for model in ("roberta", "albert"):
             cases[f"continued_{task}_{model}"] = (
-                "continued_experiment.sh", ["--dry_run", task, model], CONTINUED, None, False)
+                "continued_experiment.sh", ["--dry_run", task, model], CONTINUED, None, None)
         cases[f"continued_{task}_settings"] = (
             "continued_experiment.sh", ["--dry_run", task, "albert"], CONTINUED_SETTINGS,
-            None, False)
+            None, None)
     def continued(args, settings, state=None):
-        return ("continued_experiment.sh", ["--dry_run", *args], settings, state, False)
+        return ("continued_experiment.sh", ["--dry_run", *args], settings, state, None)
     sweep_after_row = dict(CONTINUED, RUNS="{FIX}/runs")
     cases.update({
         "continued_lcqmc_roberta_sweep": continued(["lcqmc", "roberta", "sweep"], CONTINUED),
@@ -211,24 +205,24 @@ def _cases():
     }
     for name, (args, settings) in refusals.items():
         cases[f"continued_refuses_{name}"] = (
-            "continued_experiment.sh", args, dict(CONTINUED, **settings), None, False)
+            "continued_experiment.sh", args, dict(CONTINUED, **settings), None, None)
 
     cases.update({
-        "general_shared": ("make_general_models.sh", ["--dry_run"], {}, None, True),
-        "general": ("make_general_models.sh", ["--dry_run"], GENERAL, None, False),
+        "general_shared": ("make_general_models.sh", ["--dry_run"], {}, None, "shared"),
+        "general": ("make_general_models.sh", ["--dry_run"], GENERAL, None, None),
         "general_settings": ("make_general_models.sh", [], dict(
             GENERAL, DRY_RUN="1", MODELS="albert", PRETRAIN_STEPS="10",
             PRETRAIN_BATCH_SIZE="8", PRETRAIN_SEED="2", MAX_SEQ_LENGTH="32",
-            MAX_PREDICTIONS="5", DUPE_FACTOR="1", EVAL_SHARE="0.1"), None, False),
+            MAX_PREDICTIONS="5", DUPE_FACTOR="1", EVAL_SHARE="0.1"), None, None),
         "general_data_done": ("make_general_models.sh", ["--dry_run"], GENERAL,
-                              general_data_done, False),
+                              general_data_done, None),
         "general_refuses_unknown_model": ("make_general_models.sh", ["--dry_run"],
-                                          dict(GENERAL, MODELS="bert,gpt"), None, False),
+                                          dict(GENERAL, MODELS="bert,gpt"), None, None),
         "general_refuses_argument": ("make_general_models.sh", ["--dry_run", "bert"], GENERAL,
-                                     None, False),
+                                     None, None),
         "general_refuses_corpus": ("make_general_models.sh", ["--dry_run"],
                                    dict(GENERAL, GENERAL_CORPUS="{FIX}/nope.txt"), None,
-                                   False),
+                                   None),
     })
     return cases
 
@@ -236,51 +230,7 @@ def _cases():
 CASES = _cases()
 
 
-def _environment(settings, fix):
-    """A clean environment: no setting of the scripts inherited from the caller's."""
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
-    env = {name: os.environ[name] for name in keep if name in os.environ}
-    env.update(PYTHON=sys.executable, TF_CPP_MIN_LOG_LEVEL="2")
-    env.update({name: value.replace("{FIX}", str(fix)) for name, value in settings.items()})
-    return env
-
-
-def normalise(text, fix):
-    """`text` with this machine's paths and clock times as placeholders."""
-    for path, placeholder in ((sys.executable, "<PYTHON>"), (str(fix), "<FIX>"),
-                              (str(REPO_ROOT), "<REPO>")):
-        text = text.replace(path, placeholder)
-    return ELAPSED.sub("(t = N s)", CLOCK.sub("[HH:MM:SS]", text))
-
-
-def run_case(name):
-    """The normalised record of case `name`: exit code, stdout and stderr."""
-    script, args, settings, state, _ = CASES[name]
-    with tempfile.TemporaryDirectory() as folder:
-        fix = pathlib.Path(folder).resolve()
-        make_fixture(fix)
-        if state:
-            state(fix)
-        done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / script), *args], cwd=fix,
-                              env=_environment(settings, fix), capture_output=True, text=True,
-                              timeout=120)
-        return normalise(f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n"
-                         f"{done.stderr}", fix)
-
-
-def golden_path(name):
-    return GOLDEN_DIR / f"{name}.txt"
-
-
-def main(names):
-    GOLDEN_DIR.mkdir(exist_ok=True)
-    for name in names or sorted(CASES):
-        if CASES[name][4] and not SHARED_DATA.is_dir():
-            print(f"{name}: skipped, no {SHARED_DATA}")
-            continue
-        golden_path(name).write_text(run_case(name), encoding="utf-8")
-        print(f"{name}: written")
-
+GOLDENS = script_goldens.Goldens(CASES, make_fixture, GOLDEN_DIR)
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    GOLDENS.write(sys.argv[1:])

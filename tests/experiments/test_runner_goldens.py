@@ -4,20 +4,14 @@ logic moved into experiments/ (git log tests/experiments/golden: the general mod
 paths corrected since)."""
 import pytest
 
-from tests.experiments import golden_cases
+from tests.experiments.golden_cases import CASES, GOLDENS, RECIPES
 
 
-@pytest.mark.parametrize("name", sorted(golden_cases.CASES))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_the_dry_run_equals_its_golden_file(name):
-    if golden_cases.CASES[name][4] and not golden_cases.SHARED_DATA.is_dir():
-        pytest.skip(f"{golden_cases.SHARED_DATA} not present: the case uses the default paths")
-    golden = golden_cases.golden_path(name).read_text(encoding="utf-8")
-    assert golden.startswith("exit ")
-    assert golden_cases.run_case(name) == golden
+    GOLDENS.check(name)
 
 
 def test_every_golden_file_has_its_case():
-    names = {path.stem for path in golden_cases.GOLDEN_DIR.glob("*.txt")}
-    assert names == set(golden_cases.CASES)
-    assert {name for name in names if name.startswith("from_scratch_")} >= {
-        f"from_scratch_{recipe}" for recipe in golden_cases.RECIPES}
+    assert GOLDENS.unpinned() == set()
+    assert {f"from_scratch_{recipe}" for recipe in RECIPES} <= set(CASES)

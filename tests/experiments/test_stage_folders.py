@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from experiments import continued_row, stage_folders
-from experiments.script_runs import Refusal, bash_quote, split_list
+from common.script_runs import Refusal, bash_quote, split_list
 
 WORDS = ["--run=random init=", "--seeds=1,2,3", "a/b-c_d.e:f@g+h%i=j", "", "~home", "a~b",
          "#x", "a#b", "it's", 'say "hi"', "$HOME", "*.tfrecord", "lcqmc-*", "(x)[y]{z}",

@@ -243,10 +243,12 @@ def test_a_data_dir_with_two_train_files_is_refused(repo_root, work):
     assert f"--train_file={work}/data/train.jsonl" in argv
 
 
-def test_the_extensions_are_run_finetunes(repo_root):
-    text = (repo_root / "scripts" / "finetune.sh").read_text(encoding="utf-8")
-    listed = re.search(r"^DATA_EXTENSIONS=\(([^)]*)\)", text, re.MULTILINE).group(1).split()
-    assert tuple(listed) == run_finetune.DATA_EXTENSIONS
+def test_the_extensions_are_run_finetunes(repo_root, tmp_path):
+    """The split files the script looks for in DATA_DIR are the ones run_finetune reads."""
+    shown = run_script(repo_root, tmp_path, "finetune", "--help").stdout
+    listed = re.search(r"^ +\(([^)]*)\)$", shown, re.MULTILINE).group(1).split()
+    assert tuple(listed) == run_finetune.DATA_EXTENSIONS == (
+        ".txt", ".tsv", ".csv", ".json", ".jsonl")
 
 
 def test_a_real_run_calls_compare_with_the_dry_run_command(repo_root, work):

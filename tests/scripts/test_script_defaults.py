@@ -1,12 +1,12 @@
-"""The shell scripts hold no second copy of the Python tools' defaults, and speak one vocabulary.
+"""The entry scripts hold no second copy of the Python tools' defaults, and speak one vocabulary.
 
-Each script lists the settings it forwards as `VARIABLE:flag` tables. These
-tests check, for every table: each flag is a field of the tool's options
-dataclass (a renamed flag fails here); the script gives none of those
-variables a default of its own; and a dry run outside the demo forwards no
-flag the user did not set, so the Python default applies. The Makefile
-repeats no script setting either. lcqmc_finetune.sh forwards through
-finetune.sh; its LCQMC presets are settings finetune.sh forwards.
+Each stage script (create_pretrain_data.sh, pretrain.sh, finetune.sh) execs a Python module
+that lists the settings it forwards as (VARIABLE, flag) tables. These tests check, for every
+table: each flag is a field of the tool's options dataclass (a renamed flag fails here); the
+module reads each of those variables left unset as empty and gives none a default of its
+own; and a dry run outside the demo forwards no flag the user did not set, so the Python
+default applies. The Makefile repeats no script setting either. lcqmc_finetune.sh forwards
+through finetune.sh; its LCQMC presets are settings finetune.sh forwards.
 
 The vocabulary: one name per setting in every script (LEARNING_RATE,
 WARMUP_STEPS, WARMUP_PROPORTION, SEED, MAX_SEQ_LENGTH, BATCH_SIZE, EPOCHS, ...,
@@ -23,24 +23,31 @@ import pytest
 from tests.testutil.cli_runs import clean_env
 from common.model_configs import shipped_path
 
+from data_gen import create_pretrain_data_script
 from data_gen.tools.build_vocab import BuildVocabOptions
 from data_gen.config import GenerationConfig
-from finetune import run_finetune
+from finetune import finetune_script, lcqmc_finetune_script, run_finetune
 from finetune.compare import CompareOptions
+from pretrain import pretrain_script
 from pretrain.pretraining_options import PretrainingOptions
 
-TABLES = {  # script -> {table name: options dataclass of the tool it feeds}
+# The stage scripts: the Python module each execs, and its tables -> the options dataclass of
+# the tool each feeds.
+ENTRIES = {"create_pretrain_data.sh": create_pretrain_data_script,
+           "pretrain.sh": pretrain_script, "finetune.sh": finetune_script}
+TABLES = {
     "create_pretrain_data.sh": {"GENERATION_SETTINGS": GenerationConfig,
                                 "VOCAB_SETTINGS": BuildVocabOptions},
     "pretrain.sh": {"TRAINING_SETTINGS": PretrainingOptions},
     "finetune.sh": {"DATA_SETTINGS": CompareOptions, "MODEL_SETTINGS": CompareOptions,
                     "TRAINING_SETTINGS": CompareOptions, "COMPARE_SETTINGS": CompareOptions},
 }
-FORWARDERS = {"lcqmc_finetune.sh": "finetune.sh"}  # script -> the script it passes settings to
-SCRIPTS = ("create_pretrain_data.sh", "pretrain.sh", "finetune.sh", "lcqmc_finetune.sh",
-           "lcqmc_experiment.sh", "demo.sh")
-# The scripts whose logic is a Python runner they exec: their settings are read there.
-RUNNERS = {"lcqmc_experiment.sh": "experiments/from_scratch_row.py",
+# Every entry script whose settings pass to a tool, and the Python source that reads them.
+SOURCES = {"create_pretrain_data.sh": "data_gen/create_pretrain_data_script.py",
+           "pretrain.sh": "pretrain/pretrain_script.py",
+           "finetune.sh": "finetune/finetune_script.py",
+           "lcqmc_finetune.sh": "finetune/lcqmc_finetune_script.py",
+           "lcqmc_experiment.sh": "experiments/from_scratch_row.py",
            "demo.sh": "experiments/demo.py"}
 STAGES = ("PRETRAIN_", "FINETUNE_")  # prefixes of the stage-specific names of the two-stage scripts
 # The one name of each tunable setting, and the flag of the Python tools it sets.
@@ -57,28 +64,16 @@ VOCABULARY = {
 }
 
 
-def _script_text(repo_root, name):
-    return (repo_root / "scripts" / name).read_text(encoding="utf-8")
-
-
-def bash_array(text, name):
-    """The items of the bash array `name=(...)` (one or more lines)."""
-    match = re.search(rf"^{name}=\(([^)]*)\)", text, re.MULTILINE)
-    assert match, f"no {name}=(...) array"
-    return match.group(1).split()
-
-
-def settings_table(text, table):
-    """[(VARIABLE, flag)] of the bash array `table=(VAR:flag ...)`."""
-    return [tuple(item.split(":", 1)) for item in bash_array(text, table)]
-
-
-def _all_settings(repo_root):
+def _all_settings():
+    """(script, VARIABLE, flag, options dataclass) of every row of every table."""
     for script, tables in TABLES.items():
-        text = _script_text(repo_root, script)
         for table, options in tables.items():
-            for variable, flag in settings_table(text, table):
-                yield script, text, variable, flag, options
+            for variable, flag in getattr(ENTRIES[script], table):
+                yield script, variable, flag, options
+
+
+def _forwarded(script):
+    return [variable for name, variable, _, _ in _all_settings() if name == script]
 
 
 def stem(variable):
@@ -89,44 +84,45 @@ def stem(variable):
     return variable
 
 
-def test_every_forwarded_flag_is_a_flag_of_the_tool(repo_root):
+def test_every_forwarded_flag_is_a_flag_of_the_tool():
     count = 0
-    for script, _, variable, flag, options in _all_settings(repo_root):
+    for script, variable, flag, options in _all_settings():
         names = {field.name for field in dataclasses.fields(options)}
         assert flag in names, f"{script}: {variable} forwards --{flag}, not a flag of {options}"
         count += 1
     assert count >= 45
 
 
-def test_scripts_give_forwarded_settings_no_default_of_their_own(repo_root):
-    checked = [(script, text, variable)
-               for script, text, variable, _, _ in _all_settings(repo_root)]
-    for script, target in FORWARDERS.items():  # ... nor do the scripts that forward through them
-        text = _script_text(repo_root, script)
-        checked += [(script, text, variable) for s, _, variable, _, _ in _all_settings(repo_root)
-                    if s == target]
-    for script, text, variable in checked:
-        own_defaults = re.findall(rf'\b{variable}="\$\{{{variable}:-([^}}]+)\}}"', text)
-        assert not own_defaults, f"{script} gives {variable} a default {own_defaults}"
-        # a statement `VAR=value` (not `VAR=x command ...`, not inside the demo preset array)
-        literal = re.findall(rf"^\s*{variable}=([^\s)]+)\s*$", text, re.MULTILINE)
-        assert not literal, f"{script} assigns {variable}={literal}"
+def test_scripts_give_forwarded_settings_no_default_of_their_own(monkeypatch):
+    """Unset, a forwarded setting reads as empty (nothing forwarded); set, as given."""
+    for script, module in ENTRIES.items():
+        names = _forwarded(script)
+        for variable in names:
+            monkeypatch.delenv(variable, raising=False)
+        values = module.read_settings()
+        assert {name: values[name] for name in names} == dict.fromkeys(names, ""), script
+        for variable in names:
+            monkeypatch.setenv(variable, "7")
+        values = module.read_settings()
+        assert {name: values[name] for name in names} == dict.fromkeys(names, "7"), script
+    # A script's own defaults are of its own settings only (paths, the starting points).
+    for script, own in (("create_pretrain_data.sh", create_pretrain_data_script.OWN_SETTINGS),
+                        ("finetune.sh", finetune_script.OWN_SETTINGS),
+                        ("pretrain.sh", pretrain_script.DEMO_PATHS)):
+        assert own and not set(own) & set(_forwarded(script)), script
 
 
-def test_lcqmc_presets_are_settings_of_finetune_sh(repo_root):
+def test_lcqmc_presets_are_settings_of_finetune_sh():
     """lcqmc_finetune.sh's presets (MAX_SEQ_LENGTH=64, task pair) are settings finetune.sh
     forwards, to flags of run_finetune."""
-    text = _script_text(repo_root, "lcqmc_finetune.sh")
-    table = {variable: flag for script, _, variable, flag, _ in _all_settings(repo_root)
+    table = {variable: flag for script, variable, flag, _ in _all_settings()
              if script == "finetune.sh"}
-    presets = dict(item.split("=", 1) for item in bash_array(text, "LCQMC_SETTINGS"))
+    presets = lcqmc_finetune_script.LCQMC_SETTINGS
     assert presets == {"MAX_SEQ_LENGTH": "64"}
     fields = {field.name for field in dataclasses.fields(run_finetune.FinetuneOptions)}
     assert {table[variable] for variable in presets} <= fields
-    task = re.search(r"^LCQMC_TASK=(\w+)$", text, re.MULTILINE).group(1)
-    assert task == "pair"
-
-
+    assert lcqmc_finetune_script.LCQMC_TASK == "pair"
+    assert set(lcqmc_finetune_script.LCQMC_PATHS) <= {"AFTER", "OUT"}
 
 
 def _run(repo_root, cwd, script, *args, **settings):
@@ -166,7 +162,7 @@ def test_a_dry_run_forwards_only_what_was_set(repo_root, tmp_path, script):
     args, given = DRY_RUNS[script]
     command = _dry_run(repo_root, tmp_path, script, *args)
     forwarded = set(re.findall(r"--(?:no)?([a-z_]+)", command))
-    flags = {flag for name, _, _, flag, _ in _all_settings(repo_root) if name == script}
+    flags = {flag for name, _, flag, _ in _all_settings() if name == script}
     assert not (forwarded & flags) - given, \
         f"{script} forwards {(forwarded & flags) - given} nobody set:\n{command}"
     # ... and forwards a setting once it is set (the table is wired up).
@@ -179,7 +175,7 @@ def test_lcqmc_dry_run_forwards_its_presets_and_what_was_set(repo_root, tmp_path
     args = ["--lcqmc_dir", "lcqmc", "--after", "after"]
     command = _dry_run(repo_root, tmp_path, "lcqmc_finetune.sh", *args)
     forwarded = set(re.findall(r"--(?:no)?([a-z_]+)", command))
-    flags = {flag for name, _, _, flag, _ in _all_settings(repo_root) if name == "finetune.sh"}
+    flags = {flag for name, _, flag, _ in _all_settings() if name == "finetune.sh"}
     assert forwarded & flags == {"task", "data_dir", "max_seq_length", "output_dir"}, command
     assert "--task=pair" in command and "--max_seq_length=64" in command
     for given in (["--max_seq_length", "77"], ["--max_seq_length=77"]):
@@ -211,7 +207,7 @@ def test_lcqmc_experiment_trains_the_recipes_model_unless_model_config_is_set(
 def test_the_makefile_repeats_no_script_setting(repo_root):
     makefile = (repo_root / "Makefile").read_text(encoding="utf-8")
     assigned = set(re.findall(r"^([A-Z_]+)\s*\??=", makefile, re.MULTILINE))
-    variables = {variable for _, _, variable, _, _ in _all_settings(repo_root)}
+    variables = {variable for _, variable, _, _ in _all_settings()}
     variables |= {"LCQMC_DIR", "BEFORE", "AFTER", "CONFIG", "VOCAB", "OUT", "INPUT", "OUTPUT_DIR"}
     assert not assigned & variables, f"the Makefile sets {assigned & variables}"
 
@@ -219,13 +215,11 @@ def test_the_makefile_repeats_no_script_setting(repo_root):
 # ---- one vocabulary ----------------------------------------------------------------------------
 
 def forwardings(text):
-    """[(VARIABLE, flag)]: `--flag="${VAR}"` (to a Python tool) and `--option "${VAR}"` (to
-    another script) where the whole value is one variable; in a Python runner
-    `f"--flag={values['VAR']}"` and `"--option", values["VAR"]`."""
-    to_tools = re.findall(r'--([a-z_]+)="\$\{([A-Z_]+)\}"', text)
-    to_tools += re.findall(r'f"--([a-z_]+)=\{values\[\'([A-Z_]+)\'\]\}"', text)
-    to_scripts = re.findall(r'--([a-z_]+) "\$\{([A-Z_]+)\}"', text)
-    to_scripts += re.findall(r'"--([a-z_]+)",\s+values\["([A-Z_]+)"\]', text)
+    """[(VARIABLE, flag)] of a script's Python source where the whole value is one setting:
+    `f"--flag={values['VAR']}"` (to a tool) and `"--option", values["VAR"]` (to another
+    script)."""
+    to_tools = re.findall(r'f"--([a-z_]+)=\{values\[\'([A-Z_]+)\'\]\}"', text)
+    to_scripts = re.findall(r'"--([a-z_]+)",\s+values\["([A-Z_]+)"\]', text)
     return ([(variable, flag) for flag, variable in to_tools],
             [(variable, option) for option, variable in to_scripts])
 
@@ -234,14 +228,11 @@ def test_one_name_per_setting_in_every_script(repo_root):
     """A tunable setting has one name everywhere (its flag decides which); a stage prefix is the
     only variation; no script still uses an old name outside its alias table."""
     seen = {}  # Python flag -> {(script, variable)}
-    for script, _, variable, flag, _ in _all_settings(repo_root):
+    for script, variable, flag, _ in _all_settings():
         seen.setdefault(flag, set()).add((script, variable))
     script_options = []
-    for script in SCRIPTS:
-        source = RUNNERS.get(script)
-        text = (repo_root / source).read_text(encoding="utf-8") if source else _script_text(
-            repo_root, script)
-        to_tools, to_scripts = forwardings(text)
+    for script, source in SOURCES.items():
+        to_tools, to_scripts = forwardings((repo_root / source).read_text(encoding="utf-8"))
         for variable, flag in to_tools:
             seen.setdefault(flag, set()).add((script, variable))
         script_options += [(script, variable, option) for variable, option in to_scripts]

@@ -1,12 +1,14 @@
-"""What every experiment runner shares: its command line, its settings, its stages' commands.
+"""What the Python behind every scripts/*.sh shares: its command line, its settings, its tools'
+commands.
 
-The runners (from_scratch_row, continued_row, general_models, demo) keep the command line of
-the scripts/*.sh that exec them: `-h`/`--help`, `--dry_run`, positional arguments, and every
-setting an environment variable of the script's name for it (unset or empty: the default).
-Each tool runs as `$PYTHON -m MODULE ...` (PYTHON: the interpreter the wrapper chose, else
-this one); a dry run prints each command shell-quoted as bash's `printf %q` quotes it, so the
-printed lines are the ones the bash scripts printed. A refusal is one line,
-`SCRIPT.sh: error: ...`, and exit code 2.
+The entry scripts are thin wrappers that exec a module (the experiment runners in experiments/,
+the stage scripts' modules in data_gen/, pretrain/ and finetune/), which keeps the script's
+command line: `-h`/`--help`, `--dry_run`, and every setting an environment variable of the
+script's name for it (unset or empty: the default; the stage scripts' options:
+common.script_options). Each tool runs as `$PYTHON -m MODULE ...` (PYTHON: the interpreter the
+wrapper chose, else this one); a dry run prints each command shell-quoted as bash's `printf
+%q` quotes it, so the printed lines are the ones the bash scripts printed. A refusal is one
+line, `SCRIPT.sh: error: ...`, and exit code 2.
 """
 import os
 import re
