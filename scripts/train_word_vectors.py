@@ -1,9 +1,10 @@
 """Trains word vectors for MacBERT's similar words: jieba words -> gensim Word2Vec.
 
-Run through scripts/train_word_vectors.sh (it picks the interpreter and fixes
-PYTHONHASHSEED, which gensim's per-word initialisation depends on). Needs
+Run through scripts/train_word_vectors.sh (it picks the interpreter, W2V_PYTHON). It
+re-executes itself once with PYTHONHASHSEED fixed (gensim's per-word initialisation
+depends on it) and one BLAS/OpenMP thread (the training uses --workers threads). Needs
 gensim and jieba, which are NOT dependencies of this project: use a separate
-environment (see the .sh). Reads DOCS (one sentence per line, blank lines
+environment (the error says how to make one). Reads DOCS (one sentence per line, blank lines
 between documents); each non-blank line is normalised as data_gen's tokenizer
 does (data_gen.text.tokenization.BasicTokenizer: lower case, cleaned, so the words
 match what the masker sees), cut with jieba (default dictionary, HMM on), its
@@ -13,6 +14,7 @@ most frequent word first, written under a temporary name and renamed.
 With --workers=1 and a fixed --seed the output is reproducible.
 """
 import argparse
+import importlib.util
 import logging
 import os
 import pathlib
@@ -21,6 +23,26 @@ import tempfile
 import time
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Set before the interpreter starts: gensim seeds each word's vector from hash(word).
+FIXED_ENVIRONMENT = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                     "MKL_NUM_THREADS": "1"}
+NO_GENSIM = """error: W2V_PYTHON={python} cannot import gensim and jieba. Make an interpreter that can,
+outside this project's environment, e.g.:
+  python3 -m venv /tmp/w2venv && /tmp/w2venv/bin/pip install gensim jieba
+and run: W2V_PYTHON=/tmp/w2venv/bin/python bash scripts/train_word_vectors.sh DOCS OUT"""
+
+
+def with_fixed_environment():
+    """Re-executes this script under FIXED_ENVIRONMENT unless it runs under it already."""
+    if any(os.environ.get(name) != value for name, value in FIXED_ENVIRONMENT.items()):
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]],
+                  {**os.environ, **FIXED_ENVIRONMENT})
+
+
+def require_gensim_and_jieba():
+    if any(importlib.util.find_spec(name) is None for name in ("gensim", "jieba")):
+        print(NO_GENSIM.format(python=sys.executable), file=sys.stderr)
+        sys.exit(2)
 
 
 def parse_args(argv=None):
@@ -37,7 +59,9 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=12345)
     args = parser.parse_args(argv)
     if not os.path.isfile(args.docs):
-        parser.error(f"DOCS {args.docs}: no such file; check the path")
+        parser.exit(2, f"error: DOCS file {args.docs} not found (the first argument: one "
+                       "sentence per line, e.g. python -m data_gen.tools.lcqmc_to_docs "
+                       "output)\n")
     if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         parser.error(f"OUT {args.output}: its directory does not exist; create it first")
     return args
@@ -65,6 +89,7 @@ def segment(docs, segmented):
 
 def main(argv=None):
     args = parse_args(argv)
+    require_gensim_and_jieba()
     from gensim.models import Word2Vec  # pylint: disable=import-outside-toplevel
     from gensim.models.word2vec import LineSentence  # pylint: disable=import-outside-toplevel
     output = os.path.abspath(args.output)
@@ -92,4 +117,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    with_fixed_environment()
     main()
