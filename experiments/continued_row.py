@@ -3,9 +3,11 @@ end to end (scripts/continued_experiment.sh execs it): the task's training text 
 dropped) -> held-out pretraining data with the general model's vocab -> continued
 pretraining from the general model -> finetune.compare of the general model, the continued
 one and random init over SEEDS -> the table of every row. With "sweep", the general model
-continued at every point of a grid of recipes instead (continued_sweep).
+continued at every point of a grid of recipes instead (continued_sweep); with "arms", once
+per arm of #66 (static or train-time masks, the schedule) against today's recipe
+(continued_arms).
 
-    python -m experiments.continued_row [--dry_run] TASK MODEL [sweep]
+    python -m experiments.continued_row [--dry_run] TASK MODEL [sweep|arms]
 
 The tasks are data (tasks/TASK.json: text, fine-tuning budget), so are the general models
 (general/NAME.json) and the continuing recipe with its sweep grid (continuing.json).
@@ -14,7 +16,8 @@ are reused and another recipe's folder refused by stage_folders' rules.
 """
 import os
 
-from experiments import continued_sweep, data_files, general_models, stage_folders
+from experiments import (continued_arms, continued_sweep, data_files, general_models,
+                         stage_folders)
 from common.script_runs import (REPO_ROOT, SHARED_DATA, Refusal, ScriptRun, clock,
                                 matches, setting, split_list)
 
@@ -43,7 +46,7 @@ def read_settings():
         "CONTINUE_SEED": str(continuing["seed"]),
         "SWEEP_LEARNING_RATES": continuing["sweep_learning_rates"],
         "SWEEP_STEPS": continuing["sweep_steps"], "SWEEP_POINTS": "", "RANDOM_INIT": "1",
-        "FINETUNE_MAX_TRAIN_EXAMPLES": "", "REUSE_FROM": ""}
+        "FINETUNE_MAX_TRAIN_EXAMPLES": "", "REUSE_FROM": "", "ARMS": ""}
     return {name: setting(name, default) for name, default in defaults.items()}
 
 
@@ -59,7 +62,9 @@ def usage(values):
     model_lines = [f"  {model['continued_as']:<13} {model['continued_help']}"
                    for model in general_models.models().values()]
     task_lines, model_lines = "\n".join(task_lines), "\n".join(model_lines)
-    return f"""Usage: bash scripts/continued_experiment.sh [--dry_run] TASK MODEL [sweep]
+    arm_lines = "\n".join(f"  {name:<15} {arm['help']}"
+                          for name, arm in continued_arms.read_arms()["arms"].items())
+    return f"""Usage: bash scripts/continued_experiment.sh [--dry_run] TASK MODEL [sweep|arms]
 
 TASK (its training split's text is continued on; dev and test are never read before
 fine-tuning):
@@ -78,6 +83,15 @@ lr<RATE>_steps<N>/; the row's own run stands for its recipe's point), one finetu
 the general model against every point (sweep/compare/, or sweep/compare_trainN/; the row's
 finished fine-tunings of that budget reused) and sweep/table.md (table_trainN.md): Δ of each
 point against the general model beside its held-out MLM, start and end.
+With "arms" (MODEL roberta; #66 point 4; experiments/continuing_arms.json): the general model
+continued once per arm of ARMS at the CONTINUE_* recipe into RUNS/TASK/MODEL/arms/ARM/ (the
+row's own continued/ is today's recipe, static15_poly; train-time arms read data_train_time/,
+one unmasked pass with the same held-out documents, and are scored on the row's static
+held-out data too, in ARM/static_eval/), one finetune.compare of today's recipe against every
+arm continued so far (arms/compare/ or arms/compare_trainN/; finished fine-tunings collected)
+and arms/table.md (table_trainN.md), which ends with #66's decision once the three tasks'
+arms comparisons exist:
+{arm_lines}
 
 Settings (environment variables) [defaults]:
   GENERAL_MODELS     folder of make_general_models.sh   [{values['GENERAL_MODELS']}]
@@ -98,6 +112,8 @@ Settings (environment variables) [defaults]:
   REUSE_FROM         comma-separated finetune.compare output folders whose finished runs
                      of the same model, vocab, settings and seed are collected, not
                      retrained (e.g. lcqmc_experiment.sh's ROW/compare: its random init) [{values['REUSE_FROM']}]
+  ARMS               "arms": comma-separated arm names, a session's share (the compare
+                     takes every arm continued so far)  [every arm]
   MAX_SEQ_LENGTH     pretraining data length            [{values['MAX_SEQ_LENGTH']}]
   MAX_PREDICTIONS    masked positions per sequence      [{values['MAX_PREDICTIONS']}]
   DUPE_FACTOR        masking passes over the task text  [{values['DUPE_FACTOR']}]
@@ -152,7 +168,7 @@ class ContinuedRow:
         # fine-tunings are never retrained in place.
         own_budget = self.examples == str(self.task["max_train_examples"])
         self.comparison_name = "compare" if own_budget else f"compare_train{self.examples}"
-        self.sweep_table = "table.md" if own_budget else f"table_train{self.examples}.md"
+        self.table_name = "table.md" if own_budget else f"table_train{self.examples}.md"
 
     def _data_dir(self):
         task, values = self.task, self.values
@@ -186,44 +202,74 @@ class ContinuedRow:
                 flags += self.task["sentence_order_text"]
             run.run(run.tool(module, *(flag.format(data_dir=self.data_dir, docs=docs)
                                        for flag in flags)))
-        if not os.path.isfile(f"{self.row}/data/eval/task.tfrecord.meta.json"):
-            self.stage(f"pretraining data with the general model's vocab ({values['EVAL_SHARE']} "
-                       "held out)")
-            run.run(run.tool(
-                "data_gen.create_pretraining_data", f"--input_file={docs}",
-                f"--output_file={self.row}/data/task.tfrecord",
-                f"--vocab_file={self.general}/released/vocab.txt", f"--mode={self.model['mode']}",
-                f"--max_seq_length={values['MAX_SEQ_LENGTH']}",
-                f"--max_predictions_per_seq={values['MAX_PREDICTIONS']}",
-                f"--dupe_factor={values['DUPE_FACTOR']}", f"--eval_share={values['EVAL_SHARE']}",
-                f"--random_seed={values['CONTINUE_SEED']}"))
+        self.make_data(f"{self.row}/data", f"pretraining data with the general model's vocab "
+                       f"({values['EVAL_SHARE']} held out)",
+                       f"--max_predictions_per_seq={values['MAX_PREDICTIONS']}",
+                       f"--dupe_factor={values['DUPE_FACTOR']}")
 
-    def recipe(self, rate, steps):
+    def make_data(self, folder, what, *masking_flags):
+        """folder/task.tfrecord from docs.txt with `masking_flags`, EVAL_SHARE of the documents
+        held out in folder/eval/ (the same ones for any masking: the split follows each
+        document's text and CONTINUE_SEED), unless made."""
+        values, run = self.values, self.run
+        if os.path.isfile(f"{folder}/eval/task.tfrecord.meta.json"):
+            return
+        self.stage(what)
+        run.run(run.tool(
+            "data_gen.create_pretraining_data", f"--input_file={self.row}/docs.txt",
+            f"--output_file={folder}/task.tfrecord",
+            f"--vocab_file={self.general}/released/vocab.txt", f"--mode={self.model['mode']}",
+            f"--max_seq_length={values['MAX_SEQ_LENGTH']}", *masking_flags,
+            f"--eval_share={values['EVAL_SHARE']}", f"--random_seed={values['CONTINUE_SEED']}"))
+
+    def recipe(self, rate, steps, **more):
         return stage_folders.recipe_json(rate, steps, self.values["CONTINUE_BATCH_SIZE"],
-                                         self.values["CONTINUE_SEED"])
+                                         self.values["CONTINUE_SEED"], **more)
 
-    def continue_general(self, out, rate, steps):
-        """The general model continued at `rate` for `steps` into `out`, unless a finished run
-        of that recipe is there; a folder holding another recipe's run is refused."""
-        values, run, recipe = self.values, self.run, self.recipe(rate, steps)
+    def eval_flags(self, data):
+        """run_pretraining's eval flags on `data`'s held-out records; on the row's own (static)
+        data also the general model's held-out general text (a run may not mix static
+        records with train-time ones)."""
+        general = ([f"--extra_eval_input_file=general={self.general}/data/eval/general.tfrecord"]
+                   if data == f"{self.row}/data" else [])
+        return [f"--eval_input_file={data}/eval/task.tfrecord", *general]
+
+    def continue_general(self, out, rate, steps, data=None, flags=(), recipe=None):
+        """The general model continued at `rate` for `steps` into `out` on `data` (default: the
+        row's data/) with run_pretraining `flags` added, unless a finished run of `recipe`
+        (default: rate, steps and CONTINUE_*) is there; another recipe's folder is refused."""
+        values, run = self.values, self.run
+        data, recipe = data or f"{self.row}/data", recipe or self.recipe(rate, steps)
+        what = f"{steps} steps at {rate}" + (" with " + " ".join(flags) if flags else "")
         if stage_folders.finished_recipe(out, recipe):
-            self.stage(f"continued {steps} steps at {rate}: finished in {out}")
+            self.stage(f"continued {what}: finished in {out}")
             return
         stage_folders.claim_for_recipe(out, recipe, run.dry_run)
-        self.stage(f"continuing from {self.general}/released: {steps} steps at {rate} into {out}")
+        self.stage(f"continuing from {self.general}/released: {what} into {out}")
         run.run(run.tool(
             "pretrain.run_pretraining", f"--init_checkpoint={self.general}/released",
-            f"--input_file={self.row}/data/task.tfrecord",
-            f"--eval_input_file={self.row}/data/eval/task.tfrecord",
-            f"--extra_eval_input_file=general={self.general}/data/eval/general.tfrecord",
+            f"--input_file={data}/task.tfrecord", *self.eval_flags(data),
             f"--output_dir={out}", "--do_train", "--do_eval", "--optimizer=adamw",
             "--adam_bias_correction", f"--learning_rate={rate}", f"--num_train_steps={steps}",
             f"--num_warmup_steps={int(steps) // 10}",
             f"--train_batch_size={values['CONTINUE_BATCH_SIZE']}",
-            f"--save_checkpoints_steps={steps}", "--max_eval_steps=1000",
-            f"--random_seed={values['CONTINUE_SEED']}", "--strategy=cpu"))
+            f"--save_checkpoints_steps={steps}", *flags, *self.eval_settings()))
         run.run(run.tool("pretrain.training.learning_check",
                          f"--eval_results={out}/eval_results.txt"))
+
+    def eval_settings(self):
+        """The evals' batches: the same for every run of the row."""
+        return ["--max_eval_steps=1000", f"--random_seed={self.values['CONTINUE_SEED']}",
+                "--strategy=cpu"]
+
+    def compare_reusing_row(self, output_dir, run_flags, *more):
+        """finetune.compare into `output_dir`, collecting finished fine-tunings from the row's
+        comparison of this budget and the `more` comparison folders that exist, then
+        REUSE_FROM's."""
+        reuse = [folder for folder in (f"{self.row}/{self.comparison_name}", *more)
+                 if stage_folders.is_comparison(folder)]
+        self.compare(output_dir, ",".join(reuse + split_list(self.values["REUSE_FROM"])),
+                     run_flags)
 
     def compare(self, output_dir, reuse, run_flags):
         values = self.values
@@ -261,8 +307,9 @@ def checked_settings(run, values, stage, points):
                 raise Refusal(f"REUSE_FROM: {folder} has no runs/ folder or results.json (give "
                               "the output folder of an earlier finetune.compare, e.g. "
                               "RUNS/roberta/compare of lcqmc_experiment.sh)")
-    if stage not in ("row", "sweep"):
-        raise Refusal(f"unknown third argument '{stage}': give sweep, or nothing for the row")
+    if stage not in ("row", "sweep", "arms"):
+        raise Refusal(f"unknown third argument '{stage}': give sweep or arms, or nothing for "
+                      "the row")
     continued_sweep.check_points(points)
     examples = values["FINETUNE_MAX_TRAIN_EXAMPLES"]
     if examples and not matches(r"[1-9][0-9]*", examples):
@@ -279,10 +326,13 @@ def _experiment(run, argv):
     values = read_settings()
     points = continued_sweep.points(values) if stage == "sweep" else []
     checked_settings(run, values, stage, points)
+    arms = continued_arms.chosen(values, model) if stage == "arms" else []
     row = ContinuedRow(run, values, task, model)
     row.text_and_data()
     if stage == "sweep":
         continued_sweep.sweep_stages(row, points)
+    elif stage == "arms":
+        continued_arms.arms_stages(row, arms)
     else:
         row.row_stages()
 

@@ -44,12 +44,8 @@ def sweep_stages(row, found):
         run_flags.append(f"--run=lr {rate}, {steps} steps={out}")
     row.stage(f"fine-tuning: general and every sweep point on {row.examples} examples, seeds "
               f"{values['SEEDS']}")
-    reuse = values["REUSE_FROM"]
-    own = f"{row.row}/{row.comparison_name}"
-    if stage_folders.is_comparison(own):
-        reuse = own + ("," + reuse if reuse else "")
-    row.compare(f"{row.row}/sweep/{row.comparison_name}", reuse, run_flags)
+    row.compare_reusing_row(f"{row.row}/sweep/{row.comparison_name}", run_flags)
     row.stage("sweep table")
     run.run(run.tool("experiments.continued_table", f"--sweep_dir={row.row}/sweep",
                      f"--comparison={row.comparison_name}",
-                     f"--output_file={row.row}/sweep/{row.sweep_table}"))
+                     f"--output_file={row.row}/sweep/{row.table_name}"))

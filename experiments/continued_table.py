@@ -105,7 +105,7 @@ def collect_rows(runs_dir):
     return rows
 
 
-def _scores(run, metric):
+def scores_cell(run, metric):
     if run is None:
         return MISSING
     dev, test = ((run.get(split) or {}).get(metric) for split in ("dev", "test"))
@@ -115,7 +115,7 @@ def _scores(run, metric):
     return text
 
 
-def _start_end(values, prefix=""):
+def start_end(values, prefix=""):
     """'start → end' MLM accuracy in % from eval_results (prefix: 'general/')."""
     start = values.get(prefix + "init_masked_lm_accuracy")
     end = values.get(prefix + "masked_lm_accuracy")
@@ -124,7 +124,7 @@ def _start_end(values, prefix=""):
     return f"{100 * start:.1f} → {100 * end:.1f}"
 
 
-def _delta(row):
+def delta_cell(row):
     difference = row["difference"]
     if difference is None:
         return MISSING
@@ -142,17 +142,17 @@ def markdown_table(rows):
         metric = row["metric"]
         if metric is None:
             lines.append(f"| {row['task']} | {row['model_name']}: {row['model']} "
-                         f"| {_start_end(row['eval'])} | {_start_end(row['eval'], 'general/')} "
+                         f"| {start_end(row['eval'])} | {start_end(row['eval'], 'general/')} "
                          f"| {NOT_RUN} | | {NOT_RUN} | {NOT_RUN} | | | | |")
             continue
         verdict = (verdicts.verdict_cell(row["difference"]["verdict"]) if row["difference"]
                    else "not computed")
         lines.append(
             f"| {row['task']} | {row['model_name']}: {row['model']} "
-            f"| {_start_end(row['eval'])} | {_start_end(row['eval'], 'general/')} | {metric} "
-            f"| {row['budget']} | {_scores(row['general'], metric)} "
-            f"| {_scores(row['continued'], metric)} "
-            f"| {_delta(row)} | {verdict} | {_scores(row['random'], metric)} "
+            f"| {start_end(row['eval'])} | {start_end(row['eval'], 'general/')} | {metric} "
+            f"| {row['budget']} | {scores_cell(row['general'], metric)} "
+            f"| {scores_cell(row['continued'], metric)} "
+            f"| {delta_cell(row)} | {verdict} | {scores_cell(row['random'], metric)} "
             f"| {', '.join(map(str, row['seeds']))} |")
     return "\n".join(lines)
 
@@ -170,16 +170,23 @@ def footnote():
             "says why).")
 
 
+def read_comparison(path, first, mode):
+    """(the comparison judged, its rows) of a results.json whose first run (the baseline) is
+    labelled `first`, as continued_experiment.sh TASK MODEL `mode` makes it."""
+    with open(path, encoding="utf-8") as f:
+        comparison = comparison_report.judge_differences(json.load(f))
+    rows = comparison_report.comparison_rows(comparison)
+    if not rows or rows[0]["label"] != first:
+        raise ValueError(f"{path}: expected {first!r} as the first run (from "
+                         f"scripts/continued_experiment.sh TASK MODEL {mode})")
+    return comparison, rows
+
+
 def read_sweep(sweep_dir, comparison_name=DEFAULT_COMPARISON):
     """{metric, seeds, budget, general (compare's row), points: [{rate, steps, row, eval}]} of
     a sweep's comparison, points by steps then learning rate."""
     path = os.path.join(sweep_dir, comparison_name, RESULTS)
-    with open(path, encoding="utf-8") as f:
-        comparison = comparison_report.judge_differences(json.load(f))
-    rows = comparison_report.comparison_rows(comparison)
-    if not rows or rows[0]["label"] != GENERAL:
-        raise ValueError(f"{path}: expected {GENERAL!r} as the first run (from "
-                         "scripts/continued_experiment.sh TASK MODEL sweep)")
+    comparison, rows = read_comparison(path, GENERAL, "sweep")
     points = []
     for row in rows[1:]:
         match = SWEEP_POINT.match(row["label"])
@@ -217,14 +224,14 @@ def sweep_table(sweep):
              "| on general text | " + f"{metric} dev / test "
              "| Δ vs general [95% CI] | verdict |",
              "|---|---|---|---|---:|---|",
-             f"| general (not continued) | | | {_scores(sweep['general'], metric)} | | |"]
+             f"| general (not continued) | | | {scores_cell(sweep['general'], metric)} | | |"]
     for point in sweep["points"]:
         difference = (point["row"]["against_first_run"] or {}).get(metric)
         verdict = verdicts.verdict_cell(difference["verdict"]) if difference else MISSING
         lines.append(
-            f"| lr {point['rate']}, {point['steps']} steps | {_start_end(point['eval'])} "
-            f"| {_start_end(point['eval'], 'general/')} | {_scores(point['row'], metric)} "
-            f"| {_delta({'difference': difference})} | {verdict} |")
+            f"| lr {point['rate']}, {point['steps']} steps | {start_end(point['eval'])} "
+            f"| {start_end(point['eval'], 'general/')} | {scores_cell(point['row'], metric)} "
+            f"| {delta_cell({'difference': difference})} | {verdict} |")
     judged = [point for point in sweep["points"]
               if (point["row"]["against_first_run"] or {}).get(metric)]
     if judged:

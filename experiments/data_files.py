@@ -18,19 +18,24 @@ def read_fields(path, fields, optional=None):
             data = json.load(f)
     except (OSError, json.JSONDecodeError) as error:
         raise UserError(f"{path}: not a readable JSON file ({error})") from None
+    return check_fields(path, data, fields, optional)
+
+
+def check_fields(where, data, fields, optional=None):
+    """read_fields' checks of an object already read (`where` names it in messages)."""
     if not isinstance(data, dict):
-        raise UserError(f"{path}: not a JSON object")
+        raise UserError(f"{where}: not a JSON object")
     values = dict(optional or {}, **data)
     unknown = sorted(set(values) - set(fields))
     missing = sorted(set(fields) - set(values))
     if unknown or missing:
-        raise UserError(f"{path}: " + "; ".join(filter(None, [
+        raise UserError(f"{where}: " + "; ".join(filter(None, [
             unknown and f"unknown field(s) {', '.join(unknown)}",
             missing and f"missing field(s) {', '.join(missing)}"])) + f"; the fields are "
             f"{', '.join(fields)}")
     for field, kind in fields.items():
         if not isinstance(values[field], kind):
-            raise UserError(f"{path}: {field} must be a {kind.__name__}")
+            raise UserError(f"{where}: {field} must be a {kind.__name__}")
     return values
 
 

@@ -12,6 +12,7 @@ stage records what it was made with:
 """
 import difflib
 import glob
+import json
 import os
 import re
 
@@ -91,10 +92,12 @@ def evaluated_at(folder, steps):
     return f"global_step = {steps}" in _read(os.path.join(folder, "eval_results.txt")).split("\n")
 
 
-def recipe_json(rate, steps, batch_size, seed):
-    """The continuing recipe as continue_recipe.json records it."""
+def recipe_json(rate, steps, batch_size, seed, **more):
+    """The continuing recipe as continue_recipe.json records it; `more` (e.g. an arm's data
+    kind and flags) appended as JSON fields."""
+    extra = "".join(f", {json.dumps(name)}: {json.dumps(value)}" for name, value in more.items())
     return (f'{{"learning_rate": "{rate}", "steps": {steps}, "batch_size": {batch_size}, '
-            f'"seed": {seed}}}')
+            f'"seed": {seed}{extra}}}')
 
 
 def finished_recipe(folder, recipe):

@@ -75,6 +75,36 @@ def continued_row_done(fix):
     _touch(row / "sweep" / "lr2e-5_steps500" / "continue_recipe.json", _recipe("2e-5", 500))
 
 
+def _arm_recipe(data, flags):
+    return _recipe("1e-4", 1000).rstrip("}\n") + (
+        f', "data": "{data}", "flags": {json.dumps(flags)}}}\n')
+
+
+def continued_arms_done(fix):
+    """continued_row_done, and of lcqmc/roberta's arms: train-time data made, tt30_poly
+    continued and scored on the static data, static15_wsd continued, tt15_poly killed before
+    its eval, and the arms' comparison at 40,000 pairs begun."""
+    continued_row_done(fix)
+    row = fix / "runs" / "lcqmc" / "roberta"
+    _touch(row / "data_train_time" / "eval" / "task.tfrecord.meta.json", "{}")
+    for arm, data, flags in (
+            ("tt30_poly", "train_time", ["--mlm_probability=0.3"]),
+            ("static15_wsd", "static", ["--lr_scheduler_type=warmup_stable_decay",
+                                        "--decay_type=cosine"])):
+        _touch(row / "arms" / arm / "eval_results.txt", "global_step = 1000\n")
+        _touch(row / "arms" / arm / "continue_recipe.json", _arm_recipe(data, flags))
+    _touch(row / "arms" / "tt30_poly" / "static_eval" / "eval_results.txt", "global_step = 0\n")
+    _touch(row / "arms" / "tt15_poly" / "continue_recipe.json",
+           _arm_recipe("train_time", ["--mlm_probability=0.15"]))
+    (row / "arms" / "compare_train40000" / "runs").mkdir(parents=True)
+
+
+def continued_arm_other_recipe(fix):
+    """lcqmc/roberta's tt30_poly folder holds a run of other flags (the arm was redefined)."""
+    _touch(fix / "runs" / "lcqmc" / "roberta" / "arms" / "tt30_poly" / "continue_recipe.json",
+           _arm_recipe("train_time", ["--mlm_probability=0.4"]))
+
+
 def continued_other_recipe(fix):
     """lcqmc/albert continued with the former default, 500 steps (killed before its eval)."""
     _touch(fix / "runs" / "lcqmc" / "albert" / "continued" / "continue_recipe.json",
@@ -188,6 +218,25 @@ def _cases():
             continued_row_done),
         "continued_refuses_another_recipe": continued(
             ["lcqmc", "albert"], sweep_after_row, continued_other_recipe),
+    })
+    at_40000 = dict(CONTINUED, FINETUNE_MAX_TRAIN_EXAMPLES="40000")
+    cases.update({
+        "continued_lcqmc_roberta_arms": continued(["lcqmc", "roberta", "arms"], at_40000),
+        "continued_chnsenticorp_roberta_arms": continued(["chnsenticorp", "roberta", "arms"],
+                                                         CONTINUED),
+        "continued_msra_roberta_arms": continued(["msra", "roberta", "arms"], CONTINUED),
+        "continued_lcqmc_roberta_arms_after_row": continued(
+            ["lcqmc", "roberta", "arms"],
+            dict(sweep_after_row, FINETUNE_MAX_TRAIN_EXAMPLES="40000",
+                 ARMS="tt15_poly,tt30to15_wsd"), continued_arms_done),
+        "continued_lcqmc_roberta_arms_other_budget": continued(
+            ["lcqmc", "roberta", "arms"], dict(CONTINUED, ARMS="static15_poly"), None),
+        "continued_arms_refuses_unknown_arm": continued(
+            ["lcqmc", "roberta", "arms"], dict(CONTINUED, ARMS="tt15_poly,tt45_poly")),
+        "continued_arms_refuses_albert": continued(["lcqmc", "albert", "arms"], CONTINUED),
+        "continued_arms_refuses_another_recipe": continued(
+            ["lcqmc", "roberta", "arms"], dict(sweep_after_row, ARMS="tt30_poly"),
+            continued_arm_other_recipe),
     })
     refusals = {
         "unknown_task": (["--dry_run", "cmrc", "roberta"], {}),

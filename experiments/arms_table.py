@@ -1,0 +1,226 @@
+r"""The arms' table of one task (#66 point 4) and #66's decision across the three tasks.
+
+    python -m experiments.arms_table --arms_dir=runs/continued/lcqmc/roberta/arms \
+        --comparison=compare_train40000 [--output_file=.../arms/table_train40000.md]
+    python -m experiments.arms_table --decision_runs=runs/continued [--output_file=...]
+
+Reads what `continued_experiment.sh TASK roberta arms` (experiments.continued_arms) leaves in
+ARMS_DIR: COMPARISON/results.json (today's recipe first, then one run per arm, labelled by
+its name in continuing_arms.json), each arm's eval_results.txt beside its checkpoint (a
+train-time arm's: on train-time held-out records at its final rate) and a train-time arm's
+static_eval/eval_results.txt (on the row's static held-out records, as every static arm's
+eval). The MLM start is the general model on those static batches, from today's run.
+
+The rule, fixed before the runs (docs/experiments.md): an arm becomes the continuing default
+only if it is told apart as better than today's recipe on at least 2 of the 3 tasks and worse
+on none. Told apart as better: the Δ's 95% interval above 0 with compare's verdict standing
+(none withheld for collapsed seeds, too few seeds or a baseline at chance); worse: the
+interval below 0, withheld or not (the rule errs towards today's recipe). Each task's
+comparison is the one continuing_arms.json's decision_comparisons names.
+"""
+import dataclasses
+import os
+
+from common import cli_options
+from common.cli_options import UserError, option
+from experiments import continued_arms, continued_table
+from experiments.continued_table import MISSING, RESULTS, delta_cell, scores_cell, start_end
+from experiments.from_scratch_table import show_and_write
+from finetune import verdicts
+from pretrain.training import learning_check
+
+MIN_BETTER = 2
+MLM_KEYS = ("init_masked_lm_accuracy", "masked_lm_accuracy")
+
+
+def _evals(folder):
+    return learning_check.read_eval_results(os.path.join(folder or "", "eval_results.txt"))
+
+
+def final_rate(flags):
+    """The masking rate of a train-time arm's last step, as its evals draw it ('0.15')."""
+    rates = dict(flag[2:].split("=", 1) for flag in flags if "=" in flag)
+    return rates.get("final_mlm_probability", rates.get("mlm_probability", "0.15"))
+
+
+def read_arms_comparison(arms_dir, comparison_name):
+    """{metric, seeds, budget, baseline, arms: [{name, arm, row, static, own}]} of an arms
+    comparison: `row` compare's, `static` the evals on static held-out records (the start
+    from today's run), `own` a train-time arm's eval on its own records ({} for static)."""
+    defined = continued_arms.read_arms()
+    path = os.path.join(arms_dir, comparison_name, RESULTS)
+    comparison, rows = continued_table.read_comparison(path, defined["baseline"], "arms")
+    today = _evals(rows[0]["init_checkpoint"])
+    start = {key: today[key] for key in ("init_masked_lm_accuracy",
+                                         "general/init_masked_lm_accuracy") if key in today}
+    arms = []
+    for row in rows:
+        if row["label"] not in defined["arms"]:
+            raise ValueError(f"{path}: run {row['label']!r} is not an arm of "
+                             f"{continued_arms.ARMS_FILE}")
+        arm = defined["arms"][row["label"]]
+        own = _evals(row["init_checkpoint"])
+        static = own if arm["data"] == "static" else _evals(
+            os.path.join(row["init_checkpoint"] or "", continued_arms.STATIC_EVAL))
+        static = {key: value for key, value in static.items() if "init_" not in key}
+        arms.append({"name": row["label"], "arm": arm, "row": row, "static": dict(static, **start),
+                     "own": own if arm["data"] == "train_time" else {}})
+    return {"metric": comparison["selection_metric"], "seeds": rows[0]["seeds"],
+            "budget": continued_table.fine_tuning_budget(comparison),
+            "baseline": defined["baseline"], "arms": arms}
+
+
+def told_apart(difference):
+    """'better', 'worse' or 'neither' of a Δ against today's recipe (the module's rule);
+    None when there is none."""
+    if not difference:
+        return None
+    if difference["high"] < 0:
+        return "worse"
+    if difference["low"] > 0 and difference["verdict"] == "better":
+        return "better"
+    return "neither"
+
+
+def outcomes(comparison):
+    """{arm: told_apart(...)} of every arm but today's in one task's arms comparison."""
+    metric = comparison["metric"]
+    return {entry["name"]: told_apart((entry["row"]["against_first_run"] or {}).get(metric))
+            for entry in comparison["arms"][1:]}
+
+
+def decide(by_task, arm_names):
+    """{arm: {better, worse, missing (task lists), adopted}} of the rule over `by_task`
+    ({task: outcomes(...) or None when its comparison is missing})."""
+    decided = {}
+    for name in arm_names:
+        found = {task: (results or {}).get(name) for task, results in by_task.items()}
+        better = [task for task, outcome in found.items() if outcome == "better"]
+        worse = [task for task, outcome in found.items() if outcome == "worse"]
+        missing = [task for task, outcome in found.items() if outcome is None]
+        decided[name] = {"better": better, "worse": worse, "missing": missing,
+                         "adopted": not missing and len(better) >= MIN_BETTER and not worse}
+    return decided
+
+
+def decision_line(decided, baseline, tasks):
+    """'#66's decision: ...' of decide()'s result."""
+    adopted = [name for name, result in decided.items() if result["adopted"]]
+    if adopted:
+        return ("#66's decision: " + " and ".join(adopted) + (" meets" if len(adopted) == 1
+                else " each meet") + f" the rule (better than {baseline} on at least "
+                f"{MIN_BETTER} tasks, worse on none): the continuing default changes.")
+    waiting = [name for name, result in decided.items() if result["missing"]]
+    if waiting:
+        return (f"#66's decision: not yet: {', '.join(waiting)} still to be compared on "
+                f"{len(tasks)} tasks (not compared on: no arms comparison there, or not in it).")
+    return (f"#66's decision: {baseline} (today's recipe) stays the continuing default: no arm "
+            f"is better on at least {MIN_BETTER} of the {len(tasks)} tasks and worse on none.")
+
+
+def _tasks(result):
+    return ", ".join(result) or "none"
+
+
+def decision_table(decided, baseline, tasks):
+    lines = [f"| arm | better than {baseline} on | worse on | not compared on | the default? |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {name} | {_tasks(result['better'])} | {_tasks(result['worse'])} "
+              f"| {_tasks(result['missing'])} | {'yes' if result['adopted'] else 'no'} |"
+              for name, result in decided.items()]
+    return "\n".join(lines + ["", decision_line(decided, baseline, tasks)])
+
+
+def collect_decision(runs_dir, model_name=None):
+    """decision_table() of decide() over RUNS_DIR/TASK/MODEL/arms/COMPARISON of every task continuing_arms.json's
+    decision_comparisons names (MODEL: its first model by default)."""
+    defined = continued_arms.read_arms()
+    model_name = model_name or defined["models"][0]
+    by_task = {}
+    for task, name in defined["decision_comparisons"].items():
+        arms_dir = os.path.join(runs_dir, task, model_name, "arms")
+        found = os.path.isfile(os.path.join(arms_dir, name, RESULTS))
+        by_task[task] = outcomes(read_arms_comparison(arms_dir, name)) if found else None
+    names = [name for name in defined["arms"] if name != defined["baseline"]]
+    return decision_table(decide(by_task, names), defined["baseline"], list(by_task))
+
+
+def _own_cell(entry):
+    if entry["arm"]["data"] == "static":
+        return "(static: the column before)"
+    values = {key: entry["own"].get(key) for key in MLM_KEYS}
+    return f"{start_end(values)} (masks at {final_rate(entry['arm']['flags'])})"
+
+
+def arms_table(comparison):
+    """One line per arm, today's recipe first, then what this task tells apart."""
+    metric = comparison["metric"]
+    lines = [f"| arm | what | MLM acc. on held-out task text (static masks), start → end "
+             f"| on general text | on its own eval data (train-time masks) | {metric} dev / test "
+             f"| Δ vs {comparison['baseline']} [95% CI] | verdict |",
+             "|---|---|---|---|---|---|---:|---|"]
+    for entry in comparison["arms"]:
+        difference = (entry["row"]["against_first_run"] or {}).get(metric)
+        verdict = verdicts.verdict_cell(difference["verdict"]) if difference else MISSING
+        lines.append(
+            f"| {entry['name']} | {entry['arm']['help']} | {start_end(entry['static'])} "
+            f"| {start_end(entry['static'], 'general/')} | {_own_cell(entry)} "
+            f"| {scores_cell(entry['row'], metric)} "
+            f"| {delta_cell({'difference': difference}) if difference else ''} | {verdict} |")
+    found = outcomes(comparison)
+    told = {kind: [name for name, outcome in found.items() if outcome == kind]
+            for kind in ("better", "worse")}
+    lines += ["", f"Told apart from {comparison['baseline']} on this task (seeds "
+              f"{', '.join(map(str, comparison['seeds']))}; fine-tuned on {comparison['budget']}"
+              f"; Δ in points of test {metric}): better: {_tasks(told['better'])}; worse: "
+              f"{_tasks(told['worse'])}."]
+    return "\n".join(lines)
+
+
+def footnote():
+    return ("MLM acc.: every arm's end on the same static held-out batches of the task's text "
+            "and of general text (a train-time arm scored there in ARM/static_eval/), the start "
+            "the general model on them (today's run); its own eval data: a train-time arm's "
+            "held-out train-time records, masked at its final rate (start and end from its run). "
+            "Δ: the arm minus today's recipe, finetune.compare's paired bootstrap interval. For "
+            "#66's rule an arm is better where the interval lies above 0 and compare's verdict "
+            "stands (none withheld), worse where it lies below 0, withheld or not.")
+
+
+@dataclasses.dataclass
+class ArmsTableOptions:
+    """The flags of `python -m experiments.arms_table`."""
+    arms_dir: str = option("", "An arms folder: RUNS/TASK/MODEL/arms of continued_experiment.sh "
+                               "TASK MODEL arms.")
+    comparison: str = option(continued_table.DEFAULT_COMPARISON, "With --arms_dir: its "
+                             "comparison folder, compare or compare_trainN (N training examples).")
+    decision_runs: str = option("", "Instead: the RUNS folder, for #66's decision across the "
+                                    "tasks' arms comparisons.")
+    output_file: str = option("", "Also write the Markdown here.")
+
+
+def _run(options):
+    if bool(options.arms_dir) == bool(options.decision_runs):
+        raise UserError("give --arms_dir (a task's arms table) or --decision_runs (#66's "
+                        "decision), one of them")
+    if options.decision_runs:
+        show_and_write(collect_decision(options.decision_runs), options.output_file)
+        return
+    path = os.path.join(options.arms_dir, options.comparison, RESULTS)
+    if not os.path.isfile(path):
+        raise UserError(f"--arms_dir={options.arms_dir}: no {options.comparison}/{RESULTS} yet "
+                        "(run bash scripts/continued_experiment.sh TASK roberta arms)")
+    row_dir = os.path.dirname(os.path.abspath(options.arms_dir))  # RUNS/TASK/MODEL
+    runs_dir, model_name = os.path.dirname(os.path.dirname(row_dir)), os.path.basename(row_dir)
+    show_and_write("\n\n".join([
+        arms_table(read_arms_comparison(options.arms_dir, options.comparison)), footnote(),
+        "Across the tasks (continuing_arms.json's comparisons):",
+        collect_decision(runs_dir, model_name)]), options.output_file)
+
+
+def main(argv=None):
+    cli_options.run_main(ArmsTableOptions, _run, argv, expected=(OSError, ValueError))
+
+
+if __name__ == "__main__":
+    main()
