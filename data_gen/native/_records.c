@@ -162,6 +162,36 @@ done:
     return result;
 }
 
+static PyObject *py_encode_word_ids(PyObject *module, PyObject *args)
+{
+    PyObject *seq[3], *label, *result = NULL;  /* input, segment, starts */
+    i64 *v[4] = {NULL, NULL, NULL, NULL}, label_value;
+    Py_ssize_t max_len;
+    int whole_word, ok = 1;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOOOnp", &seq[0], &seq[1], &seq[2], &label, &max_len,
+                          &whole_word))
+        return NULL;
+    for (int i = 0; i < 3; i++)
+        if (!is_seq(seq[i])) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t n = SIZE(seq[0]);
+    if (n > max_len)
+        return PyErr_Format(PyExc_ValueError, "instance of %zd tokens exceeds max_seq_length "
+                            "%zd", n, max_len);
+    if (SIZE(seq[2]) != n) Py_RETURN_NOTIMPLEMENTED;
+    if ((ok = zr_as_i64(label, 0, &label_value)) != 1) goto done;
+    for (int i = 0; i < 3; i++)
+        if ((v[i] = zr_ints_of(seq[i], i == 2 ? -1 : 0, &ok)) == NULL) goto done;
+    if ((v[3] = zr_alloc(n ? n : 1, sizeof(i64))) == NULL) goto done;
+    zr_word_ids(v[2], n, whole_word, v[3]);
+    Ints ids = {v[0], n}, segments = {v[1], SIZE(seq[1])};
+    result = zr_encode_word_ids(&ids, &segments, v[3], label_value, max_len);
+done:
+    for (int i = 0; i < 4; i++) PyMem_Free(v[i]);
+    if (ok == 0) Py_RETURN_NOTIMPLEMENTED;
+    return result;
+}
+
 /* ---- the fused per-instance call ----------------------------------------- */
 
 typedef struct {
@@ -315,6 +345,9 @@ static PyMethodDef methods[] = {
     {"encode", py_encode, METH_VARARGS,
      "encode(input_ids, segment_ids, positions, masked_ids, label, boundary, max_seq_length,"
      " max_predictions_per_seq, with_boundary) -> bytes, or NotImplemented"},
+    {"encode_word_ids", py_encode_word_ids, METH_VARARGS,
+     "encode_word_ids(input_ids, segment_ids, starts, label, max_seq_length, whole_word)"
+     " -> bytes, or NotImplemented"},
     {NULL, NULL, 0, NULL},
 };
 

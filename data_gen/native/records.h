@@ -70,5 +70,8 @@ typedef struct {
 ZR_INTERNAL int zr_check_sizes(Py_ssize_t seq_len, Py_ssize_t num_masked, Py_ssize_t max_len,
                                Py_ssize_t max_pred);
 ZR_INTERNAL PyObject *zr_encode_instance(const Instance *in);
+ZR_INTERNAL void zr_word_ids(const i64 *starts, Py_ssize_t n, int whole_word, i64 *out);
+ZR_INTERNAL PyObject *zr_encode_word_ids(const Ints *input_ids, const Ints *segment_ids,
+                                         const i64 *word_ids, i64 label, Py_ssize_t max_len);
 
 #endif

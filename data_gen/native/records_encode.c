@@ -1,5 +1,6 @@
 /* data_gen.native._records, Example encoding: the serialized tf.train.Example
-   of an instance, the same bytes as data_gen.records.example_proto.InstanceEncoder. */
+   of an instance, the same bytes as data_gen.records.example_proto.InstanceEncoder
+   (masked) and WordIdsEncoder (unmasked, with word_ids). */
 #include "records.h"
 #include <string.h>
 
@@ -107,5 +108,39 @@ PyObject *zr_encode_instance(const Instance *in)
     *p++ = 0x0a;
     p = put_varint(p, body);
     for (int i = 0; i < 10; i++) p = on[i] ? put_feature(p, &f[i]) : p;
+    return out;
+}
+
+/* example_proto.word_ids_of: 1-based whole word of each position, 0 where no unit covers. */
+void zr_word_ids(const i64 *starts, Py_ssize_t n, int whole_word, i64 *out)
+{
+    i64 count = 0, current = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (starts[i] < 0) current = 0;
+        else if (starts[i] || !whole_word) current = ++count;
+        out[i] = current;
+    }
+}
+
+/* WordIdsEncoder.encode after its size check: features in sorted key order. */
+PyObject *zr_encode_word_ids(const Ints *input_ids, const Ints *segment_ids,
+                             const i64 *word_ids, i64 label, Py_ssize_t max_len)
+{
+    Py_ssize_t seq_len = input_ids->n, body = 0;
+    Feature f[5] = {
+        {"input_ids", 0x1a, input_ids->v, seq_len, NULL, 0, 0, pad(max_len, seq_len), {0}},
+        {"input_mask", 0x1a, NULL, 0, "\x01", 1, seq_len, max_len - seq_len, {0}},
+        {"next_sentence_labels", 0x1a, &label, 1, NULL, 0, 0, 0, {0}},
+        {"segment_ids", 0x1a, segment_ids->v, segment_ids->n, NULL, 0, 0,
+         pad(max_len, segment_ids->n), {0}},
+        {"word_ids", 0x1a, word_ids, seq_len, NULL, 0, 0, pad(max_len, seq_len), {0}},
+    };
+    for (int i = 0; i < 5; i++) body += feature_size(&f[i]);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 1 + varint_len(body) + body);
+    if (out == NULL) return NULL;
+    char *p = PyBytes_AS_STRING(out);
+    *p++ = 0x0a;
+    p = put_varint(p, body);
+    for (int i = 0; i < 5; i++) p = put_feature(p, &f[i]);
     return out;
 }

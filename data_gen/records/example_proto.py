@@ -136,21 +136,31 @@ class InstanceEncoder:
 
 class WordIdsEncoder:
     """Serializes an instance unmasked, with the whole word of each token
-    (record_schema.TRAIN_TIME_MASKING_FEATURES), padded to max_seq_length."""
+    (record_schema.TRAIN_TIME_MASKING_FEATURES), padded to max_seq_length; in C when built
+    (data_gen.native._records.encode_word_ids, the same bytes)."""
 
-    def __init__(self, max_seq_length, vocab_size):
+    def __init__(self, max_seq_length, vocab_size, use_native=None):
+        self._native = records_module(use_native)
         self.max_seq_length = max_seq_length
         self._varints = varint_table(max(vocab_size, max_seq_length + 1, 2))
 
     def _packed(self, values):
-        if max(values, default=0) < 0x80:  # one byte each
+        if 0 <= min(values, default=0) and max(values, default=0) < 0x80:  # one byte each
             body = bytes(values)
-        else:
+        elif 0 <= min(values) and max(values) < len(self._varints):
             body = b"".join([self._varints[value] for value in values])
+        else:
+            body = b"".join([encode_varint(value) for value in values])
         return body + b"\x00" * (self.max_seq_length - len(values))
 
-    def encode(self, input_ids, segment_ids, word_ids, label):
-        """The serialized Example of one instance (lists of int, unpadded, one length)."""
+    def encode(self, input_ids, segment_ids, starts, label, do_whole_word_mask=True):
+        """The serialized Example of one instance: lists of int, unpadded, one length;
+        starts as data_gen.modes.mlm.masking takes them (word_ids_of numbers the words)."""
+        if self._native is not None:
+            record = self._native.encode_word_ids(input_ids, segment_ids, starts, label,
+                                                  self.max_seq_length, do_whole_word_mask)
+            if record is not NotImplemented:  # else inputs the C path does not take
+                return record
         if len(input_ids) > self.max_seq_length:
             raise ValueError(f"instance of {len(input_ids)} tokens exceeds max_seq_length "
                              f"{self.max_seq_length}")
@@ -159,7 +169,7 @@ class WordIdsEncoder:
             "input_mask": b"\x01" * len(input_ids) + b"\x00" * (self.max_seq_length
                                                                  - len(input_ids)),
             "segment_ids": self._packed(segment_ids),
-            "word_ids": self._packed(word_ids),
+            "word_ids": self._packed(word_ids_of(starts, do_whole_word_mask)),
             "next_sentence_labels": encode_varint(label),
         })
 

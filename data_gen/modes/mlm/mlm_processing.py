@@ -8,8 +8,7 @@ import os
 from data_gen.modes.mlm import instances as instance_lib
 from data_gen.modes.mlm import masking
 from data_gen.modes.mlm.similar_words import load_similar_words_cached
-from data_gen.records.example_proto import (InstanceEncoder, WordIdsEncoder, records_module,
-                                            word_ids_of)
+from data_gen.records.example_proto import InstanceEncoder, WordIdsEncoder, records_module
 from data_gen.runner.chunk_processing import ChunkProcessor, ChunkResult, chunk_rng
 
 
@@ -48,7 +47,7 @@ class MaskedLMChunkProcessor(ChunkProcessor):
         # The tokenizer and the masking + encoding ran in C (the bulk of the work).
         self.uses_c_accelerators = self._native is not None and not self._precompute_units
         # --train_time_masking: records unmasked, with word_ids (run_pretraining masks them).
-        self._unmasked = (WordIdsEncoder(config.max_seq_length, len(vocab))
+        self._unmasked = (WordIdsEncoder(config.max_seq_length, len(vocab), use_native)
                           if config.train_time_masking else None)
 
     def build_instances(self, documents, rng, counts):
@@ -108,7 +107,7 @@ class MaskedLMChunkProcessor(ChunkProcessor):
 
     def _encode_unmasked(self, ids, starts, segment_ids, label, units):
         """(record, 0 masked, largest id) of an instance for train-time masking."""
-        del units  # word_ids_of numbers the same units from the starts
-        record = self._unmasked.encode(
-            ids, segment_ids, word_ids_of(starts, self.config.do_whole_word_mask), label)
+        del units  # the encoder numbers the same units from the starts
+        record = self._unmasked.encode(ids, segment_ids, starts, label,
+                                       self.config.do_whole_word_mask)
         return record, 0, max(ids)
