@@ -63,7 +63,8 @@ def make_data(corpus, vocab, folder):
                  "--random_seed=1", *flags],
                 cwd=REPO, capture_output=True, text=True, check=True)
             seconds = time.perf_counter() - start
-            instances = int(re.search(r"wrote: (\d+) instances", done.stdout + done.stderr).group(1))
+            account = done.stdout + done.stderr
+            instances = int(re.search(r"wrote: (\d+) instances", account).group(1))
             made[mode, kind] = dict(mode=mode, kind=kind, flags=flags,
                                     seconds=round(seconds, 2), bytes=os.path.getsize(path),
                                     instances=instances, path=path)
