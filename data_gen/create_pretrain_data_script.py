@@ -15,6 +15,7 @@ import sys
 from common.script_options import (read_options, script_main, tool_flags, use_settings,
                                    variables)
 from common.script_runs import REPO_ROOT, Refusal, setting
+from data_gen import modes
 
 SCRIPT = "create_pretrain_data.sh"
 DEFAULT_VOCAB = f"{REPO_ROOT}/output/demo/vocab.txt"
@@ -43,6 +44,9 @@ def read_settings():
 
 
 def usage(values):
+    # The modes as data_gen.modes lists them; the example is the mode --ngram applies to.
+    mode_names = " | ".join(modes.MODES)
+    ngram_mode = next(name for name, mode in modes.MODES.items() if mode.masking == "ngram")
     return f"""Usage: bash scripts/create_pretrain_data.sh [OPTIONS] [-- EXTRA_CLI_FLAGS...]
 
 Turns a corpus (blank-line-separated documents, one sentence per line) into
@@ -65,7 +69,7 @@ default applies (see python -m data_gen.create_pretraining_data --help).
   --vocab_input GLOBS   VOCAB_INPUT     text the vocab is built from     [{values['VOCAB_INPUT']}]
   --vocab_size N        VOCAB_SIZE      exact size of a built vocab (--vocab_size of build_vocab;
                                         the default vocab: {DEMO_VOCAB_SIZE})
-  --mode M              MODE            roberta | albert | bert | xlnet  (--mode)
+  --mode M              MODE            {mode_names}  (--mode)
   --max_seq_length N    MAX_SEQ_LENGTH  tokens per instance              (--max_seq_length)
   --max_predictions N   MAX_PREDICTIONS masked positions per instance    (--max_predictions_per_seq)
   --masked_lm_prob P    MASKED_LM_PROB  fraction of tokens masked        (--masked_lm_prob)
@@ -79,9 +83,9 @@ default applies (see python -m data_gen.create_pretraining_data --help).
   -h, --help                            this text
 
 Arguments after "--" go unchanged to python -m data_gen.create_pretraining_data,
-e.g.  bash scripts/create_pretrain_data.sh --mode albert -- --ngram=2 --short_seq_prob=0.2
+e.g.  bash scripts/create_pretrain_data.sh --mode {ngram_mode} -- --ngram=2 --short_seq_prob=0.2
 Examples:
-  MODE=albert bash scripts/create_pretrain_data.sh
+  MODE={ngram_mode} bash scripts/create_pretrain_data.sh
   bash scripts/create_pretrain_data.sh --input 'corpus/*.txt' --vocab ../shared/data/vocab/bert_chinese_vocab.txt \\
       --output_dir output/full --dupe_factor 5
 Inspect the result:  python -m data_gen.tools.inspect_records OUTPUT_DIR/OUTPUT_NAME.tfrecord -n 3"""

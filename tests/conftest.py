@@ -85,6 +85,7 @@ SLOW_FILES = {
     "test_create_pretraining_data.py",
     "test_electra_finetune.py",
     "test_electra_run_pretraining.py",
+    "test_exact_resume.py",
     "test_export_finetuned.py",
     "test_export_saved_model.py",
     "test_finetune.py",
@@ -102,6 +103,7 @@ SLOW_FILES = {
     "test_native_instances.py",
     "test_native_jieba.py",
     "test_native_tokenize.py",
+    "test_plateau_checkpoint.py",
     "test_resume.py",
     "test_run_finetune.py",
     "test_run_pretraining.py",
@@ -109,6 +111,7 @@ SLOW_FILES = {
     "test_span_boundary.py",
     "test_strategies.py",
     "test_tpu_path.py",
+    "test_train_time_masking.py",
     "test_training_numerics.py",
     "test_xla.py",
     "test_xlnet_beam.py",
@@ -205,7 +208,9 @@ LONGEST_FIRST = (
     "test_model_options.py", "test_wheel.py", "test_strategies.py", "test_collectives.py",
     "test_run_pretraining.py", "test_electra_run_pretraining.py",
     "test_lcqmc_experiment_script.py", "test_training_loop.py", "test_cli_failures.py",
-    "test_cli_help.py", "test_cross_runtime_checkpoints.py", "test_run_finetune.py")
+    "test_cli_help.py", "test_cross_runtime_checkpoints.py", "test_run_finetune.py",
+    "test_resume.py", "test_exact_resume.py", "test_plateau_checkpoint.py",
+    "test_finetune_resume.py", "test_xla.py", "test_compare.py")
 
 
 def pytest_collection_modifyitems(config, items):

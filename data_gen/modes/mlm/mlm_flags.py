@@ -32,6 +32,11 @@ class MaskedLMFlags:
                                         "documents together.")
 
 
+def _default(config, name):
+    """The default of flag `name` of the config's class."""
+    return next(field.default for field in dataclasses.fields(config) if field.name == name)
+
+
 def flag_checks(config, active):
     """(ok, message) of the masking flags (whatever the mode: another mode refuses them)."""
     del active
@@ -53,6 +58,15 @@ def flag_checks(config, active):
         (not config.train_time_masking or config.masking_recipe() == "wwm",
          f"--train_time_masking draws whole-word masks (wwm) at train time; --masking="
          f"{config.masking} draws its spans when the data is made: drop one of the two"),
+        (not config.train_time_masking
+         or config.masked_lm_prob == _default(config, "masked_lm_prob"),
+         f"--masked_lm_prob={config.masked_lm_prob} sets the rate of masks drawn now; with "
+         "--train_time_masking the rate is run_pretraining's --mlm_probability: drop it"),
+        (not config.train_time_masking or config.max_predictions_per_seq
+         == _default(config, "max_predictions_per_seq"),
+         f"--max_predictions_per_seq={config.max_predictions_per_seq}: records made with "
+         "--train_time_masking have no prediction slots (run_pretraining sizes them for its "
+         "rate): drop it, or give it to run_pretraining"),
         (not (config.train_time_masking and config.mode == "roberta")
          or max(config.dupe_factor, config.eval_dupe_factor) == 1,
          f"--train_time_masking with --mode=roberta: --dupe_factor={config.dupe_factor} / "

@@ -30,6 +30,8 @@ def _config(tmp_path, vocab, corpus, name, **overrides):
     settings = dict(input_file=str(corpus), output_file=str(tmp_path / name),
                     vocab_file=str(vocab), max_seq_length=SEQ, max_predictions_per_seq=PRED,
                     dupe_factor=1, num_workers=1, random_seed=7, progress=False)
+    if overrides.get("train_time_masking"):  # no prediction slots in such records
+        del settings["max_predictions_per_seq"]
     settings.update(overrides)
     return GenerationConfig(**settings)
 
@@ -105,6 +107,10 @@ def test_the_c_and_python_paths_write_the_same_bytes(setup, monkeypatch):
      "--masking=ngram draws its spans when the data is made"),
     (dict(mode="roberta", dupe_factor=5), "--dupe_factor=5 .* would write identical copies"),
     (dict(mode="xlnet"), "--train_time_masking is for the masked-LM modes"),
+    (dict(masked_lm_prob=0.3), "--masked_lm_prob=0.3 sets the rate of masks drawn now; with "
+     "--train_time_masking the rate is run_pretraining's --mlm_probability"),
+    (dict(max_predictions_per_seq=10), "--max_predictions_per_seq=10: records made with "
+     "--train_time_masking have no prediction slots"),
 ])
 def test_flags_that_cannot_go_with_it_are_refused(setup, overrides, message):
     tmp_path, vocab, corpus = setup
