@@ -80,6 +80,7 @@ def _continued(name, render):
 
 DOCS = os.path.join("docs", "experiments.md")
 _ONE_BUDGET = functools.partial(continued_table.markdown_table, budget_column=False)
+# docs/experiments.md's continued tables: each renders measured/NAME.json with its renderer
 CONTINUED = {"continued_sweep_lcqmc_first_build": continued_table.sweep_markdown_table,
              "continued_sweep_lcqmc": continued_table.sweep_markdown_table,
              "continued_sweep_lcqmc_train40000": continued_table.sweep_markdown_table,
