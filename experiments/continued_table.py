@@ -2,9 +2,9 @@ r"""The continued-pretraining tables: one row per task and model, general vs gen
 continued; and a sweep's, one row per continuing recipe.
 
     python -m experiments.continued_table --runs_dir=runs/continued \
-        [--output_file=runs/continued/table.md]
+        [--output_file=runs/continued/table.md] [--summary_file=rows.json]
     python -m experiments.continued_table --sweep_dir=runs/continued/lcqmc/roberta/sweep \
-        [--output_file=runs/continued/lcqmc/roberta/sweep/table.md]
+        [--output_file=runs/continued/lcqmc/roberta/sweep/table.md] [--summary_file=sweep.json]
 
 Reads what scripts/continued_experiment.sh leaves in RUNS_DIR/TASK/MODEL/:
   continued/eval_results.txt   the continued model's held-out eval beside its start's on the
@@ -20,6 +20,9 @@ the task's selection metric, with compare's interval and verdict, not recomputed
 A sweep (`continued_experiment.sh TASK MODEL sweep`) leaves SWEEP_DIR/compare/results.json:
 "general" first, then one run per point labelled "lr RATE, N steps", each point's
 eval_results.txt beside its checkpoint (SWEEP_DIR/compare_trainN/: on N examples).
+--summary_file writes the rows (collect_rows) or the sweep (read_sweep) as JSON, which
+markdown_table and sweep_markdown_table take back: experiments.tables renders the docs'
+continued tables so from experiments/measured/continued_*.json.
 """
 import dataclasses
 import glob
@@ -132,29 +135,39 @@ def delta_cell(row):
             f"{100 * difference['high']:+.2f}]")
 
 
-def markdown_table(rows):
-    """One line per task and model."""
-    lines = ["| task | model | MLM acc. on held-out task text, start → end | on general text "
-             "| metric | fine-tuned on | general dev / test | general + continued dev / test "
-             "| Δ continued − general [95% CI] | verdict | random init dev / test | seeds |",
-             "|---|---|---|---|---|---|---|---|---:|---|---|---|"]
-    for row in rows:
-        metric = row["metric"]
-        if metric is None:
-            lines.append(f"| {row['task']} | {row['model_name']}: {row['model']} "
-                         f"| {start_end(row['eval'])} | {start_end(row['eval'], 'general/')} "
-                         f"| {NOT_RUN} | | {NOT_RUN} | {NOT_RUN} | | | | |")
-            continue
-        verdict = (verdicts.verdict_cell(row["difference"]["verdict"]) if row["difference"]
-                   else "not computed")
-        lines.append(
-            f"| {row['task']} | {row['model_name']}: {row['model']} "
-            f"| {start_end(row['eval'])} | {start_end(row['eval'], 'general/')} | {metric} "
-            f"| {row['budget']} | {scores_cell(row['general'], metric)} "
-            f"| {scores_cell(row['continued'], metric)} "
-            f"| {delta_cell(row)} | {verdict} | {scores_cell(row['random'], metric)} "
-            f"| {', '.join(map(str, row['seeds']))} |")
-    return "\n".join(lines)
+HEADER = ("task", "model", "MLM acc. on held-out task text, start → end", "on general text",
+          "metric", "fine-tuned on", "general dev / test", "general + continued dev / test",
+          "Δ continued − general [95% CI]", "verdict", "random init dev / test", "seeds")
+BUDGET_COLUMN = HEADER.index("fine-tuned on")
+
+
+def _line(cells):
+    """A Markdown table line; an empty cell is '| |'."""
+    return "|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|"
+
+
+def _cells(row):
+    evals = [row["task"], f"{row['model_name']}: {row['model']}", start_end(row["eval"]),
+             start_end(row["eval"], "general/")]
+    metric = row["metric"]
+    if metric is None:
+        return evals + [NOT_RUN, "", NOT_RUN, NOT_RUN, "", "", "", ""]
+    verdict = (verdicts.verdict_cell(row["difference"]["verdict"]) if row["difference"]
+               else "not computed")
+    return evals + [metric, row["budget"], scores_cell(row["general"], metric),
+                    scores_cell(row["continued"], metric), delta_cell(row), verdict,
+                    scores_cell(row["random"], metric), ", ".join(map(str, row["seeds"]))]
+
+
+def markdown_table(rows, budget_column=True):
+    """One line per task and model; without the 'fine-tuned on' column if not
+    `budget_column` (the docs' tables of one budget each, from before it was added)."""
+    def shown(cells):
+        return [cell for index, cell in enumerate(cells)
+                if budget_column or index != BUDGET_COLUMN]
+    rule = ["---:" if name.startswith("Δ") else "---" for name in HEADER]
+    return "\n".join([_line(shown(HEADER)), "|" + "|".join(shown(rule)) + "|"]
+                     + [_line(shown(_cells(row))) for row in rows])
 
 
 def footnote():
@@ -217,8 +230,8 @@ def _overlapping(best, judged, metric):
             "them apart.")
 
 
-def sweep_table(sweep):
-    """One line for the general model, then one per point; the largest Δ named below."""
+def sweep_markdown_table(sweep):
+    """One line for the general model, then one per point."""
     metric = sweep["metric"]
     lines = ["| continuing recipe | MLM acc. on held-out task text, start → end "
              "| on general text | " + f"{metric} dev / test "
@@ -232,17 +245,28 @@ def sweep_table(sweep):
             f"| lr {point['rate']}, {point['steps']} steps | {start_end(point['eval'])} "
             f"| {start_end(point['eval'], 'general/')} | {scores_cell(point['row'], metric)} "
             f"| {delta_cell({'difference': difference})} | {verdict} |")
+    return "\n".join(lines)
+
+
+def largest_delta(sweep):
+    """'Largest Δ: ...', the point with the largest Δ and those it is not told apart from;
+    '' when no point has a Δ."""
+    metric = sweep["metric"]
     judged = [point for point in sweep["points"]
               if (point["row"]["against_first_run"] or {}).get(metric)]
-    if judged:
-        best = max(judged, key=lambda point: point["row"]["against_first_run"][metric]
-                   ["difference"])
-        lines += ["", f"Largest Δ: lr {best['rate']}, {best['steps']} steps (seeds "
-                  f"{', '.join(map(str, sweep['seeds']))}; fine-tuned on {sweep['budget']}; "
-                  f"Δ in points of test {metric}, "
-                  "each point against the same general fine-tunings)." + _overlapping(
-                      best, judged, metric)]
-    return "\n".join(lines)
+    if not judged:
+        return ""
+    best = max(judged, key=lambda point: point["row"]["against_first_run"][metric]
+               ["difference"])
+    return (f"Largest Δ: lr {best['rate']}, {best['steps']} steps (seeds "
+            f"{', '.join(map(str, sweep['seeds']))}; fine-tuned on {sweep['budget']}; "
+            f"Δ in points of test {metric}, each point against the same general "
+            "fine-tunings)." + _overlapping(best, judged, metric))
+
+
+def sweep_table(sweep):
+    """The sweep's table, the largest Δ named below it."""
+    return "\n\n".join(filter(None, [sweep_markdown_table(sweep), largest_delta(sweep)]))
 
 
 @dataclasses.dataclass
@@ -255,6 +279,9 @@ class ContinuedTableOptions:
                              "compare (the task's fine-tuning budget) or compare_trainN (N "
                              "training examples).")
     output_file: str = option("", "Also write the Markdown table here.")
+    summary_file: str = option("", "Also write the rows' (or the sweep's) numbers here as "
+                               "JSON (what experiments.tables renders the docs' tables from, "
+                               "experiments/measured/continued_*.json).")
 
 
 def _run(options):
@@ -270,13 +297,15 @@ def _run(options):
         if not os.path.isfile(os.path.join(options.sweep_dir, path)):
             raise UserError(f"--sweep_dir={options.sweep_dir}: no {path} yet (run bash "
                             "scripts/continued_experiment.sh TASK MODEL sweep)")
-        show_and_write(sweep_table(read_sweep(options.sweep_dir, name)), options.output_file)
+        sweep = read_sweep(options.sweep_dir, name)
+        show_and_write(sweep_table(sweep), options.output_file, sweep, options.summary_file)
         return
     rows = collect_rows(options.runs_dir) if os.path.isdir(options.runs_dir) else []
     if not rows:
         raise UserError(f"--runs_dir={options.runs_dir}: no TASK/MODEL/{EVAL_RESULTS} yet (run "
                         "bash scripts/continued_experiment.sh TASK MODEL)")
-    show_and_write(markdown_table(rows) + "\n\n" + footnote(), options.output_file)
+    show_and_write(markdown_table(rows) + "\n\n" + footnote(), options.output_file, rows,
+                   options.summary_file)
 
 
 def main(argv=None):

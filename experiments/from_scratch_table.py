@@ -252,18 +252,19 @@ def _run(options):
         raise UserError(f"--runs_dir={options.runs_dir}: no recipe with a finished comparison "
                         f"yet (no RECIPE/{COMPARISON}; run bash scripts/lcqmc_experiment.sh "
                         "RECIPE)")
-    show_and_write(render(rows), options.output_file)
-    if options.summary_file:
-        write_json_atomically(options.summary_file, rows)
-        print(f"wrote {options.summary_file}")
+    show_and_write(render(rows), options.output_file, rows, options.summary_file)
 
 
-def show_and_write(text, output_file):
-    """Prints a rendered table and, given a file, writes it there too (atomically)."""
+def show_and_write(text, output_file, summary=None, summary_file=""):
+    """Prints a rendered table and, given a file, writes it there too (atomically); given a
+    summary file, writes there the numbers it was rendered from, as JSON."""
     print(text)
     if output_file:
         write_text_atomically(output_file, text.splitlines())
         print(f"wrote {output_file}")
+    if summary_file:
+        write_json_atomically(summary_file, summary)
+        print(f"wrote {summary_file}")
 
 
 def main(argv=None):

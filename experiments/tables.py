@@ -9,9 +9,15 @@ numbers are committed under experiments/measured/:
                      from RUNS (its --summary_file writes this file): docs/experiments.md's
                      table of the current rows, rendered by from_scratch_table itself;
   readme.json        README.md's Results rows: a from-scratch row names its recipe (its Δ and
-                     verdict come from from_scratch.json), another row gives its numbers.
+                     verdict come from from_scratch.json), another row gives its numbers;
+  continued_*.json   docs/experiments.md's continued tables, one file per table (its name),
+                     as experiments.continued_table's --summary_file writes the rows of a
+                     RUNS folder or a sweep, rendered by continued_table itself (the tables of
+                     one budget without its 'fine-tuned on' column, a sweep's without its
+                     Largest Δ line, as the docs give them).
 """
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -19,7 +25,7 @@ import re
 from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import write_text_atomically
-from experiments import from_scratch_table
+from experiments import continued_table, from_scratch_table
 from common.script_runs import REPO_ROOT
 from finetune import verdicts
 
@@ -67,8 +73,27 @@ def from_scratch_rows_table(measured_dir):
     return from_scratch_table.markdown_table(read_measured(measured_dir, "from_scratch"))
 
 
+def _continued(name, render):
+    """Renders measured/NAME.json, a continued_table summary, with `render`."""
+    return lambda measured_dir: render(read_measured(measured_dir, name))
+
+
+DOCS = os.path.join("docs", "experiments.md")
+_ONE_BUDGET = functools.partial(continued_table.markdown_table, budget_column=False)
+# docs/experiments.md's continued tables: each renders measured/NAME.json with its renderer
+CONTINUED = {"continued_sweep_lcqmc_first_build": continued_table.sweep_markdown_table,
+             "continued_sweep_lcqmc": continued_table.sweep_markdown_table,
+             "continued_sweep_lcqmc_train40000": continued_table.sweep_markdown_table,
+             "continued_sweep_chnsenticorp": continued_table.sweep_markdown_table,
+             "continued_sweep_msra": continued_table.sweep_markdown_table,
+             "continued_lcqmc": _ONE_BUDGET,
+             "continued_lcqmc_train40000": continued_table.markdown_table,
+             "continued_chnsenticorp": _ONE_BUDGET,
+             "continued_msra": _ONE_BUDGET,
+             "continued_albert": _ONE_BUDGET}
 TABLES = {"results": ("README.md", readme_table),
-          "from_scratch": (os.path.join("docs", "experiments.md"), from_scratch_rows_table)}
+          "from_scratch": (DOCS, from_scratch_rows_table),
+          **{name: (DOCS, _continued(name, render)) for name, render in CONTINUED.items()}}
 
 
 def replace_table(text, name, table, path):
@@ -92,7 +117,8 @@ def marked_table(text, name, path):
 class TablesOptions:
     """The flags of `python -m experiments.tables`."""
     write: bool = option(False, "Replace the tables in their files (else print them).")
-    measured_dir: str = option(MEASURED_DIR, "The folder of from_scratch.json and readme.json.")
+    measured_dir: str = option(MEASURED_DIR, "The folder of the tables' numbers "
+                               "(from_scratch.json, readme.json, continued_*.json).")
     repo_dir: str = option(REPO_ROOT, "The folder of README.md and docs/.")
 
 

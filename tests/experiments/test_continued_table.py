@@ -10,7 +10,7 @@ from experiments import continued_table
 from tests.finetune.test_comparison_report import cells, difference, seed_result, table_lines
 
 
-def _write_row(root, task, model, continued_dev=(0.90, 0.91, 0.92), verdict="better",
+def write_row(root, task, model, continued_dev=(0.90, 0.91, 0.92), verdict="better",
                low=0.01, comparison_name="compare", examples=16000):
     row = root / task / model
     (row / comparison_name).mkdir(parents=True)
@@ -38,8 +38,8 @@ def _write_row(root, task, model, continued_dev=(0.90, 0.91, 0.92), verdict="bet
 
 
 def test_a_row_shows_start_and_end_evals_and_the_continued_minus_general_delta(tmp_path):
-    _write_row(tmp_path, "lcqmc", "roberta")
-    _write_row(tmp_path, "chnsenticorp", "roberta", verdict="no evidence", low=-0.01)
+    write_row(tmp_path, "lcqmc", "roberta")
+    write_row(tmp_path, "chnsenticorp", "roberta", verdict="no evidence", low=-0.01)
     rows = continued_table.collect_rows(str(tmp_path))
     assert [(row["task"], row["model_name"]) for row in rows] == [
         ("chnsenticorp", "roberta"), ("lcqmc", "roberta")]
@@ -56,10 +56,10 @@ def test_a_row_shows_start_and_end_evals_and_the_continued_minus_general_delta(t
 
 
 def test_a_row_fine_tuned_at_a_second_budget_gets_a_line_per_budget(tmp_path):
-    _write_row(tmp_path, "lcqmc", "roberta", comparison_name="compare_train120000",
+    write_row(tmp_path, "lcqmc", "roberta", comparison_name="compare_train120000",
                examples=120000, verdict="no evidence", low=-0.01)
-    _write_row(tmp_path, "lcqmc", "roberta")
-    _write_row(tmp_path, "lcqmc", "roberta", comparison_name="compare_train40000",
+    write_row(tmp_path, "lcqmc", "roberta")
+    write_row(tmp_path, "lcqmc", "roberta", comparison_name="compare_train40000",
                examples=40000, verdict="no evidence", low=-0.02)
     (tmp_path / "lcqmc" / "roberta" / "compare_trainx").mkdir()  # not a comparison: ignored
     (tmp_path / "lcqmc" / "roberta" / "compare_train5").mkdir()  # no results yet: ignored
@@ -75,7 +75,7 @@ def test_a_row_fine_tuned_at_a_second_budget_gets_a_line_per_budget(tmp_path):
 
 
 def test_a_row_not_yet_fine_tuned_shows_its_evals_and_says_so(tmp_path):
-    _write_row(tmp_path, "lcqmc", "roberta")
+    write_row(tmp_path, "lcqmc", "roberta")
     row = tmp_path / "msra" / "roberta" / "continued"
     row.mkdir(parents=True)
     (row / "eval_results.txt").write_text(
@@ -92,7 +92,7 @@ def test_a_row_not_yet_fine_tuned_shows_its_evals_and_says_so(tmp_path):
 
 
 def test_a_comparison_without_the_general_run_is_refused_by_name(tmp_path):
-    row = _write_row(tmp_path, "lcqmc", "roberta")
+    row = write_row(tmp_path, "lcqmc", "roberta")
     path = row / "compare" / "results.json"
     comparison = json.loads(path.read_text())
     comparison["runs"][0]["label"] = "before"
@@ -106,7 +106,7 @@ def test_the_cli_writes_the_table_or_says_what_to_run(tmp_path):
     code, _, err, _ = run_main_in_process("experiments.continued_table",
                                           [f"--runs_dir={tmp_path}"], tmp_path)
     assert code == 2 and "bash scripts/continued_experiment.sh TASK MODEL" in err
-    _write_row(tmp_path, "msra", "albert")
+    write_row(tmp_path, "msra", "albert")
     code, out, err, _ = run_main_in_process(
         "experiments.continued_table", [f"--runs_dir={tmp_path}",
                                      f"--output_file={tmp_path}/table.md"], tmp_path)
@@ -115,7 +115,7 @@ def test_the_cli_writes_the_table_or_says_what_to_run(tmp_path):
     assert "| msra | albert: bert L4 H256 V21128 |" in written and written in out + "\n"
 
 
-def _write_sweep(root, points, comparison_name="compare", examples=16000):
+def write_sweep(root, points, comparison_name="compare", examples=16000):
     """A sweep folder as continued_experiment.sh TASK MODEL sweep leaves it: compare's
     results.json (general first, then each point, test Δ per point) and each point's
     eval_results.txt beside its checkpoint."""
@@ -144,7 +144,7 @@ def _write_sweep(root, points, comparison_name="compare", examples=16000):
 
 def test_a_sweep_shows_each_recipe_against_the_general_model_and_names_the_largest(tmp_path):
     sweep = tmp_path / "sweep"
-    _write_sweep(sweep, [  # in the order compare ran them, not the table's
+    write_sweep(sweep, [  # in the order compare ran them, not the table's
         ("lr 5e-4, 500 steps", "lr5e-4_steps500", 0.012, 0.004, "better", 0.127, 0.16),
         ("lr 2e-5, 500 steps", "lr2e-5_steps500", 0.001, -0.004, "no evidence", 0.127, 0.13),
         ("lr 1e-4, 1000 steps", "lr1e-4_steps1000", -0.006, -0.01, "worse", 0.127, 0.15),
@@ -169,7 +169,7 @@ def test_a_sweep_shows_each_recipe_against_the_general_model_and_names_the_large
 
 
 def test_a_sweep_comparison_with_a_run_that_is_no_sweep_point_is_refused(tmp_path):
-    _write_sweep(tmp_path, [("general + continued", "c", 0.01, 0.0, "better", 0.1, 0.2)])
+    write_sweep(tmp_path, [("general + continued", "c", 0.01, 0.0, "better", 0.1, 0.2)])
     with pytest.raises(ValueError, match="run 'general \\+ continued' is not a sweep point"):
         continued_table.read_sweep(str(tmp_path))
 
@@ -182,7 +182,7 @@ def test_the_cli_takes_runs_dir_or_sweep_dir(tmp_path):
                            "bash scripts/continued_experiment.sh TASK MODEL sweep")):
         code, _, err, _ = run_main_in_process("experiments.continued_table", args, tmp_path)
         assert code == 2 and message in err and "Traceback" not in err
-    _write_sweep(tmp_path / "sweep", [("lr 1e-4, 500 steps", "p", 0.01, 0.002, "better",
+    write_sweep(tmp_path / "sweep", [("lr 1e-4, 500 steps", "p", 0.01, 0.002, "better",
                                        0.1, 0.2)])
     code, out, err, _ = run_main_in_process(
         "experiments.continued_table", [f"--sweep_dir={tmp_path}/sweep",
@@ -190,7 +190,7 @@ def test_the_cli_takes_runs_dir_or_sweep_dir(tmp_path):
     assert code == 0, err
     assert "| lr 1e-4, 500 steps | 10.0 → 20.0 |" in (tmp_path / "sweep" / "table.md").read_text()
     # a second budget's comparison beside it, read by name
-    _write_sweep(tmp_path / "sweep", [("lr 1e-4, 500 steps", "p", -0.02, -0.03, "worse",
+    write_sweep(tmp_path / "sweep", [("lr 1e-4, 500 steps", "p", -0.02, -0.03, "worse",
                                        0.1, 0.2)], "compare_train40000", examples=40000)
     code, out, err, _ = run_main_in_process(
         "experiments.continued_table", [f"--sweep_dir={tmp_path}/sweep",
