@@ -213,10 +213,27 @@ LONGEST_FIRST = (
     "test_finetune_resume.py", "test_xla.py", "test_compare.py")
 
 
+# Tests whose outcome does not depend on the TensorFlow runtime, run in one of the two
+# (in_one_runtime): data_gen (plain Python and C; its C modules are tested under both
+# interpreters in data_gen/native/, and test_cross_runtime_bytes holds both runtimes' files
+# byte-identical) and the experiments layer's dry runs and tables.
+ONE_RUNTIME_DIRS = ("data_gen", "experiments")
+BOTH_RUNTIMES = ("native", "test_cross_runtime_bytes.py")
+ONE_RUNTIME = in_one_runtime("data_gen and the experiments' dry runs do not depend on "
+                             "TensorFlow's version")
+
+
+def _runs_in_one_runtime(item):
+    parts = item.path.relative_to(REPO_ROOT / "tests").parts
+    return parts[0] in ONE_RUNTIME_DIRS and not set(parts) & set(BOTH_RUNTIMES)
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable otherwise
     for item in items:
+        if _runs_in_one_runtime(item):
+            item.add_marker(ONE_RUNTIME)
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
         if "_live" in item.path.name or item.name.startswith("test_live_"):
