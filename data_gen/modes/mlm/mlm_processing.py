@@ -43,9 +43,11 @@ class MaskedLMChunkProcessor(ChunkProcessor):
             self.masking_config, self.encoder, use_native=use_native)
         # The Python path reuses whole-word units across roberta's dupes; the
         # C path recomputes them inside its call, cheaper than holding tuples.
-        self._precompute_units = records_module(use_native) is None
+        python_records = records_module(use_native) is None
+        # (train-time masking numbers the words from the starts as it encodes: no units)
+        self._precompute_units = python_records and not config.train_time_masking
         # The tokenizer and the masking + encoding ran in C (the bulk of the work).
-        self.uses_c_accelerators = self._native is not None and not self._precompute_units
+        self.uses_c_accelerators = self._native is not None and not python_records
         # --train_time_masking: records unmasked, with word_ids (run_pretraining masks them).
         self._unmasked = (WordIdsEncoder(config.max_seq_length, len(vocab), use_native)
                           if config.train_time_masking else None)
