@@ -50,8 +50,10 @@ WORKLOADS = {"lcqmc": ("pair", 128), "chnsenticorp": ("classification", 256)}
 OUR_FLAGS = {"ours": ["--nogroup_by_length"], "ours_grouped": ["--group_by_length"],
              "ours_fixed": ["--pad_to_max_length", "--nogroup_by_length"],
              "ours_bf16": ["--precision=bf16"], "ours_fp16": ["--precision=fp16"],
-             "ours_grouped_m8": ["--group_by_length", "--pad_to_multiple_of=8"]}
-TRAINER_FLAGS = {"trainer": [], "trainer_grouped": ["--group_by_length"]}
+             "ours_grouped_m8": ["--group_by_length", "--pad_to_multiple_of=8"],
+             "ours_grouped_bf16": ["--group_by_length", "--precision=bf16"]}
+TRAINER_FLAGS = {"trainer": [], "trainer_grouped": ["--group_by_length"],
+                 "trainer_bf16": ["--bf16"], "trainer_grouped_bf16": ["--group_by_length", "--bf16"]}
 
 
 def write_workload(args, name, folder):

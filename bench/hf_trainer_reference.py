@@ -95,6 +95,8 @@ def main():
     parser.add_argument("--output", required=True)
     parser.add_argument("--work_dir", required=True, help="the Trainer's output_dir")
     parser.add_argument("--group_by_length", action="store_true")
+    parser.add_argument("--bf16", action="store_true",
+                        help="TrainingArguments(bf16=True): torch's CPU autocast to bfloat16.")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--eval_batch_size", type=int, default=128)
     parser.add_argument("--learning_rate", type=float, default=1e-4)
@@ -132,6 +134,7 @@ def main():
         save_strategy="steps", save_steps=args.eval_every_steps, save_total_limit=2,
         load_best_model_at_end=True, metric_for_best_model="accuracy",
         seed=args.seed, report_to=[], use_cpu=True, logging_strategy="no", disable_tqdm=True,
+        bf16=args.bf16,
         **version_arguments(args))
     trainer = TimedTrainer(model=model, args=training, train_dataset=datasets["train"],
                            eval_dataset=datasets["dev"], processing_class=tokenizer,
