@@ -72,8 +72,18 @@ def next_key():
 
 def dropout(x, rate):
     """x with each element zeroed with probability `rate` and the rest scaled by
-    1 / (1 - rate), as tf.nn.dropout, from the next key."""
-    return tf.nn.experimental.stateless_dropout(x, rate=rate, seed=next_key())
+    1 / (1 - rate), as tf.nn.dropout, from the next key.
+
+    The keep mask compares float32 uniforms with `rate` whatever x's dtype, so a bf16 or
+    fp16 encoder drops exactly the elements its float32 twin drops: TensorFlow draws a
+    bf16 tensor's uniforms in bf16, 128 values apart by 1/128, which at rate 0.1 drops
+    13/128 = 10.16% (and takes longer to draw than float32's)."""
+    key = next_key()
+    if x.dtype.base_dtype == tf.float32:
+        return tf.nn.experimental.stateless_dropout(x, rate=rate, seed=key)
+    keep = tf.random.stateless_uniform(tf.shape(x), seed=key, dtype=tf.float32) >= rate
+    return tf.where_v2(keep, x * tf.constant(1.0 / (1.0 - rate), x.dtype.base_dtype),
+                    tf.zeros([], x.dtype.base_dtype))
 
 
 def uniform(shape, dtype=tf.float32):
