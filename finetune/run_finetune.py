@@ -332,6 +332,9 @@ def run(settings, log_fn=print):
            f"{num_train_steps} steps ({num_warmup_steps} warmup), dev scored every {eval_every} "
            f"steps by {selection_metric}, init: {assets.checkpoint or 'random'}")
 
+    hint = mixed_precision.bf16_hint(settings["precision"], mixed_precision.native_bf16_flags())
+    if hint:
+        log_fn(hint)
     init_summary = {}
     clock = TrainingClock()
     model_fn = model_fn_builder(task, bert_config, len(labels), assets.checkpoint,

@@ -72,3 +72,19 @@ def test_an_unknown_precision_is_refused_by_name():
     config = registry.config_from_dict(dict(TINY_CONFIG, vocab_size=16))
     with pytest.raises(Exception, match="--precision='fp8' is not supported"):
         model_fn_builder(tasks.get_task("pair"), config, 2, None, 1e-3, 10, 1, precision="fp8")
+
+
+def test_a_float32_run_on_a_cpu_with_native_bf16_is_told_so(tmp_path):
+    from pretrain.training import mixed_precision
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_tile\n"
+                       "processor\t: 1\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_tile\n")
+    flags = mixed_precision.native_bf16_flags(str(cpuinfo))
+    assert flags == ["avx512_bf16"]
+    assert "avx512_bf16" in mixed_precision.bf16_hint("fp32", flags)
+    assert "--precision=bf16" in mixed_precision.bf16_hint("fp32", flags)
+    assert mixed_precision.bf16_hint("bf16", flags) is None
+    assert mixed_precision.bf16_hint("fp32", []) is None
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2\n")
+    assert mixed_precision.native_bf16_flags(str(cpuinfo)) == []
+    assert mixed_precision.native_bf16_flags(str(tmp_path / "absent")) == []
