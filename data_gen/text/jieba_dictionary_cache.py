@@ -70,7 +70,11 @@ def initialize_default_tokenizer(jieba_module):
     path = _cache_path(jieba_module)
     cached = _read(path)
     if cached is None:
-        tokenizer.initialize()
+        # jieba's initialize() would also write its own marshal cache to the temp dir,
+        # and log a traceback when that fails (a full disk, a file size limit): build
+        # the same dictionary without it, and keep ours below.
+        tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
+        tokenizer.initialized = True
         try:
             _write(path, tokenizer.FREQ, tokenizer.total)
         except OSError:
