@@ -83,7 +83,7 @@ def dropout(x, rate):
         return tf.nn.experimental.stateless_dropout(x, rate=rate, seed=key)
     keep = tf.random.stateless_uniform(tf.shape(x), seed=key, dtype=tf.float32) >= rate
     return tf.where_v2(keep, x * tf.constant(1.0 / (1.0 - rate), x.dtype.base_dtype),
-                    tf.zeros([], x.dtype.base_dtype))
+                       tf.zeros([], x.dtype.base_dtype))
 
 
 def uniform(shape, dtype=tf.float32):
