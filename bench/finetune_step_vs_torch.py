@@ -23,10 +23,10 @@ import subprocess
 import sys
 import time
 
+from finetune_vs_trainer import BERT_L4_H256  # this folder: the end-to-end benchmark's model
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPE = dict(vocab_size=21128, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-             intermediate_size=1024, max_position_embeddings=512, hidden_dropout_prob=0.1,
-             attention_probs_dropout_prob=0.1)
+SHAPE = {key: value for key, value in BERT_L4_H256.items() if key != "model_type"}
 WARMUP = 5
 
 
