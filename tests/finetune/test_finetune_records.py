@@ -213,6 +213,19 @@ def read_all(record_path, spec, batch_size=100, batching=features.Batching()):
             return session.run(batch)
 
 
+def test_input_pipelines_run_without_tf_data_autotuning():
+    """Nothing in them is tuned, and an autotuned dataset's model thread sometimes made
+    closing the training session wait 15 s or more (features._UNTUNED)."""
+    spec = features.record_spec("sequence", 12)
+    for is_training, batching in ((True, features.Batching()),
+                                  (True, features.Batching(group_by_length=True)),
+                                  (False, features.Batching(pad_to_multiple_of=8))):
+        with tf.Graph().as_default():
+            dataset = features.input_fn_builder("unread.tfrecord", spec, 4, is_training,
+                                                seed=1, batching=batching)()
+            assert dataset.options().autotune.enabled is False
+
+
 def test_cached_records_round_trip_reuse_and_rebuild(tmp_path, tokenizer, vocab_file):
     data = write_lines(tmp_path / "train.txt",
                        ["我想买手机\t手机\t1\n", "卡丢了\t怎么办？\t0\n", "我想\t我想\t1\n"])
