@@ -13,8 +13,9 @@ seeded run builds the same graph and trains to the same weights as the Estimator
 compares them on TensorFlow 2.15): the graph seed, the global step, the input on the CPU
 through an initializable iterator, the model function, a `loss` summary, a sharded saver
 (unless the model function put one in the SAVERS collection), then a
-MonitoredTrainingSession with the caller's hooks, a NanTensorHook, a StopAtStepHook and a
-CheckpointSaverHook carrying the saving listeners (step 0 is saved too). On one device the
+MonitoredTrainingSession with the caller's hooks, a NanTensorHook, a StopAtStepHook, the loss
+logged and summaries written (training_hooks: fetched at every step, so every step runs one
+optimised graph) and a CheckpointSaverHook carrying the saving listeners (step 0 is saved too). On one device the
 checkpoints also hold the input position and the seed (pretrain.training.input_state), so a
 rerun continues the data stream where the checkpoint was written. Under a
 tf.distribute strategy (mirrored, multi_worker) the input is made per replica
@@ -34,7 +35,7 @@ from absl import logging
 from tensorflow.python.training import training_util  # pylint: disable=no-name-in-module
 
 from pretrain.models import random_draws
-from pretrain.training import input_state
+from pretrain.training import input_state, training_hooks
 from pretrain.training.model_spec import ModeKeys
 
 
@@ -214,13 +215,15 @@ class TrainingLoop:
             tf.add_to_collection(tf.GraphKeys.LOSSES, loss)
             worker_hooks = list(input_hooks) + hooks + [tf.train.NanTensorHook(loss)]
             if self.config.log_step_count_steps:
-                worker_hooks.append(tf.train.LoggingTensorHook(
-                    {"loss": loss, "step": tf.train.get_global_step()},
-                    every_n_iter=self.config.log_step_count_steps))
+                worker_hooks.append(training_hooks.LossLoggingHook(
+                    loss, self.config.log_step_count_steps))
             worker_hooks += list(model_hooks)
             self._saver()
             scaffold = tf.train.Scaffold()
             chief_hooks = []
+            if self.config.save_summary_steps:
+                chief_hooks.append(training_hooks.SummaryWriterHook(
+                    self.model_dir, self.config.save_summary_steps))
             if self.config.save_checkpoints_steps:
                 chief_hooks.append(tf.train.CheckpointSaverHook(
                     self.model_dir, save_steps=self.config.save_checkpoints_steps,
@@ -235,7 +238,7 @@ class TrainingLoop:
                 session = tf.train.MonitoredTrainingSession(
                     master=task.master, is_chief=True, checkpoint_dir=self.model_dir,
                     scaffold=scaffold, hooks=worker_hooks, chief_only_hooks=chief_hooks,
-                    save_checkpoint_secs=0, save_summaries_steps=self.config.save_summary_steps,
+                    save_checkpoint_secs=0, save_summaries_steps=0,  # SummaryWriterHook
                     config=session_config, log_step_count_steps=self.config.log_step_count_steps)
             else:
                 # Another worker of a collective all-reduce: it initialises its own copy of
