@@ -15,8 +15,8 @@ through an initializable iterator, the model function, a `loss` summary, a shard
 (unless the model function put one in the SAVERS collection), then a
 MonitoredTrainingSession with the caller's hooks, a NanTensorHook, a StopAtStepHook, the loss
 logged and summaries written (training_hooks: fetched at every step, so every step runs one
-optimised graph) and a CheckpointSaverHook carrying the saving listeners (step 0 is saved too). On one device the
-checkpoints also hold the input position and the seed (pretrain.training.input_state), so a
+optimised graph) and a CheckpointSaverHook carrying the saving listeners (step 0 is saved
+too). On one device the checkpoints also hold the input position and the seed (pretrain.training.input_state), so a
 rerun continues the data stream where the checkpoint was written. Under a
 tf.distribute strategy (mirrored, multi_worker) the input is made per replica
 (`input_context`), the model function runs once per replica, and the replicas' losses are
