@@ -1,5 +1,5 @@
-"""The toolkit's own training loop: model functions in a compat.v1 graph and session, on
-every TensorFlow 2.x (tf.estimator left with 2.15).
+"""The toolkit's own training loop: model functions in a compat.v1 graph and session, on every
+TensorFlow 2.x (tf.estimator left with 2.15).
 
     loop = TrainingLoop(model_fn, run_settings, params)     # strategy.build_trainer makes it
     loop.train(input_fn, max_steps, hooks=[...], saving_listeners=[...])
@@ -10,20 +10,20 @@ every TensorFlow 2.x (tf.estimator left with 2.15).
 
 It does what Estimator did, with the same public compat.v1 pieces, in the same order, so a
 seeded run builds the same graph and trains to the same weights as the Estimator (a test
-compares them on TensorFlow 2.15): the graph seed, the global step, the input on the CPU
-through an initializable iterator, the model function, a `loss` summary, a sharded saver
-(unless the model function put one in the SAVERS collection), then a
-MonitoredTrainingSession with the caller's hooks, a NanTensorHook, a StopAtStepHook, the loss
-logged and summaries written (training_hooks: fetched at every step, so every step runs one
-optimised graph) and a CheckpointSaverHook carrying the saving listeners (step 0 is saved
-too). On one device the checkpoints also hold the input position and the seed (pretrain.training.input_state), so a
-rerun continues the data stream where the checkpoint was written. Under a
-tf.distribute strategy (mirrored, multi_worker) the input is made per replica
-(`input_context`), the model function runs once per replica, and the replicas' losses are
-summed (the model function reports its share of the mean, as under the Estimator); a
-multi-worker run's session runs against this worker's server and only the chief saves
-(`_worker_task`). Evaluation and prediction run on one device, from the latest checkpoint or a given one; with no checkpoint the
-variables are initialised, which loads an --init_checkpoint the model function names.
+compares them on TensorFlow 2.15): the graph seed, the global step, the input on the CPU through
+an initializable iterator, the model function, a `loss` summary, a sharded saver (unless the
+model function put one in the SAVERS collection), then a MonitoredTrainingSession with the
+caller's hooks, a NanTensorHook, a StopAtStepHook, the loss logged and summaries written
+(training_hooks: fetched at every step, so every step runs one optimised graph) and a
+CheckpointSaverHook carrying the saving listeners (step 0 is saved too). On one device the
+checkpoints also hold the input position and the seed (pretrain.training.input_state), so a
+rerun continues the data stream where the checkpoint was written. Under a tf.distribute strategy
+(mirrored, multi_worker) the input is made per replica (`input_context`), the model function
+runs once per replica, and the replicas' losses are summed (the model function reports its share
+of the mean, as under the Estimator); a multi-worker run's session runs against this worker's
+server and only the chief saves (`_worker_task`). Evaluation and prediction run on one device,
+from the latest checkpoint or a given one; with no checkpoint the variables are initialised,
+which loads an --init_checkpoint the model function names.
 """
 import collections
 import inspect

@@ -16,7 +16,8 @@ def _train(tmp_path, hooks, steps):
         loss = 10.0 - tf.cast(global_step, tf.float32)
         tf.summary.scalar("loss", loss)
         # as in a training step, the step is read (by the hooks too) before it is incremented
-        with tf.control_dependencies([loss, global_step._as_graph_element()]):  # pylint: disable=protected-access
+        read = global_step._as_graph_element()  # pylint: disable=protected-access
+        with tf.control_dependencies([loss, read]):
             step = tf.assign_add(global_step, 1)
         with tf.train.MonitoredSession(hooks=[make(loss) for make in hooks]) as session:
             for _ in range(steps):
