@@ -137,7 +137,8 @@ class PretrainingLoggingHook(tf.train.SessionRunHook):
         if "grads_finite" in values and not bool(values["grads_finite"]):
             logging.warning("step %d: gradients are not finite (fp16 overflow); update skipped, "
                             "loss scale lowered to %g", step, float(values.get("loss_scale", 1.0)))
-        if (step + 1) % self._every and step != 0 or "learning_rate" not in values:
+        logging_step = step == 0 or (step + 1) % self._every == 0
+        if not logging_step or "learning_rate" not in values:
             return
         now = time.time()
         steps = self._step - self._mark_step

@@ -24,7 +24,7 @@ def _train(tmp_path, hooks, steps):
                 session.run(step)
 
 
-def test_summaries_and_loss_logs_every_n_steps_with_the_same_fetches(tmp_path, monkeypatch):
+def test_summaries_and_loss_logs_every_n_steps(tmp_path, monkeypatch):
     logged = []
     monkeypatch.setattr(training_hooks.logging, "info",
                         lambda fmt, *args: logged.append(fmt % args))
