@@ -66,7 +66,10 @@ def run(values):
     if opts.skip_corrupt_records:
         result["skipped_records"] = data_checks.account_for_damage(data.files, data.compression)
     _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval_trainer, data)
-    if tf.train.latest_checkpoint(opts.output_dir):
+    trained_to_step = getattr(trainer, "trained_to_step", None)  # the session loop's
+    if trained_to_step is not None:
+        result["global_step"] = trained_to_step
+    elif tf.train.latest_checkpoint(opts.output_dir):
         result["global_step"] = int(trainer.get_variable_value("global_step"))
     else:  # --do_eval alone of an --init_checkpoint's weights: nothing saved here
         result["global_step"] = int(result["eval_results"]["global_step"])

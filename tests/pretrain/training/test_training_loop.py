@@ -120,7 +120,8 @@ def test_choices_this_runtime_cannot_run_are_refused_in_one_line(monkeypatch):
 @pytest.mark.parametrize("loop", strategy_lib.available_training_loops())
 def test_either_loop_trains_without_checkpoints(data, tmp_path, loop):
     """No checkpoint saving (as the step benchmarks run): nothing to save the input position
-    with, and the Estimator refuses saving listeners then: none is passed."""
+    with, and the Estimator refuses saving listeners then: none is passed. The session loop
+    knows the step it trained to without a checkpoint (a non-chief worker's result)."""
     from pretrain.models import registry  # pylint: disable=import-outside-toplevel
     from pretrain.training import input_pipeline, pretraining_model_fn  # pylint: disable=import-outside-toplevel
     config = registry.read_config(data["cfg"])
@@ -133,3 +134,5 @@ def test_either_loop_trains_without_checkpoints(data, tmp_path, loop):
     trainer.train(input_pipeline.input_fn_builder(data["records"], SEQ, PREDS, True, seed=1),
                   max_steps=2)
     assert tf.train.latest_checkpoint(str(tmp_path)) is None
+    if loop == "session":
+        assert trainer.trained_to_step == 2
