@@ -7,9 +7,11 @@ Workloads (from ../shared/data, or --data_root): `lcqmc`, the first --lcqmc_trai
 pairs of LCQMC and the first --dev / --test pairs of its dev and test files at
 max_seq_length 128; `chnsenticorp`, the first --chnsenticorp_train reviews of ChnSentiCorp
 and the first --dev / --test of its dev and test files at 256. The model is an L4 H256 BERT
-with 512 positions and Google's Chinese vocab, from random initialisation: per seed one
-start is made by `finetune.run_finetune` (one update at learning rate 0, so best/ holds the
-initial weights) and exported with `export_hf`, so every tool begins from the same tensors.
+with 512 positions and Google's Chinese vocab, from random initialisation, or with
+--init_checkpoint a pretrained model (its config and vocab beside it; its position limit must
+cover the workload's length): per seed one start is made by `finetune.run_finetune` (one
+update at learning rate 0, so best/ holds the initial or pretrained weights and a seeded
+classifier) and exported with `export_hf`, so every tool begins from the same tensors.
 One epoch, batch 32, learning rate 1e-4, warmup 10%, dev scored every --eval_every_steps
 and at the end, the best dev checkpoint scores test.
 
@@ -53,7 +55,8 @@ OUR_FLAGS = {"ours": ["--nogroup_by_length"], "ours_grouped": ["--group_by_lengt
              "ours_grouped_m8": ["--group_by_length", "--pad_to_multiple_of=8"],
              "ours_grouped_bf16": ["--group_by_length", "--precision=bf16"]}
 TRAINER_FLAGS = {"trainer": [], "trainer_grouped": ["--group_by_length"],
-                 "trainer_bf16": ["--bf16"], "trainer_grouped_bf16": ["--group_by_length", "--bf16"]}
+                 "trainer_bf16": ["--bf16"],
+                 "trainer_grouped_bf16": ["--group_by_length", "--bf16"]}
 
 
 def write_workload(args, name, folder):
@@ -89,17 +92,21 @@ def our_flags(args, task, seq, data_dir, output_dir, seed):
 
 def make_start(args, workload, task, seq, data_dir, seed):
     """(our start: a run's best/ holding the initial weights, its export_hf directory)."""
-    folder = os.path.join(args.work_dir, "start", f"{workload}_seed{seed}")
+    kind = "pretrained" if args.init_checkpoint else "random"  # the start's folder
+    folder = os.path.join(args.work_dir, "start", f"{workload}_{kind}_seed{seed}")
     hf_dir = os.path.join(folder, "hf")
     if not os.path.isfile(os.path.join(hf_dir, "config.json")):
-        config = os.path.join(args.work_dir, "bert_config.json")
-        with open(config, "w", encoding="utf-8") as f:
-            json.dump(BERT_L4_H256, f, indent=1)
         run = os.path.join(folder, "run")
         flags = our_flags(args, task, seq, data_dir, run, seed) + [
             "--learning_rate=0", "--max_train_examples=32", "--max_dev_examples=32",
-            "--num_train_epochs=1", f"--bert_config_file={config}",
-            f"--vocab_file={args.vocab_file}"]
+            "--num_train_epochs=1"]
+        if args.init_checkpoint:
+            flags.append(f"--init_checkpoint={args.init_checkpoint}")
+        else:
+            config = os.path.join(args.work_dir, "bert_config.json")
+            with open(config, "w", encoding="utf-8") as f:
+                json.dump(BERT_L4_H256, f, indent=1)
+            flags += [f"--bert_config_file={config}", f"--vocab_file={args.vocab_file}"]
         for command in (["finetune.run_finetune", *flags],
                         ["pretrain.interop.export_hf", f"--init_checkpoint={run}",
                          f"--output_dir={hf_dir}", "--overwrite"]):
@@ -167,6 +174,9 @@ def main():
     parser.add_argument("--data_root", default=SHARED)
     parser.add_argument("--vocab_file",
                         default=os.path.join(SHARED, "vocab", "bert_chinese_vocab.txt"))
+    parser.add_argument("--init_checkpoint", default=None,
+                        help="A pretrained BERT to start from (its bert_config.json and "
+                             "vocab.txt beside it); default: random initialisation.")
     parser.add_argument("--workloads", default="lcqmc,chnsenticorp")
     parser.add_argument("--tools", default="ours,ours_grouped,trainer,trainer_grouped")
     parser.add_argument("--seeds", default="1,2,3")
@@ -184,6 +194,7 @@ def main():
         print(json.dumps({"skipped": f"{args.data_root} or {args.vocab_file} not present"}))
         return
     tools = args.tools.split(",")
+    start_kind = "pretrained" if args.init_checkpoint else "random"
     for workload in args.workloads.split(","):
         task, seq = WORKLOADS[workload]
         data_dir = write_workload(args, workload, os.path.join(args.work_dir, "data", workload))
@@ -197,13 +208,18 @@ def main():
                               start if tool in OUR_FLAGS else hf_dir, seed, out)
                 lines[tool].append(line)
                 print(json.dumps({"kind": "run", "workload": workload, "tool": tool,
-                                  "seed": seed, **line}), flush=True)
-        summaries = {tool: summarise(workload, tool, runs) for tool, runs in lines.items()}
+                                  "seed": seed, "start": start_kind, **line}), flush=True)
+        summaries = {tool: dict(summarise(workload, tool, runs), start=start_kind)
+                     for tool, runs in lines.items()}
         for summary in summaries.values():
             if summary["tool"] in OUR_FLAGS and "trainer_grouped" in summaries:
                 summary["train_speed_over_trainer_grouped"] = round(
                     summary["train_examples_per_second"]["mean"]
                     / summaries["trainer_grouped"]["train_examples_per_second"]["mean"], 3)
+            if summary["tool"] in OUR_FLAGS and "trainer_grouped_bf16" in summaries:
+                summary["train_speed_over_trainer_grouped_bf16"] = round(
+                    summary["train_examples_per_second"]["mean"]
+                    / summaries["trainer_grouped_bf16"]["train_examples_per_second"]["mean"], 3)
             if summary["tool"] in OUR_FLAGS and "trainer" in summaries:
                 summary["end_to_end_over_trainer"] = round(
                     summary["end_to_end_seconds"]["mean"]
