@@ -66,13 +66,11 @@ def run(values):
     if opts.skip_corrupt_records:
         result["skipped_records"] = data_checks.account_for_damage(data.files, data.compression)
     _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval_trainer, data)
-    trained_to_step = getattr(trainer, "trained_to_step", None)  # the session loop's
-    if trained_to_step is not None:
-        result["global_step"] = trained_to_step
-    elif tf.train.latest_checkpoint(opts.output_dir):
-        result["global_step"] = int(trainer.get_variable_value("global_step"))
-    else:  # --do_eval alone of an --init_checkpoint's weights: nothing saved here
-        result["global_step"] = int(result["eval_results"]["global_step"])
+    if result.get("global_step") is None:  # no training session ended in this process
+        if tf.train.latest_checkpoint(opts.output_dir):
+            result["global_step"] = int(trainer.get_variable_value("global_step"))
+        else:  # --do_eval alone of an --init_checkpoint's weights: nothing saved here
+            result["global_step"] = int(result["eval_results"]["global_step"])
     return result
 
 
@@ -356,7 +354,7 @@ def _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval
     `result`. A corrupt input or a failed write stops with one line."""
     try:
         if opts.do_train:
-            _train(opts, trainer, runtime, make_input_fn, data)
+            result["global_step"] = _train(opts, trainer, runtime, make_input_fn, data)
         if opts.do_eval:
             eval_sets = [("", data.eval_input)] + [(name + "/", pattern)
                                                    for name, pattern in data.extra_evals]
@@ -380,6 +378,8 @@ def _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval
 
 
 def _train(opts, trainer, runtime, make_input_fn, data):
+    """Trains to --num_train_steps; returns the global step this process's session ended at
+    (None on TPU, or when nothing was left to train)."""
     k = int(opts.gradient_accumulation_steps)
     train_input_fn = make_input_fn(opts.input_file, True)
     max_steps = opts.num_train_steps * k
@@ -387,6 +387,8 @@ def _train(opts, trainer, runtime, make_input_fn, data):
         every_n_steps=opts.log_every_n_steps, examples_per_step=opts.train_batch_size,
         last_step=max_steps, output_dir=opts.output_dir, gradient_accumulation_steps=k,
         heads_line=data.heads_line)]
+    final_step = training_hooks.FinalStepHook()
+    hooks += [] if opts.use_tpu else [final_step]
     hooks += plateau_checkpoint.saver_hooks(opts.output_dir, pretraining_options.lr_scheduler(
         opts), opts.num_train_steps, k, runtime.distribution, opts.use_tpu)
     if runtime.strategy == "multi_worker" and runtime.loop == "estimator":
@@ -395,6 +397,7 @@ def _train(opts, trainer, runtime, make_input_fn, data):
         estimator_runtime.train_and_evaluate(trainer, train_input_fn, max_steps, hooks, eval_fn)
     else:
         trainer.train(input_fn=train_input_fn, max_steps=max_steps, hooks=hooks)
+    return final_step.step
 
 
 def _plain(value):

@@ -7,7 +7,8 @@
 and every `every_n_steps` logs loss, MLM and sentence (and SBO) losses, learning rate,
 gradient norm, examples/sec and an ETA. `add_summaries` writes the same
 scalars as TensorBoard summaries (saved by Estimator's summary hook, or in the session loop
-by `SummaryWriterHook`); `LossLoggingHook` logs the loss and step, as Estimator does.
+by `SummaryWriterHook`); `LossLoggingHook` logs the loss and step, as Estimator does;
+`FinalStepHook` reads the step a process's training ended at.
 
 The hooks here fetch the same tensors at every step and only act on some: a session prunes
 and optimises its graph anew for each set of fetches it has not run before, which cost a
@@ -210,3 +211,20 @@ class LossLoggingHook(tf.train.SessionRunHook):
         if self._timer.should_trigger_for_step(step):
             self._timer.update_last_triggered_step(step)
             logging.info("loss = %s, step = %d", run_values.results["loss"], step)
+
+
+class FinalStepHook(tf.train.SessionRunHook):
+    """`step`: the global step when the training session ended, read from that session (None
+    if the input ran out first: a session then ends without calling its hooks' `end`). A
+    multi-worker run's non-chief cannot take it from the shared model_dir, where the chief
+    may not have saved its last checkpoint yet."""
+
+    def __init__(self):
+        self.step = None
+        self._global_step = None
+
+    def begin(self):
+        self._global_step = tf.train.get_global_step()
+
+    def end(self, session):
+        self.step = int(session.run(self._global_step))

@@ -116,7 +116,6 @@ class TrainingLoop:
         self.config = settings
         self.model_dir = settings.model_dir
         self.params = dict(params or {})
-        self.trained_to_step = None  # the global step train()'s session ended at
 
     # ---- building blocks -------------------------------------------------------------------
 
@@ -202,7 +201,6 @@ class TrainingLoop:
     def train(self, input_fn, max_steps, hooks=(), saving_listeners=()):
         """Trains until the global step reaches `max_steps`, resuming from the latest
         checkpoint in model_dir (weights, optimizer slots, step, loss scale)."""
-        self.trained_to_step = None
         latest = self.latest_checkpoint()
         if latest and (_step_of(latest) or 0) >= max_steps:
             logging.info("%s is at step %s >= max_steps=%d: nothing to train", latest,
@@ -220,11 +218,6 @@ class TrainingLoop:
                 worker_hooks.append(training_hooks.LossLoggingHook(
                     loss, self.config.log_step_count_steps))
             worker_hooks += list(model_hooks)
-            # This worker's own final step: a non-chief cannot read it from model_dir, where
-            # the chief may not have saved it yet.
-            step_reads = tf.get_collection(training_util.GLOBAL_STEP_READ_KEY)
-            final_step = _FinalValues(step_reads[0] if step_reads else tf.train.get_global_step())
-            worker_hooks.append(final_step)
             self._saver()
             scaffold = tf.train.Scaffold()
             chief_hooks = []
@@ -259,8 +252,6 @@ class TrainingLoop:
             with session:
                 while not session.should_stop():
                     session.run([train_op, loss])
-        # None when the input ran out (the session then ends without calling hooks' end)
-        self.trained_to_step = None if final_step.values is None else int(final_step.values)
         return self
 
     # ---- evaluate --------------------------------------------------------------------------
