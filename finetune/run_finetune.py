@@ -249,7 +249,7 @@ def build_trainer(model_fn, settings, save_checkpoints_steps):
     run_config = strategies.make_run_config(
         name, settings["output_dir"], save_checkpoints_steps=save_checkpoints_steps,
         keep_checkpoint_max=settings["keep_checkpoint_max"],
-        log_step_count_steps=settings["log_every_n_steps"],
+        log_step_count_steps=None,  # ProgressHook logs loss, rate and ETA: no second loss line
         tf_random_seed=settings["random_seed"])
     # No graph.pbtxt or .meta files: nothing reads them, and writing the graph as text
     # cost 2.3 s of a 20 s run (BERT L4 H256).
