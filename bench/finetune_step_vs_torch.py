@@ -7,7 +7,9 @@ The L4 H256 BERT classifier of bench/finetune_vs_trainer.py (vocab 21128, 512 po
 dropout 0.1), batch --batch_size, every sequence --seq tokens of random ids, no input
 pipeline. Ours: finetune's classifier and the fine-tuning AdamW step
 (pretrain.training.optimization) in one session fed numpy arrays; torch's, run under
---hf_python: transformers' BertForSequenceClassification with torch.optim.AdamW, bf16
+--hf_python: transformers' BertForSequenceClassification with the Trainer's step at its
+defaults: gradients clipped to norm 1, torch.optim.AdamW fused (the Trainer's default optimizer
+on torch >= 2.8, `adamw_torch_fused`; the unfused one with --torch_optimizer=adamw_torch), bf16
 through torch's CPU autocast. Each is timed over --steps steps after 5 warm-up steps:
 the forward pass (`forward_ms`), forward and backward (`gradients_ms`), the whole training
 step (`train_ms`); then one training step is traced and its op time summed by op type
@@ -87,7 +89,7 @@ def ours(precision, seq, batch, steps):
     return dict(line, tensorflow=tf.__version__, op_ms=largest(totals))
 
 
-def torch_side(precision, seq, batch, steps):
+def torch_side(precision, seq, batch, steps, torch_optimizer):
     """The line of torch (run under --hf_python)."""
     import torch  # pylint: disable=import-outside-toplevel,import-error
     import transformers  # pylint: disable=import-outside-toplevel,import-error
@@ -95,7 +97,8 @@ def torch_side(precision, seq, batch, steps):
     config = transformers.BertConfig(num_labels=2, **SHAPE)
     torch.manual_seed(1)
     model = transformers.BertForSequenceClassification(config).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01,
+                                  fused=torch_optimizer == "adamw_torch_fused")
     ids = torch.randint(100, 21000, (batch, seq))
     mask = torch.ones(batch, seq, dtype=torch.long)
     labels = torch.randint(0, 2, (batch,))
@@ -110,6 +113,7 @@ def torch_side(precision, seq, batch, steps):
 
     def train():
         loss().backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     line = {"forward_ms": timed(lambda: loss().item(), steps),
@@ -121,7 +125,8 @@ def torch_side(precision, seq, batch, steps):
         if event.key.startswith("aten::"):
             totals[event.key] += event.self_cpu_time_total
     return dict(line, torch=torch.__version__, transformers=transformers.__version__,
-                threads=torch.get_num_threads(), op_ms=largest(totals))
+                threads=torch.get_num_threads(), optimizer=torch_optimizer,
+                op_ms=largest(totals))
 
 
 def main():
@@ -132,12 +137,17 @@ def main():
     parser.add_argument("--precisions", default="fp32,bf16")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--torch_optimizer", default="adamw_torch_fused",
+                        choices=("adamw_torch_fused", "adamw_torch"))
     parser.add_argument("--side", choices=("ours", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.side:  # one line of one framework, in a process of its own (asked for below)
-        measure = ours if args.side == "ours" else torch_side
-        print(json.dumps(measure(args.precisions, int(args.seq_lengths), args.batch_size,
-                                 args.steps)))
+    if args.side == "ours":  # one line of one framework, in a process of its own (see below)
+        print(json.dumps(ours(args.precisions, int(args.seq_lengths), args.batch_size,
+                              args.steps)))
+        return
+    if args.side == "torch":
+        print(json.dumps(torch_side(args.precisions, int(args.seq_lengths), args.batch_size,
+                                    args.steps, args.torch_optimizer)))
         return
     for seq in [int(value) for value in args.seq_lengths.split(",")]:
         for precision in args.precisions.split(","):
@@ -147,7 +157,8 @@ def main():
             for framework, python in sides:
                 command = [python, os.path.abspath(__file__), f"--side={framework}",
                            f"--precisions={precision}", f"--seq_lengths={seq}",
-                           f"--batch_size={args.batch_size}", f"--steps={args.steps}"]
+                           f"--batch_size={args.batch_size}", f"--steps={args.steps}",
+                           f"--torch_optimizer={args.torch_optimizer}"]
                 output = subprocess.run(command, cwd=REPO, check=True, capture_output=True,
                                         text=True).stdout
                 print(json.dumps({"framework": framework, **common,
