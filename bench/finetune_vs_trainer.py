@@ -90,10 +90,13 @@ def our_flags(args, task, seq, data_dir, output_dir, seed):
             "--overwrite_output_dir", "--log_every_n_steps=1000"]
 
 
+def start_kind(args):
+    return "pretrained" if args.init_checkpoint else "random"
+
+
 def make_start(args, workload, task, seq, data_dir, seed):
     """(our start: a run's best/ holding the initial weights, its export_hf directory)."""
-    kind = "pretrained" if args.init_checkpoint else "random"  # the start's folder
-    folder = os.path.join(args.work_dir, "start", f"{workload}_{kind}_seed{seed}")
+    folder = os.path.join(args.work_dir, "start", f"{workload}_{start_kind(args)}_seed{seed}")
     hf_dir = os.path.join(folder, "hf")
     if not os.path.isfile(os.path.join(hf_dir, "config.json")):
         run = os.path.join(folder, "run")
@@ -194,7 +197,6 @@ def main():
         print(json.dumps({"skipped": f"{args.data_root} or {args.vocab_file} not present"}))
         return
     tools = args.tools.split(",")
-    start_kind = "pretrained" if args.init_checkpoint else "random"
     for workload in args.workloads.split(","):
         task, seq = WORKLOADS[workload]
         data_dir = write_workload(args, workload, os.path.join(args.work_dir, "data", workload))
@@ -208,18 +210,15 @@ def main():
                               start if tool in OUR_FLAGS else hf_dir, seed, out)
                 lines[tool].append(line)
                 print(json.dumps({"kind": "run", "workload": workload, "tool": tool,
-                                  "seed": seed, "start": start_kind, **line}), flush=True)
-        summaries = {tool: dict(summarise(workload, tool, runs), start=start_kind)
+                                  "seed": seed, "start": start_kind(args), **line}), flush=True)
+        summaries = {tool: dict(summarise(workload, tool, runs), start=start_kind(args))
                      for tool, runs in lines.items()}
         for summary in summaries.values():
-            if summary["tool"] in OUR_FLAGS and "trainer_grouped" in summaries:
-                summary["train_speed_over_trainer_grouped"] = round(
-                    summary["train_examples_per_second"]["mean"]
-                    / summaries["trainer_grouped"]["train_examples_per_second"]["mean"], 3)
-            if summary["tool"] in OUR_FLAGS and "trainer_grouped_bf16" in summaries:
-                summary["train_speed_over_trainer_grouped_bf16"] = round(
-                    summary["train_examples_per_second"]["mean"]
-                    / summaries["trainer_grouped_bf16"]["train_examples_per_second"]["mean"], 3)
+            for reference in ("trainer_grouped", "trainer_grouped_bf16"):
+                if summary["tool"] in OUR_FLAGS and reference in summaries:
+                    summary[f"train_speed_over_{reference}"] = round(
+                        summary["train_examples_per_second"]["mean"]
+                        / summaries[reference]["train_examples_per_second"]["mean"], 3)
             if summary["tool"] in OUR_FLAGS and "trainer" in summaries:
                 summary["end_to_end_over_trainer"] = round(
                     summary["end_to_end_seconds"]["mean"]

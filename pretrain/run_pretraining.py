@@ -379,7 +379,7 @@ def _train_and_evaluate(opts, trainer, runtime, make_input_fn, result, make_eval
 
 def _train(opts, trainer, runtime, make_input_fn, data):
     """Trains to --num_train_steps; returns the global step this process's session ended at
-    (None on TPU, or when nothing was left to train)."""
+    (None on TPU, when nothing was left to train, or when the input ran out)."""
     k = int(opts.gradient_accumulation_steps)
     train_input_fn = make_input_fn(opts.input_file, True)
     max_steps = opts.num_train_steps * k
