@@ -196,6 +196,10 @@ def main():
     if not os.path.isdir(args.data_root) or not os.path.isfile(args.vocab_file):
         print(json.dumps({"skipped": f"{args.data_root} or {args.vocab_file} not present"}))
         return
+    start = args.init_checkpoint
+    if start and not (os.path.isdir(start) or os.path.isfile(start + ".index")):
+        parser.error(f"--init_checkpoint={start}: neither a checkpoint directory nor a "
+                     "checkpoint prefix (no .index file beside it)")
     tools = args.tools.split(",")
     for workload in args.workloads.split(","):
         task, seq = WORKLOADS[workload]
