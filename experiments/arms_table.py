@@ -17,6 +17,11 @@ on none. Told apart as better: the Δ's 95% interval above 0 with compare's verd
 (none withheld for collapsed seeds, too few seeds or a baseline at chance); worse: the
 interval below 0, withheld or not (the rule errs towards today's recipe). Each task's
 comparison is the one continuing_arms.json's decision_comparisons names.
+
+A task's arms are compared on one build of the general model, but the three tasks need not
+share one: each task's comparison is summarised (--summary_file) into
+experiments/measured/arms_TASK.json and committed, and the decision reads a task's summary
+where RUNS no longer holds its comparison (a session's machine is not always kept).
 """
 import dataclasses
 import os
@@ -24,6 +29,7 @@ import os
 from common import cli_options
 from common.cli_options import UserError, option
 from experiments import continued_arms, continued_table
+from experiments.data_files import MEASURED_DIR, read_measured
 from experiments.continued_table import MISSING, RESULTS, delta_cell, scores_cell, start_end
 from experiments.from_scratch_table import show_and_write
 from finetune import verdicts
@@ -31,6 +37,8 @@ from pretrain.training import learning_check
 
 MIN_BETTER = 2
 MLM_KEYS = ("init_masked_lm_accuracy", "masked_lm_accuracy")
+# What a summary keeps of compare's row of a run: what the table and the rule read.
+ROW_FIELDS = ("label", "dev", "test", "collapsed_seeds", "against_first_run")
 
 
 def _evals(folder):
@@ -68,6 +76,19 @@ def read_arms_comparison(arms_dir, comparison_name):
     return {"metric": comparison["selection_metric"], "seeds": rows[0]["seeds"],
             "budget": continued_table.fine_tuning_budget(comparison),
             "baseline": defined["baseline"], "arms": arms}
+
+
+def summary(comparison, task):
+    """read_arms_comparison()'s result, JSON-able and without paths: the numbers its table
+    and the rule read, for experiments/measured/arms_TASK.json."""
+    arms = [{"name": entry["name"], "arm": entry["arm"], "static": entry["static"],
+             "own": entry["own"], "row": {key: entry["row"].get(key) for key in ROW_FIELDS}}
+            for entry in comparison["arms"]]
+    return dict(comparison, task=task, arms=arms)
+
+
+def summary_name(task):
+    return f"arms_{task}"
 
 
 def told_apart(difference):
@@ -131,18 +152,28 @@ def decision_table(decided, baseline, tasks):
     return "\n".join(lines + ["", decision_line(decided, baseline, tasks)])
 
 
-def collect_decision(runs_dir, model_name=None):
-    """decision_table() of decide() over RUNS_DIR/TASK/MODEL/arms/COMPARISON of every task continuing_arms.json's
-    decision_comparisons names (MODEL: its first model by default)."""
+def collect_decision(runs_dir, model_name=None, measured_dir=MEASURED_DIR):
+    """decision_table() of decide() over every task continuing_arms.json's
+    decision_comparisons names: RUNS_DIR/TASK/MODEL/arms/COMPARISON (MODEL: its first model by
+    default), else the task's summary MEASURED_DIR/arms_TASK.json; then where each came from."""
     defined = continued_arms.read_arms()
     model_name = model_name or defined["models"][0]
-    by_task = {}
+    by_task, sources = {}, []
     for task, name in defined["decision_comparisons"].items():
         arms_dir = os.path.join(runs_dir, task, model_name, "arms")
-        found = os.path.isfile(os.path.join(arms_dir, name, RESULTS))
-        by_task[task] = outcomes(read_arms_comparison(arms_dir, name)) if found else None
+        recorded = os.path.join(measured_dir, summary_name(task) + ".json")
+        if os.path.isfile(os.path.join(arms_dir, name, RESULTS)):
+            by_task[task] = outcomes(read_arms_comparison(arms_dir, name))
+            sources.append(f"{task}: {arms_dir}/{name}")
+        elif os.path.isfile(recorded):
+            by_task[task] = outcomes(read_measured(measured_dir, summary_name(task)))
+            sources.append(f"{task}: {recorded}")
+        else:
+            by_task[task] = None
     names = [name for name in defined["arms"] if name != defined["baseline"]]
-    return decision_table(decide(by_task, names), defined["baseline"], list(by_task))
+    return "\n".join([decision_table(decide(by_task, names), defined["baseline"], list(by_task)),
+                      "", "Read from: " + ("; ".join(sources) or "no task's comparison yet")
+                      + "."])
 
 
 def _own_cell(entry):
@@ -152,21 +183,31 @@ def _own_cell(entry):
     return f"{start_end(values)} (masks at {final_rate(entry['arm']['flags'])})"
 
 
-def arms_table(comparison):
-    """One line per arm, today's recipe first, then what this task tells apart."""
+def table_lines(comparison, what_column=True):
+    """The table alone: one line per arm, today's recipe first (what_column: each arm's help
+    from continuing_arms.json beside its name)."""
     metric = comparison["metric"]
-    lines = [f"| arm | what | MLM acc. on held-out task text (static masks), start → end "
-             f"| on general text | on its own eval data (train-time masks) | {metric} dev / test "
-             f"| Δ vs {comparison['baseline']} [95% CI] | verdict |",
-             "|---|---|---|---|---|---|---:|---|"]
+    what = ("what", "---") if what_column else ()
+    lines = ["| " + " | ".join(["arm", *what[:1], "MLM acc. on held-out task text (static "
+                                "masks), start → end", "on general text", "on its own eval "
+                                "data (train-time masks)", f"{metric} dev / test",
+                                f"Δ vs {comparison['baseline']} [95% CI]", "verdict"]) + " |",
+             "|" + "|".join(["---", *what[1:], "---", "---", "---", "---", "---:", "---"]) + "|"]
     for entry in comparison["arms"]:
         difference = (entry["row"]["against_first_run"] or {}).get(metric)
         verdict = verdicts.verdict_cell(difference["verdict"]) if difference else MISSING
-        lines.append(
-            f"| {entry['name']} | {entry['arm']['help']} | {start_end(entry['static'])} "
-            f"| {start_end(entry['static'], 'general/')} | {_own_cell(entry)} "
-            f"| {scores_cell(entry['row'], metric)} "
-            f"| {delta_cell({'difference': difference}) if difference else ''} | {verdict} |")
+        cells = [entry["name"], *([entry["arm"]["help"]] if what_column else []),
+                 start_end(entry["static"]), start_end(entry["static"], "general/"),
+                 _own_cell(entry), scores_cell(entry["row"], metric),
+                 delta_cell({"difference": difference}) if difference else "", verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def arms_table(comparison):
+    """table_lines(), then what this task tells apart."""
+    lines = table_lines(comparison)
+    metric = comparison["metric"]
     found = outcomes(comparison)
     told = {kind: [name for name, outcome in found.items() if outcome == kind]
             for kind in ("better", "worse")}
@@ -197,6 +238,11 @@ class ArmsTableOptions:
     decision_runs: str = option("", "Instead: the RUNS folder, for #66's decision across the "
                                     "tasks' arms comparisons.")
     output_file: str = option("", "Also write the Markdown here.")
+    summary_file: str = option("", "With --arms_dir: also write the comparison's numbers here "
+                                   "as JSON (experiments/measured/arms_TASK.json, committed: "
+                                   "the decision reads it once RUNS is gone).")
+    measured_dir: str = option(MEASURED_DIR, "The tasks' committed summaries "
+                               "(arms_TASK.json), read where RUNS lacks a task's comparison.")
 
 
 def _run(options):
@@ -204,7 +250,10 @@ def _run(options):
         raise UserError("give --arms_dir (a task's arms table) or --decision_runs (#66's "
                         "decision), one of them")
     if options.decision_runs:
-        show_and_write(collect_decision(options.decision_runs), options.output_file)
+        if options.summary_file:
+            raise UserError("--summary_file goes with --arms_dir (one task's comparison)")
+        show_and_write(collect_decision(options.decision_runs,
+                                        measured_dir=options.measured_dir), options.output_file)
         return
     path = os.path.join(options.arms_dir, options.comparison, RESULTS)
     if not os.path.isfile(path):
@@ -212,10 +261,12 @@ def _run(options):
                         "(run bash scripts/continued_experiment.sh TASK roberta arms)")
     row_dir = os.path.dirname(os.path.abspath(options.arms_dir))  # RUNS/TASK/MODEL
     runs_dir, model_name = os.path.dirname(os.path.dirname(row_dir)), os.path.basename(row_dir)
+    comparison = read_arms_comparison(options.arms_dir, options.comparison)
     show_and_write("\n\n".join([
-        arms_table(read_arms_comparison(options.arms_dir, options.comparison)), footnote(),
+        arms_table(comparison), footnote(),
         "Across the tasks (continuing_arms.json's comparisons):",
-        collect_decision(runs_dir, model_name)]), options.output_file)
+        collect_decision(runs_dir, model_name, options.measured_dir)]), options.output_file,
+        summary(comparison, os.path.basename(os.path.dirname(row_dir))), options.summary_file)
 
 
 def main(argv=None):

@@ -7,6 +7,8 @@ import os
 from common.cli_options import UserError
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The rows' measured numbers, committed (experiments.tables renders the docs' tables from them).
+MEASURED_DIR = os.path.join(PACKAGE_DIR, "measured")
 
 
 def read_fields(path, fields, optional=None):
@@ -45,3 +47,13 @@ def read_folder(folder, fields, optional=None):
     found = {os.path.splitext(os.path.basename(path))[0]: read_fields(path, fields, optional)
              for path in glob.glob(os.path.join(PACKAGE_DIR, folder, "*.json"))}
     return dict(sorted(found.items(), key=lambda item: (item[1].get("order", 0), item[0])))
+
+
+def read_measured(measured_dir, name):
+    """The JSON of measured_dir/NAME.json (a table's numbers); UserError naming the file."""
+    path = os.path.join(measured_dir, f"{name}.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not a readable JSON file ({error})") from None

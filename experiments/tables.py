@@ -14,32 +14,25 @@ numbers are committed under experiments/measured/:
                      as experiments.continued_table's --summary_file writes the rows of a
                      RUNS folder or a sweep, rendered by continued_table itself (the tables of
                      one budget without its 'fine-tuned on' column, a sweep's without its
-                     Largest Δ line, as the docs give them).
+                     Largest Δ line, as the docs give them);
+  arms_*.json        a task's #66 arms comparison (experiments.arms_table's --summary_file),
+                     rendered by arms_table without its 'what' column; #66's decision reads
+                     them too.
 """
 import dataclasses
 import functools
-import json
 import os
 import re
 
 from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import write_text_atomically
-from experiments import continued_table, from_scratch_table
+from experiments import arms_table, continued_table, from_scratch_table
+from experiments.data_files import MEASURED_DIR, read_measured
 from common.script_runs import REPO_ROOT
 from finetune import verdicts
 
-MEASURED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measured")
 README_HEADER = ["| row | Δ [95% CI] | verdict | caveat |", "|---|---:|---|---|"]
-
-
-def read_measured(measured_dir, name):
-    path = os.path.join(measured_dir, f"{name}.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: not a readable JSON file ({error})") from None
 
 
 def _points(fraction):
@@ -91,9 +84,19 @@ CONTINUED = {"continued_sweep_lcqmc_first_build": continued_table.sweep_markdown
              "continued_chnsenticorp": _ONE_BUDGET,
              "continued_msra": _ONE_BUDGET,
              "continued_albert": _ONE_BUDGET}
+# docs/experiments.md's arms tables (#66), one per task measured so far
+ARMS = ("arms_chnsenticorp",)
+
+
+def _arms(name):
+    return lambda measured_dir: "\n".join(arms_table.table_lines(
+        read_measured(measured_dir, name), what_column=False))
+
+
 TABLES = {"results": ("README.md", readme_table),
           "from_scratch": (DOCS, from_scratch_rows_table),
-          **{name: (DOCS, _continued(name, render)) for name, render in CONTINUED.items()}}
+          **{name: (DOCS, _continued(name, render)) for name, render in CONTINUED.items()},
+          **{name: (DOCS, _arms(name)) for name in ARMS}}
 
 
 def replace_table(text, name, table, path):
@@ -118,7 +121,8 @@ class TablesOptions:
     """The flags of `python -m experiments.tables`."""
     write: bool = option(False, "Replace the tables in their files (else print them).")
     measured_dir: str = option(MEASURED_DIR, "The folder of the tables' numbers "
-                               "(from_scratch.json, readme.json, continued_*.json).")
+                               "(from_scratch.json, readme.json, continued_*.json, "
+                               "arms_*.json).")
     repo_dir: str = option(REPO_ROOT, "The folder of README.md and docs/.")
 
 

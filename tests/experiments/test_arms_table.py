@@ -2,10 +2,12 @@
 number on the same static held-out batches) and #66's decision rule across the three tasks,
 read from fixture files laid out as continued_experiment.sh TASK roberta arms leaves them."""
 import json
+import shutil
 
 import pytest
 
 from experiments import arms_table
+from experiments.data_files import read_measured
 from tests.experiments.test_continued_table import cells, table_lines
 from tests.finetune.test_comparison_report import difference, seed_result
 from tests.testutil.cli_runs import run_main_in_process
@@ -135,14 +137,17 @@ def test_the_decision_reads_each_tasks_comparison_of_continuing_arms_json(tmp_pa
     write_arms(tmp_path, "lcqmc", _all_arms((-0.02, -0.03, -0.01, "worse")))
     write_arms(tmp_path, "lcqmc", _all_arms(neither), comparison_name="compare_train40000")
     code, out, err, _ = run_main_in_process(
-        "experiments.arms_table", [f"--decision_runs={tmp_path}",
+        "experiments.arms_table", [f"--decision_runs={tmp_path}", "--measured_dir=none",
                                    f"--output_file={tmp_path / 'decision.md'}"], tmp_path)
     assert code == 0, err
     text = (tmp_path / "decision.md").read_text(encoding="utf-8")
     assert "| tt30_poly | chnsenticorp, msra | none | none | yes |" in text
     assert "| tt15_poly | none | none | none | no |" in text
-    assert text.rstrip("\n").endswith("#66's decision: tt30_poly meets the rule (better than static15_poly "
-                         "on at least 2 tasks, worse on none): the continuing default changes.")
+    assert ("#66's decision: tt30_poly meets the rule (better than static15_poly on at least 2 "
+            "tasks, worse on none): the continuing default changes.") in text
+    assert text.rstrip("\n").endswith(f"Read from: chnsenticorp: {tmp_path}/chnsenticorp/roberta/"
+                                      f"arms/compare; msra: {tmp_path}/msra/roberta/arms/compare; "
+                                      f"lcqmc: {tmp_path}/lcqmc/roberta/arms/compare_train40000.")
     assert "wrote " in out
 
 
@@ -150,21 +155,59 @@ def test_a_tasks_table_ends_with_the_decision_so_far(tmp_path):
     arms_dir = write_arms(tmp_path, "msra", {"tt15_poly": (0.0, -0.01, 0.01, "no evidence")})
     out = tmp_path / "table.md"
     code, _, err, _ = run_main_in_process("experiments.arms_table", [
-        f"--arms_dir={arms_dir}", "--comparison=compare", f"--output_file={out}"], tmp_path)
+        f"--arms_dir={arms_dir}", "--comparison=compare", f"--output_file={out}",
+        f"--measured_dir={tmp_path / 'none'}"], tmp_path)
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
     assert "| tt15_poly | masks drawn at train time, 15% |" in text
     assert "| tt15_poly | none | none | chnsenticorp, lcqmc | no |" in text
     assert "| tt30_poly | none | none | chnsenticorp, msra, lcqmc | no |" in text
-    assert text.rstrip("\n").endswith(
-        "#66's decision: not yet: tt15_poly, tt30_poly, tt30to15_poly, static15_wsd, tt15_wsd, "
-        "tt30_wsd, tt30to15_wsd still to be compared on 3 tasks (not compared on: no arms "
-        "comparison there, or not in it).")
+    assert ("#66's decision: not yet: tt15_poly, tt30_poly, tt30to15_poly, static15_wsd, "
+            "tt15_wsd, tt30_wsd, tt30to15_wsd still to be compared on 3 tasks (not compared on: "
+            "no arms comparison there, or not in it).\n\nRead from: msra: ") in text
+
+
+def test_a_tasks_summary_renders_as_its_runs_and_stands_in_for_them_once_gone(tmp_path):
+    runs, measured = tmp_path / "runs", tmp_path / "measured"
+    better = (0.02, 0.01, 0.03, "better")
+    arms_dir = write_arms(runs, "msra", dict(_all_arms((0.0, -0.01, 0.01, "no evidence")),
+                                            tt30_poly=better))
+    code, _, err, _ = run_main_in_process("experiments.arms_table", [
+        f"--arms_dir={arms_dir}", "--comparison=compare", f"--measured_dir={measured}",
+        f"--summary_file={measured / 'arms_msra.json'}"], tmp_path)
+    assert code == 0, err
+    recorded = read_measured(str(measured), "arms_msra")
+    assert recorded["task"] == "msra" and str(tmp_path) not in json.dumps(recorded)  # no paths
+    comparison = arms_table.read_arms_comparison(str(arms_dir), "compare")
+    assert arms_table.table_lines(recorded) == arms_table.table_lines(comparison)
+    assert arms_table.outcomes(recorded) == arms_table.outcomes(comparison)
+    # the runs of another task here, msra's gone: the decision reads msra's summary
+    write_arms(runs, "chnsenticorp", dict(_all_arms((0.0, -0.01, 0.01, "no evidence")),
+                                          tt30_poly=better))
+    shutil.rmtree(runs / "msra")
+    text = arms_table.collect_decision(str(runs), measured_dir=str(measured))
+    assert "| tt30_poly | chnsenticorp, msra | none | lcqmc | no |" in text
+    assert text.endswith(f"Read from: chnsenticorp: {runs}/chnsenticorp/roberta/arms/compare; "
+                         f"msra: {measured / 'arms_msra.json'}.")
+    # without either, a task is not compared yet
+    assert "| tt30_poly | chnsenticorp | none | msra, lcqmc | no |" in \
+        arms_table.collect_decision(str(runs), measured_dir=str(tmp_path / "none"))
+
+
+def test_the_table_without_its_what_column_as_the_docs_give_it(tmp_path):
+    arms_dir = write_arms(tmp_path, "msra", {"tt15_poly": (0.0, -0.01, 0.01, "no evidence")})
+    comparison = arms_table.read_arms_comparison(str(arms_dir), "compare")
+    full, docs = (arms_table.table_lines(comparison, what) for what in (True, False))
+    assert [cells(line)[:1] + cells(line)[2:] for line in full[2:]] == [
+        cells(line) for line in docs[2:]]
+    assert cells(full[3])[1] == "masks drawn at train time, 15%" and len(cells(docs[0])) == 7
 
 
 def test_a_missing_comparison_or_two_modes_are_refused_in_one_line(tmp_path):
     for argv, message in (
             ([f"--arms_dir={tmp_path}"], "no compare/results.json yet"),
+            ([f"--decision_runs={tmp_path}", f"--summary_file={tmp_path}/x.json"],
+             "--summary_file goes with --arms_dir"),
             ([f"--arms_dir={tmp_path}", f"--decision_runs={tmp_path}"], "one of them")):
         code, _, err, _ = run_main_in_process("experiments.arms_table", argv, tmp_path)
         assert code == 2 and message in err and "Traceback" not in err
