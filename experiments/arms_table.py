@@ -78,13 +78,13 @@ def read_arms_comparison(arms_dir, comparison_name):
             "baseline": defined["baseline"], "arms": arms}
 
 
-def summary(comparison, task):
+def summary(comparison, task, comparison_name):
     """read_arms_comparison()'s result, JSON-able and without paths: the numbers its table
     and the rule read, for experiments/measured/arms_TASK.json."""
     arms = [{"name": entry["name"], "arm": entry["arm"], "static": entry["static"],
              "own": entry["own"], "row": {key: entry["row"].get(key) for key in ROW_FIELDS}}
             for entry in comparison["arms"]]
-    return dict(comparison, task=task, arms=arms)
+    return dict(comparison, task=task, comparison=comparison_name, arms=arms)
 
 
 def summary_name(task):
@@ -166,8 +166,11 @@ def collect_decision(runs_dir, model_name=None, measured_dir=MEASURED_DIR):
             by_task[task] = outcomes(read_arms_comparison(arms_dir, name))
             sources.append(f"{task}: {arms_dir}/{name}")
         elif os.path.isfile(recorded):
-            by_task[task] = outcomes(read_measured(measured_dir, summary_name(task)))
-            sources.append(f"{task}: {recorded}")
+            found = read_measured(measured_dir, summary_name(task))
+            usable = found.get("comparison") == name
+            by_task[task] = outcomes(found) if usable else None
+            sources.append(f"{task}: {recorded}" + ("" if usable else
+                           f" (of {found.get('comparison')}, not {name}: not read)"))
         else:
             by_task[task] = None
     names = [name for name in defined["arms"] if name != defined["baseline"]]
@@ -266,7 +269,8 @@ def _run(options):
         arms_table(comparison), footnote(),
         "Across the tasks (continuing_arms.json's comparisons):",
         collect_decision(runs_dir, model_name, options.measured_dir)]), options.output_file,
-        summary(comparison, os.path.basename(os.path.dirname(row_dir))), options.summary_file)
+        summary(comparison, os.path.basename(os.path.dirname(row_dir)), options.comparison),
+        options.summary_file)
 
 
 def main(argv=None):

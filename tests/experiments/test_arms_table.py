@@ -177,7 +177,8 @@ def test_a_tasks_summary_renders_as_its_runs_and_stands_in_for_them_once_gone(tm
         f"--summary_file={measured / 'arms_msra.json'}"], tmp_path)
     assert code == 0, err
     recorded = read_measured(str(measured), "arms_msra")
-    assert recorded["task"] == "msra" and str(tmp_path) not in json.dumps(recorded)  # no paths
+    assert (recorded["task"], recorded["comparison"]) == ("msra", "compare")
+    assert str(tmp_path) not in json.dumps(recorded)  # no paths
     comparison = arms_table.read_arms_comparison(str(arms_dir), "compare")
     assert arms_table.table_lines(recorded) == arms_table.table_lines(comparison)
     assert arms_table.outcomes(recorded) == arms_table.outcomes(comparison)
@@ -189,6 +190,13 @@ def test_a_tasks_summary_renders_as_its_runs_and_stands_in_for_them_once_gone(tm
     assert "| tt30_poly | chnsenticorp, msra | none | lcqmc | no |" in text
     assert text.endswith(f"Read from: chnsenticorp: {runs}/chnsenticorp/roberta/arms/compare; "
                          f"msra: {measured / 'arms_msra.json'}.")
+    # a summary of another comparison than the decision's is named and not read
+    recorded["comparison"] = "compare_train40000"
+    (measured / "arms_msra.json").write_text(json.dumps(recorded), encoding="utf-8")
+    text = arms_table.collect_decision(str(runs), measured_dir=str(measured))
+    assert "| tt30_poly | chnsenticorp | none | msra, lcqmc | no |" in text
+    assert text.endswith(f"msra: {measured / 'arms_msra.json'} (of compare_train40000, not "
+                         "compare: not read).")
     # without either, a task is not compared yet
     assert "| tt30_poly | chnsenticorp | none | msra, lcqmc | no |" in \
         arms_table.collect_decision(str(runs), measured_dir=str(tmp_path / "none"))
