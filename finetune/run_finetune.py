@@ -48,7 +48,7 @@ from finetune.tasks import layout as layout_lib
 from pretrain.checkpoints import checkpoint_assets, checkpoint_loading, vocab_choice
 from pretrain.models import registry
 from pretrain.models.config import ConfigError
-from pretrain.training import mixed_precision, optimization
+from pretrain.training import mixed_precision, optimizers
 from pretrain.training import strategy as strategies
 
 # Pretraining's strategies but the TPU (no TPU path for fine-tuning).
@@ -121,7 +121,7 @@ class FinetuneSettings:
     max_dev_examples: int = option(0, "Use only the first N dev examples (0 = all).")
     eval_every_steps: int = option(500, "Save and score dev every N steps.")
     warmup_proportion: float = option(0.1, "Fraction of steps with linear warmup.")
-    adam_bias_correction: bool = option(True, optimization.BIAS_CORRECTION_HELP)
+    adam_bias_correction: bool = option(True, optimizers.BIAS_CORRECTION_HELP)
     random_seed: int = option(12345, "Seed for initialisation, dropout, shuffling.")
     ignore_invalid_weights: bool = option(False, checkpoint_loading.IGNORE_INVALID_WEIGHTS_HELP)
     strategy: str = option("cpu", "Device strategy, as in pretraining: " + "|".join(STRATEGIES)

@@ -6,7 +6,7 @@ from common import cli_options
 from common.cli_options import UserError, option
 from common.file_utils import input_exists
 from pretrain.checkpoints import checkpoint_loading
-from pretrain.training import continued_eval, lr_schedules, optimization, plateau_checkpoint
+from pretrain.training import continued_eval, lr_schedules, optimizers, plateau_checkpoint
 from pretrain.training import strategy as strategy_lib
 
 
@@ -60,7 +60,7 @@ class PretrainingOptions:
     training_loop: str = option("auto", strategy_lib.TRAINING_LOOP_HELP,
                                 choices=strategy_lib.TRAINING_LOOPS)
     optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
-    adam_bias_correction: bool = option(True, optimization.BIAS_CORRECTION_HELP)
+    adam_bias_correction: bool = option(True, optimizers.BIAS_CORRECTION_HELP)
     poly_power: float = option(1.0, "Power of the polynomial learning-rate decay.")
     lr_scheduler_type: str = option(lr_schedules.POLYNOMIAL, lr_schedules.LR_SCHEDULER_TYPE_HELP,
                                     choices=lr_schedules.SCHEDULER_TYPES)

@@ -18,7 +18,7 @@ from absl import logging
 from tensorflow.python.training.saving import saveable_object, saveable_object_util
 
 # Checkpoint names of the moment slots, `<variable>/<name>`, as Google writes them
-# (pretrain.training.optimization creates its slots under these names).
+# (pretrain.training.optimizers creates its slots under these names).
 SLOT_NAMES = {"m": "adam_m", "v": "adam_v"}
 # Old slot suffix -> new slot suffix.
 LEGACY_SLOT_SUFFIXES = {

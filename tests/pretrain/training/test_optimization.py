@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from pretrain.training import mixed_precision, optimization
+from pretrain.training import mixed_precision, optimization, optimizers
 from tests.testutil.float32_bounds import assert_close, magnitude, summation_ulps, tolerance
 from tests.testutil.pretrain_data import moment_ulps, norm_ulps, weight_drift
 
@@ -16,7 +16,7 @@ INITIAL_KERNEL = np.array([[0.5], [-0.3], [0.1]], np.float32)
 
 def test_unknown_optimizer_is_refused_with_choices():
     with pytest.raises(ValueError, match="adamw.*lamb"):
-        optimization.make_optimizer("sgdx", 0.1)
+        optimizers.make_optimizer("sgdx", 0.1)
 
 
 def _linear_problem(batch_x, batch_y, k, steps, optimizer="adamw"):
