@@ -10,6 +10,7 @@ compute dtype when read. Code that must see the float32 variable itself
 (LayerNorm parameters, embedding tables) reads it inside `float32_reads()`.
 """
 import contextlib
+import functools
 import math
 import threading
 
@@ -88,17 +89,37 @@ def get_shape_list(tensor, expected_rank=None, name="tensor"):
     return shape
 
 
+def float32_math_for_bf16(activation):
+    """`activation` computed in float32 for a bfloat16 input, its result cast back.
+
+    TensorFlow's CPU kernels for bf16 elementwise ops are slower than their float32 ones (a
+    GELU's forward and backward over [4096, 1024]: 27.0 ms in bf16, 14.1 in fp32, 19.9 with
+    the casts), while bf16 pays in the matmuls; on an AMX Xeon the fine-tuning step in bf16 is
+    8% faster at 20 tokens and 13% at 128 this way (docs/finetuning.md), and more accurate.
+    """
+    @functools.wraps(activation)
+    def wrapped(x):
+        if x.dtype.base_dtype == tf.bfloat16:
+            return tf.cast(activation(tf.cast(x, tf.float32)), tf.bfloat16)
+        return activation(x)
+
+    return wrapped
+
+
+@float32_math_for_bf16
 def gelu(x):
     """GELU, tanh approximation, computed exactly as google-research/bert."""
     cdf = 0.5 * (1.0 + tf.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * tf.pow(x, 3))))
     return x * cdf
 
 
+@float32_math_for_bf16
 def gelu_exact(x):
     """GELU with the exact erf formulation."""
     return 0.5 * x * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
 
 
+@float32_math_for_bf16
 def swish(x):
     return x * tf.sigmoid(x)
 

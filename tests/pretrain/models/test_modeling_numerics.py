@@ -153,3 +153,28 @@ def test_activations_follow_their_formulas():
     assert_close(exact, erf_ref, ELEMENTWISE_ULPS + 4, err_msg="gelu_exact")
     assert_close(swish, x / (1 + np.exp(-x)), ELEMENTWISE_ULPS + 4, err_msg="swish")
     assert np.abs(gelu - exact).max() > 1e-4  # the two GELUs really differ, by 1000 ulps
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_exact", "swish"])
+def test_bf16_activations_are_their_float32_values_rounded_and_so_are_their_gradients(name):
+    """In bf16 the transcendental activations run in float32 (faster on TensorFlow's CPU
+    kernels): the output is the float32 output rounded to bf16, and the gradient the float32
+    gradient of the bf16 upstream gradient, rounded."""
+    x = np.linspace(-4, 4, 33).astype(np.float32)
+    upstream = np.linspace(-1, 1, 33).astype(np.float32)
+    activation = modeling.get_activation(name)
+    with tf.Graph().as_default(), tf.Session() as session:
+        low = tf.cast(tf.constant(x), tf.bfloat16)
+        dy = tf.cast(tf.constant(upstream), tf.bfloat16)
+        y = activation(low)
+        (dx,) = tf.gradients(y, low, grad_ys=dy)
+        high = tf.cast(low, tf.float32)  # the same inputs, in float32
+        y32 = activation(high)
+        (dx32,) = tf.gradients(y32, high, grad_ys=tf.cast(dy, tf.float32))
+        assert y.dtype == dx.dtype == tf.bfloat16
+        got, want, got_grad, want_grad = session.run([
+            tf.cast(y, tf.float32), tf.cast(tf.cast(y32, tf.bfloat16), tf.float32),
+            tf.cast(dx, tf.float32), tf.cast(tf.cast(dx32, tf.bfloat16), tf.float32)])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_grad, want_grad)
+    assert np.abs(got_grad).max() > 0.5  # a real gradient, not zeros
