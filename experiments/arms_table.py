@@ -28,8 +28,8 @@ import os
 
 from common import cli_options
 from common.cli_options import UserError, option
-from experiments import continued_arms, continued_table
-from experiments.data_files import MEASURED_DIR, read_measured
+from experiments import continued_arms, continued_table, data_files
+from experiments.data_files import MEASURED_DIR
 from experiments.continued_table import MISSING, RESULTS, delta_cell, scores_cell, start_end
 from experiments.from_scratch_table import show_and_write
 from finetune import verdicts
@@ -39,6 +39,9 @@ MIN_BETTER = 2
 MLM_KEYS = ("init_masked_lm_accuracy", "masked_lm_accuracy")
 # What a summary keeps of compare's row of a run: what the table and the rule read.
 ROW_FIELDS = ("label", "dev", "test", "collapsed_seeds", "against_first_run")
+SUMMARY_FIELDS = {"task": str, "comparison": str, "metric": str, "seeds": list, "budget": str,
+                  "baseline": str, "arms": list, "source": str}
+ENTRY_FIELDS = {"name": str, "arm": dict, "static": dict, "own": dict, "row": dict}
 
 
 def _evals(folder):
@@ -87,8 +90,19 @@ def summary(comparison, task, comparison_name):
     return dict(comparison, task=task, comparison=comparison_name, arms=arms)
 
 
-def summary_name(task):
-    return f"arms_{task}"
+def summary_path(measured_dir, task):
+    return os.path.join(measured_dir, f"arms_{task}.json")
+
+
+def read_summary(path):
+    """A task's summary (summary()'s fields; `source` optional: where transcribed numbers came
+    from), each field and each arm's entry checked; UserError naming the file and field."""
+    found = data_files.read_fields(path, SUMMARY_FIELDS, optional={"source": ""})
+    for index, entry in enumerate(found["arms"]):
+        where = f"{path}: arms[{index}]"
+        data_files.check_fields(where, entry, ENTRY_FIELDS)
+        data_files.check_fields(f"{where}.row", entry["row"], dict.fromkeys(ROW_FIELDS, object))
+    return found
 
 
 def told_apart(difference):
@@ -161,12 +175,12 @@ def collect_decision(runs_dir, model_name=None, measured_dir=MEASURED_DIR):
     by_task, sources = {}, []
     for task, name in defined["decision_comparisons"].items():
         arms_dir = os.path.join(runs_dir, task, model_name, "arms")
-        recorded = os.path.join(measured_dir, summary_name(task) + ".json")
+        recorded = summary_path(measured_dir, task)
         if os.path.isfile(os.path.join(arms_dir, name, RESULTS)):
             by_task[task] = outcomes(read_arms_comparison(arms_dir, name))
             sources.append(f"{task}: {arms_dir}/{name}")
         elif os.path.isfile(recorded):
-            found = read_measured(measured_dir, summary_name(task))
+            found = read_summary(recorded)
             usable = found.get("comparison") == name
             by_task[task] = outcomes(found) if usable else None
             sources.append(f"{task}: {recorded}" + ("" if usable else

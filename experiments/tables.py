@@ -84,19 +84,20 @@ CONTINUED = {"continued_sweep_lcqmc_first_build": continued_table.sweep_markdown
              "continued_chnsenticorp": _ONE_BUDGET,
              "continued_msra": _ONE_BUDGET,
              "continued_albert": _ONE_BUDGET}
-# docs/experiments.md's arms tables (#66), one per task measured so far
-ARMS = ("arms_chnsenticorp",)
+# docs/experiments.md's arms tables (#66): table arms_TASK of each task measured so far
+ARMS_TASKS = ("chnsenticorp",)
 
 
-def _arms(name):
+def _arms(task):
     return lambda measured_dir: "\n".join(arms_table.table_lines(
-        read_measured(measured_dir, name), what_column=False))
+        arms_table.read_summary(arms_table.summary_path(measured_dir, task)),
+        what_column=False))
 
 
 TABLES = {"results": ("README.md", readme_table),
           "from_scratch": (DOCS, from_scratch_rows_table),
           **{name: (DOCS, _continued(name, render)) for name, render in CONTINUED.items()},
-          **{name: (DOCS, _arms(name)) for name in ARMS}}
+          **{f"arms_{task}": (DOCS, _arms(task)) for task in ARMS_TASKS}}
 
 
 def replace_table(text, name, table, path):

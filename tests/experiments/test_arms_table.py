@@ -7,7 +7,6 @@ import shutil
 import pytest
 
 from experiments import arms_table
-from experiments.data_files import read_measured
 from tests.experiments.test_continued_table import cells, table_lines
 from tests.finetune.test_comparison_report import difference, seed_result
 from tests.testutil.cli_runs import run_main_in_process
@@ -176,7 +175,7 @@ def test_a_tasks_summary_renders_as_its_runs_and_stands_in_for_them_once_gone(tm
         f"--arms_dir={arms_dir}", "--comparison=compare", f"--measured_dir={measured}",
         f"--summary_file={measured / 'arms_msra.json'}"], tmp_path)
     assert code == 0, err
-    recorded = read_measured(str(measured), "arms_msra")
+    recorded = arms_table.read_summary(str(measured / "arms_msra.json"))
     assert (recorded["task"], recorded["comparison"]) == ("msra", "compare")
     assert str(tmp_path) not in json.dumps(recorded)  # no paths
     comparison = arms_table.read_arms_comparison(str(arms_dir), "compare")
@@ -200,6 +199,29 @@ def test_a_tasks_summary_renders_as_its_runs_and_stands_in_for_them_once_gone(tm
     # without either, a task is not compared yet
     assert "| tt30_poly | chnsenticorp | none | msra, lcqmc | no |" in \
         arms_table.collect_decision(str(runs), measured_dir=str(tmp_path / "none"))
+
+
+def test_a_bad_summary_is_refused_naming_the_file_and_field(tmp_path):
+    runs, measured = tmp_path / "runs", tmp_path / "measured"
+    arms_dir = write_arms(runs, "msra", {"tt15_poly": (0.0, -0.01, 0.01, "no evidence")})
+    path = measured / "arms_msra.json"
+    code, _, err, _ = run_main_in_process("experiments.arms_table", [
+        f"--arms_dir={arms_dir}", f"--measured_dir={measured}", f"--summary_file={path}"],
+        tmp_path)
+    assert code == 0, err
+    shutil.rmtree(runs / "msra")
+    good = json.loads(path.read_text(encoding="utf-8"))
+    for broken, message in (
+            (dict(good, metric=None), "metric must be a str"),
+            ({key: value for key, value in good.items() if key != "arms"},
+             "missing field(s) arms"),
+            (dict(good, arms=[dict(good["arms"][0], row={"label": "x"})]),
+             "arms[0].row: missing field(s) against_first_run, collapsed_seeds, dev, test")):
+        path.write_text(json.dumps(broken), encoding="utf-8")
+        code, _, err, _ = run_main_in_process("experiments.arms_table", [
+            f"--decision_runs={runs}", f"--measured_dir={measured}"], tmp_path)
+        assert code == 2 and f"{path}" in err and message in err, err
+        assert "Traceback" not in err
 
 
 def test_the_table_without_its_what_column_as_the_docs_give_it(tmp_path):
